@@ -1,0 +1,80 @@
+"""`hmsproxy serve` runs the metastore; `hmsproxy schema init|info` manages the database schema."""
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+
+from hmsproxy import config
+from hmsproxy.store.sql.database import Database, init_schema, schema_version
+from hmsproxy.warehouse import to_uri
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hmsproxy", description="A Hive Metastore server with a server-side cache")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the metastore Thrift server")
+    serve.add_argument("--config", help="TOML config file (also HMSPROXY_CONFIG)")
+    serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="Thrift port (default 9083; 0 picks a free one)")
+    serve.add_argument("--db", help="SQLAlchemy URL of the metastore database (default sqlite:///hmsproxy.db)")
+    serve.add_argument("--warehouse", help="warehouse root directory (default ./warehouse)")
+    serve.add_argument("--metrics-port", type=int, help="port of /metrics /healthz /readyz (default 9090; 0 = off)")
+    serve.add_argument("--framed", action="store_const", const=True, help="use the framed transport")
+    serve.add_argument("--max-connections", type=int, help="cap on concurrent client connections (default 256)")
+    serve.add_argument("--log-level", help="DEBUG, INFO, WARNING ... (default INFO)")
+    schema = commands.add_parser("schema", help="create or inspect the metastore schema")
+    schema.add_argument("action", choices=["init", "info"])
+    schema.add_argument("--db", help="SQLAlchemy URL of the metastore database")
+    schema.add_argument("--warehouse", help="warehouse root, for the default catalog's location")
+    schema.add_argument("--config", help="TOML config file")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    flags = {k: v for k, v in vars(args).items() if k not in ("command", "action")}
+    try:
+        settings = config.resolve(flags)
+    except (OSError, ValueError) as exc:
+        print(f"hmsproxy: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "schema":
+        return _schema(args.action, settings)
+    return _serve(settings)
+
+
+def _schema(action: str, settings: config.Settings) -> int:
+    db = Database(settings.db)
+    try:
+        if action == "init":
+            created = init_schema(db, to_uri(settings.warehouse_path))
+            print(("created" if created else "already present:") + f" Hive metastore schema {schema_version(db)}")
+        else:
+            version = schema_version(db)
+            print(f"schema version: {version}" if version else "no metastore schema in this database")
+            return 0 if version else 1
+        return 0
+    finally:
+        db.dispose()
+
+
+def _serve(settings: config.Settings) -> int:
+    from hmsproxy.server import start
+
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    running = start(settings)
+    print(f"hmsproxy listening on {settings.host}:{running.port}", flush=True)
+    stop.wait()
+    logging.getLogger("hmsproxy").info("stopping")
+    running.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""One Settings object, resolved as: command-line flags > HMSPROXY_* environment > config file > defaults.
+
+The config file is TOML. Keys may be our own names (`port`, `db`, ...) or the Hive key names operators
+already know (`metastore.thrift.port`, `hive.metastore.warehouse.dir`, ...).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+HIVE_KEY_ALIASES: dict[str, str] = {
+    "metastore.thrift.port": "port",
+    "hive.metastore.port": "port",
+    "metastore.thrift.bind.host": "host",
+    "metastore.warehouse.dir": "warehouse",
+    "hive.metastore.warehouse.dir": "warehouse",
+    "javax.jdo.option.connectionurl": "db",
+    "metastore.server.max.threads": "max_connections",
+    "hive.metastore.server.max.threads": "max_connections",
+    "metastore.thrift.framed": "framed",
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 9083
+    db: str = "sqlite:///hmsproxy.db"
+    warehouse: str = "warehouse"
+    metrics_port: int = 9090
+    framed: bool = False
+    max_connections: int = 256
+    log_level: str = "INFO"
+
+    @property
+    def warehouse_path(self) -> Path:
+        return Path(self.warehouse).expanduser().resolve()
+
+
+def _coerce(name: str, value: Any) -> Any:
+    """Turns strings from the environment or a file into the field's type; rejects nonsense early."""
+    field_type = {f.name: f.type for f in fields(Settings)}[name]
+    if field_type == "bool":
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("1", "true", "yes", "on"):
+            return True
+        if text in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"setting {name!r}: expected a boolean, got {value!r}")
+    if field_type == "int":
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"setting {name!r}: expected an integer, got {value!r}") from None
+    return str(value)
+
+
+def _normalise_keys(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
+    known = {f.name for f in fields(Settings)}
+    result: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = HIVE_KEY_ALIASES.get(key.lower(), key.replace("-", "_").lower())
+        if name not in known:
+            raise ValueError(f"{source}: unknown setting {key!r}")
+        result[name] = _coerce(name, value)
+    return result
+
+
+def load_file(path: str | Path) -> dict[str, Any]:
+    with open(path, "rb") as handle:
+        raw = tomllib.load(handle)
+    flat = raw.get("hmsproxy", raw)
+    return _normalise_keys(flat, str(path))
+
+
+def from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
+    prefix = "HMSPROXY_"
+    raw = {k[len(prefix):]: v for k, v in environ.items() if k.startswith(prefix) and k != "HMSPROXY_CONFIG"}
+    return _normalise_keys(raw, "environment")
+
+
+def resolve(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:
+    """Merges the sources; `flags` holds only the options given on the command line (None = not given)."""
+    environ = os.environ if environ is None else environ
+    config_path = flags.get("config") or environ.get("HMSPROXY_CONFIG")
+    merged: dict[str, Any] = {}
+    if config_path:
+        merged.update(load_file(config_path))
+    merged.update(from_environment(environ))
+    given = {k: v for k, v in flags.items() if v is not None and k != "config"}
+    merged.update(_normalise_keys(given, "command line"))
+    return dataclasses.replace(Settings(), **merged)

@@ -1,0 +1,78 @@
+"""The Thrift processor: runs one call, turns every failure into an exception the method declares, and
+records metrics.
+
+thriftpy2 drops the connection when a handler raises something the IDL does not declare for that method
+(the client sees "TSocket read 0 bytes"). Here such failures become the method's MetaException (or another
+declared exception with a message), or a TApplicationException when it declares none, and the
+connection stays usable.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from thriftpy2.thrift import TApplicationException, TException, TProcessor
+
+from hmsproxy.idl import hms
+from hmsproxy.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+# Methods whose Hive 2.3 IDL declared MetaException where Hive 4 declares NoSuchObjectException (field 1):
+# Spark's 2.3 client reads field 1 only, so failures must travel there.
+FIELD_ONE_FOR_LEGACY_CLIENTS = {"get_partition_names": hms.NoSuchObjectException}
+
+
+def declared_exceptions(result: Any) -> list[type]:
+    return [spec[2] for fid, spec in sorted(result.thrift_spec.items()) if spec[1] != "success"]
+
+
+def to_declared(api: str, exc: Exception, result: Any) -> Exception:
+    """The exception to send for a failed call: itself if declared, else the closest declared one."""
+    declared = declared_exceptions(result)
+    legacy = FIELD_ONE_FOR_LEGACY_CLIENTS.get(api)
+    if legacy is not None and isinstance(exc, TException) and not isinstance(exc, legacy):
+        return legacy(message=getattr(exc, "message", str(exc)))
+    if any(isinstance(exc, kind) for kind in declared):
+        return exc
+    if isinstance(exc, TException) and hasattr(exc, "message"):
+        message = exc.message or type(exc).__name__
+    else:
+        log.exception("internal error in %s", api)
+        message = f"{type(exc).__name__}: {exc}"
+    for kind in [hms.MetaException] + declared:
+        if kind in declared and "message" in {spec[1] for spec in kind.thrift_spec.values()}:
+            return kind(message=message)
+    return TApplicationException(TApplicationException.INTERNAL_ERROR, message)
+
+
+class MetastoreProcessor(TProcessor):
+    def __init__(self, handler: Any, metrics: Metrics) -> None:
+        super().__init__(hms.ThriftHiveMetastore, handler)
+        self._metrics = metrics
+
+    def process(self, iprot: Any, oprot: Any) -> None:
+        api, seqid, result, call = self.process_in(iprot)
+        if isinstance(result, TApplicationException):
+            self._metrics.observe("unknown", "unknown_method", 0.0)
+            return self.send_exception(oprot, api, result, seqid)
+        started = time.perf_counter()
+        outcome = "ok"
+        try:
+            if not hasattr(self._handler, api):
+                raise TApplicationException(TApplicationException.UNKNOWN_METHOD, f"hmsproxy does not implement {api}")
+            result.success = call()
+        except TApplicationException as exc:
+            self._metrics.observe(api, "unsupported", time.perf_counter() - started)
+            return self.send_exception(oprot, api, exc, seqid)
+        except Exception as exc:  # every failure becomes a declared exception
+            answer = to_declared(api, exc, result)
+            outcome = type(answer).__name__
+            if isinstance(answer, TApplicationException):
+                self._metrics.observe(api, outcome, time.perf_counter() - started)
+                return self.send_exception(oprot, api, answer, seqid)
+            self.handle_exception(answer, result)
+        self._metrics.observe(api, outcome, time.perf_counter() - started)
+        if not result.oneway:
+            self.send_result(oprot, api, result, seqid)

@@ -1,0 +1,19 @@
+"""The Thrift handler: one method per HMS call, each unpacking the request, calling the store and packing
+the answer. It never touches SQL; the store it holds may be the database or the cache in front of it."""
+from __future__ import annotations
+
+from hmsproxy.handler.common import HandlerContext
+from hmsproxy.handler.databases import DatabaseCalls
+from hmsproxy.handler.functions import FunctionCalls
+from hmsproxy.handler.partitions import PartitionCalls
+from hmsproxy.handler.service import ServiceCalls
+from hmsproxy.handler.statistics import StatisticsCalls
+from hmsproxy.handler.tables import TableCalls
+
+
+class Handler(DatabaseCalls, TableCalls, PartitionCalls, FunctionCalls, StatisticsCalls, ServiceCalls):
+    def __init__(self, ctx: HandlerContext) -> None:
+        self.ctx = ctx
+
+
+__all__ = ["Handler", "HandlerContext"]

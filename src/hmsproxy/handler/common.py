@@ -1,0 +1,71 @@
+"""What every group of Thrift calls shares: the store, the warehouse, name parsing and HMS's errors."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from hmsproxy.idl import hms
+from hmsproxy.names import DEFAULT_CATALOG, is_valid_identifier, normalise_partition_value
+from hmsproxy.warehouse import Warehouse
+
+DDL_TIME = "transient_lastDdlTime"
+
+
+@dataclass
+class HandlerContext:
+    store: Any  # a RawStore: SqlStore, or the cache wrapping one
+    warehouse: Warehouse
+    server_conf: dict[str, str]
+    started_at: int
+
+
+def now() -> int:
+    return int(time.time())
+
+
+def meta_error(message: str) -> Exception:
+    return hms.MetaException(message=message)
+
+
+def split_catalog(name: str | None, default_catalog: str | None = None) -> tuple[str, str]:
+    """Hive 3+ clients send `@cat#db` in the old-style calls; plain names belong to the default catalog.
+
+    Returns (catalog, lower-cased database name)."""
+    catalog = (default_catalog or DEFAULT_CATALOG).lower()
+    if name is None:
+        raise hms.MetaException(message="database name must not be null")
+    if name.startswith("@"):
+        cat, sep, db = name[1:].partition("#")
+        if not sep:
+            raise hms.MetaException(message=f"invalid catalog-qualified database name {name!r}")
+        return cat.lower(), db.lower()
+    return catalog, name.lower()
+
+
+def lower(name: str | None, what: str) -> str:
+    if name is None or name == "":
+        raise hms.MetaException(message=f"{what} name must not be empty")
+    return name.lower()
+
+
+def require_valid_name(name: str | None, error=hms.InvalidObjectException) -> str:
+    if not is_valid_identifier(name):
+        raise error(message=f"{name} is not a valid object name")
+    return name.lower()
+
+
+def env_properties(env: Any) -> dict[str, str]:
+    return dict(env.properties or {}) if env is not None and getattr(env, "properties", None) else {}
+
+
+def check_partition_values(table: Any, values: Sequence[str] | None) -> list[str]:
+    """The values must match the table's partition keys one to one; empty ones become the default name."""
+    keys = [k.name for k in table.partitionKeys or []]
+    values = list(values or [])
+    if not keys:
+        raise hms.MetaException(message=f"table {table.dbName}.{table.tableName} is not partitioned")
+    if len(values) != len(keys):
+        raise hms.MetaException(
+            message=f"Invalid partition key & values; keys {keys}, values {values} of {table.dbName}.{table.tableName}")
+    return [normalise_partition_value(v) for v in values]

@@ -1,0 +1,94 @@
+"""Thrift calls on catalogs and databases."""
+from __future__ import annotations
+
+from typing import Any
+
+from hmsproxy.handler.common import HandlerContext, now, require_valid_name, split_catalog
+from hmsproxy.idl import hms
+from hmsproxy.names import filter_by_pattern
+from hmsproxy.warehouse import normalise_location
+
+
+class DatabaseCalls:
+    ctx: HandlerContext
+
+    # ---- catalogs ----------------------------------------------------------------------------------
+
+    def get_catalog(self, request: Any) -> Any:
+        return hms.GetCatalogResponse(catalog=self.ctx.store.get_catalog((request.name or "").lower()))
+
+    def get_catalogs(self) -> Any:
+        return hms.GetCatalogsResponse(names=self.ctx.store.get_catalog_names())
+
+    # ---- databases ---------------------------------------------------------------------------------
+
+    def create_database(self, database: Any) -> None:
+        if database is None:
+            raise hms.InvalidObjectException(message="database must not be null")
+        name = require_valid_name(database.name)
+        catalog = (database.catalogName or "hive").lower()
+        location = normalise_location(database.locationUri) or self.ctx.warehouse.default_database_location(name)
+        stored = hms.Database(
+            name=name, description=database.description, locationUri=location,
+            parameters=dict(database.parameters or {}), ownerName=database.ownerName,
+            ownerType=database.ownerType, catalogName=catalog, createTime=now(),
+            managedLocationUri=normalise_location(database.managedLocationUri),
+        )
+        made = self.ctx.warehouse.mkdirs(location)
+        try:
+            self.ctx.store.create_database(stored)
+        except BaseException:
+            if made:
+                self.ctx.warehouse.remove(location)
+            raise
+
+    def get_database(self, name: str) -> Any:
+        catalog, db_name = split_catalog(name)
+        return self.ctx.store.get_database(catalog, db_name)
+
+    def get_database_req(self, request: Any) -> Any:
+        catalog, db_name = split_catalog(request.name, request.catalogName)
+        return self.ctx.store.get_database(catalog, db_name)
+
+    def get_databases(self, pattern: str | None) -> list[str]:
+        catalog = "hive"
+        if pattern and pattern.startswith("@"):
+            catalog, pattern = split_catalog(pattern)
+        names = self.ctx.store.get_database_names(catalog)
+        try:
+            return filter_by_pattern(names, pattern)
+        except ValueError as exc:
+            raise hms.MetaException(message=str(exc)) from None
+
+    def get_all_databases(self) -> list[str]:
+        return self.ctx.store.get_database_names("hive")
+
+    def alter_database(self, dbname: str, db: Any) -> None:
+        catalog, db_name = split_catalog(dbname)
+        if db is None:
+            raise hms.MetaException(message="database must not be null")
+        self.ctx.store.alter_database(catalog, db_name, db)
+
+    def drop_database(self, name: str, deleteData: bool, cascade: bool) -> None:
+        catalog, db_name = split_catalog(name)
+        self._drop_database(catalog, db_name, bool(deleteData), bool(cascade), ignore_unknown=False)
+
+    def drop_database_req(self, request: Any) -> None:
+        catalog, db_name = split_catalog(request.name, request.catalogName)
+        self._drop_database(catalog, db_name, bool(request.deleteData), bool(request.cascade),
+                            ignore_unknown=bool(request.ignoreUnknownDb))
+
+    def _drop_database(self, catalog: str, db_name: str, delete_data: bool, cascade: bool, ignore_unknown: bool) -> None:
+        if db_name == "default" and catalog == "hive":
+            raise hms.MetaException(message="Can not drop default database")
+        try:
+            database = self.ctx.store.get_database(catalog, db_name)
+        except hms.NoSuchObjectException:
+            if ignore_unknown:
+                return
+            raise
+        dropped = self.ctx.store.drop_database(catalog, db_name, cascade)
+        if delete_data:
+            for item in dropped:
+                self._delete_table_data(item)
+            self.ctx.warehouse.remove(database.locationUri)

@@ -1,0 +1,60 @@
+"""Thrift calls on user-defined functions."""
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hmsproxy.handler.common import HandlerContext, lower, now, require_valid_name, split_catalog
+from hmsproxy.idl import hms
+from hmsproxy.names import filter_by_pattern
+
+
+class FunctionCalls:
+    ctx: HandlerContext
+
+    def _normalised(self, func: Any, error=hms.InvalidObjectException) -> Any:
+        if func is None:
+            raise error(message="function must not be null")
+        function = copy.deepcopy(func)
+        function.functionName = require_valid_name(function.functionName, error)
+        function.catName, function.dbName = split_catalog(function.dbName, function.catName)
+        if not function.className:
+            raise error(message=f"function {function.functionName} needs a class name")
+        return function
+
+    def create_function(self, func: Any) -> None:
+        function = self._normalised(func)
+        function.createTime = now()
+        self.ctx.store.create_function(function)
+
+    def get_function(self, dbName: str, funcName: str) -> Any:
+        catalog, db_name = split_catalog(dbName)
+        return self.ctx.store.get_function(catalog, db_name, lower(funcName, "function"))
+
+    def get_functions(self, dbName: str, pattern: str | None) -> list[str]:
+        catalog, db_name = split_catalog(dbName)
+        names = [f.functionName for f in self.ctx.store.get_functions(catalog, db_name)]
+        try:
+            return filter_by_pattern(names, pattern)
+        except ValueError as exc:
+            raise hms.MetaException(message=str(exc)) from None
+
+    def get_all_functions(self) -> Any:
+        return hms.GetAllFunctionsResponse(functions=self.ctx.store.get_functions("hive"))
+
+    def alter_function(self, dbName: str, funcName: str, newFunc: Any) -> None:
+        catalog, db_name = split_catalog(dbName)
+        function = self._normalised(newFunc, hms.InvalidOperationException)
+        old = self._existing(catalog, db_name, lower(funcName, "function"))
+        function.createTime = old.createTime
+        self.ctx.store.alter_function(catalog, db_name, old.functionName, function)
+
+    def _existing(self, catalog: str, db_name: str, name: str) -> Any:
+        try:
+            return self.ctx.store.get_function(catalog, db_name, name)
+        except hms.NoSuchObjectException as exc:
+            raise hms.InvalidOperationException(message=exc.message) from None
+
+    def drop_function(self, dbName: str, funcName: str) -> None:
+        catalog, db_name = split_catalog(dbName)
+        self.ctx.store.drop_function(catalog, db_name, lower(funcName, "function"))

@@ -1,0 +1,427 @@
+"""Thrift calls on partitions: add/append, read by values/names/partial spec/filter, alter, rename, drop."""
+from __future__ import annotations
+
+import copy
+from typing import Any, Sequence
+
+from hmsproxy.handler.common import (
+    DDL_TIME, HandlerContext, check_partition_values, env_properties, lower, now, split_catalog,
+)
+from hmsproxy.handler.quick_stats import DO_NOT_UPDATE_STATS, FAST_STATS, strip_marker, update_quick_stats
+from hmsproxy.handler.tables import is_external, is_view
+from hmsproxy.idl import hms
+from hmsproxy.names import make_partition_name, parse_partition_name
+from hmsproxy.partition_filter import FilterError, compile_filter
+from hmsproxy.warehouse import join, normalise_location
+
+
+def _limit(items: list[Any], max_parts: int | None) -> list[Any]:
+    return items if max_parts is None or max_parts < 0 else items[:max_parts]
+
+
+def _spec_matches(values: Sequence[str], spec: Sequence[str]) -> bool:
+    """A partial spec: a prefix of the values, where an empty string matches any value."""
+    return all(s == "" or s == v for s, v in zip(spec, values))
+
+
+class PartitionCalls:
+    ctx: HandlerContext
+
+    # ---- helpers -----------------------------------------------------------------------------------
+
+    def _table(self, db: str, tbl: str, cat: str | None = None) -> tuple[str, str, Any]:
+        catalog, db_name = split_catalog(db, cat)
+        table = self.ctx.store.get_table(catalog, db_name, lower(tbl, "table"))
+        return catalog, db_name, table
+
+    def _values_from_name(self, table: Any, part_name: str) -> list[str]:
+        keys = [k.name for k in table.partitionKeys or []]
+        try:
+            pairs = parse_partition_name(part_name or "")
+        except ValueError as exc:
+            raise hms.MetaException(message=str(exc)) from None
+        if [k.lower() for k, _ in pairs] != keys:
+            raise hms.MetaException(message=f"Invalid partition name {part_name!r} for keys {keys}")
+        return [v for _, v in pairs]
+
+    def _name(self, table: Any, values: Sequence[str]) -> str:
+        return make_partition_name([k.name for k in table.partitionKeys], values)
+
+    # ---- add ---------------------------------------------------------------------------------------
+
+    def _prepare_partition(self, table: Any, part: Any, env: dict[str, str]) -> tuple[Any, bool]:
+        """Fills defaults (location, SD, times), creates the directory, computes quick stats.
+        Returns the partition and whether its directory was created here."""
+        part = copy.deepcopy(part)
+        part.values = check_partition_values(table, part.values)
+        part.dbName, part.tableName, part.catName = table.dbName, table.tableName, table.catName
+        if part.sd is None:
+            part.sd = copy.deepcopy(table.sd)
+            part.sd.location = None
+        part.sd.location = normalise_location(part.sd.location) or \
+            join(table.sd.location, self._name(table, part.values))
+        part.parameters = dict(part.parameters or {})
+        part.createTime = now()
+        part.lastAccessTime = part.lastAccessTime or 0
+        part.parameters.setdefault(DDL_TIME, str(part.createTime))
+        made = False
+        if not is_view(table):
+            made = self.ctx.warehouse.mkdirs(part.sd.location)
+            update_quick_stats(part.parameters, part.sd.location, new_dir=made, force=False, env=env)
+        strip_marker(part.parameters)
+        return part, made
+
+    def _add_partitions(self, db: str, tbl: str, cat: str | None, parts: Sequence[Any], if_not_exists: bool,
+                        env: Any = None) -> list[Any]:
+        try:
+            catalog, db_name, table = self._table(db, tbl, cat)
+        except hms.NoSuchObjectException:
+            raise hms.InvalidObjectException(
+                message=f"Unable to add partitions because table or database {db}.{tbl} do not exist") from None
+        if not table.partitionKeys:
+            raise hms.MetaException(message=f"table {db_name}.{table.tableName} is not partitioned")
+        for part in parts:
+            if part is None:
+                raise hms.MetaException(message="partition must not be null")
+            part_db = split_catalog(part.dbName or db_name)[1]
+            if part_db != db_name or (part.tableName or table.tableName).lower() != table.tableName:
+                raise hms.MetaException(
+                    message=f"Partition does not belong to target table {db_name}.{table.tableName}: "
+                            f"{part.dbName}.{part.tableName}")
+        props = env_properties(env)
+        names = [self._name(table, check_partition_values(table, p.values)) for p in parts]
+        if len(set(names)) != len(names):
+            duplicate = next(n for n in names if names.count(n) > 1)
+            raise hms.MetaException(message=f"Duplicate partitions in the list: {duplicate}")
+        existing = set(self._existing_names(catalog, db_name, table.tableName, names))
+        if existing and not if_not_exists:
+            raise hms.AlreadyExistsException(
+                message=f"Partition already exists: {db_name}.{table.tableName} {sorted(existing)[0]}")
+        made: list[str] = []
+        prepared: list[Any] = []
+        try:
+            for name, part in zip(names, parts):
+                if name in existing:
+                    continue
+                ready, created = self._prepare_partition(table, part, props)
+                prepared.append(ready)
+                if created:
+                    made.append(ready.sd.location)
+            return self.ctx.store.add_partitions(catalog, db_name, table.tableName, prepared, if_not_exists)
+        except BaseException:
+            for location in made:
+                self.ctx.warehouse.remove(location)
+            raise
+
+    def _existing_names(self, catalog: str, db_name: str, tbl_name: str, names: Sequence[str]) -> list[str]:
+        return [p for p in names if p in set(self.ctx.store.get_partition_names(catalog, db_name, tbl_name))] \
+            if names else []
+
+    def add_partition(self, new_part: Any) -> Any:
+        return self._add_one(new_part, None)
+
+    def add_partition_with_environment_context(self, new_part: Any, environment_context: Any) -> Any:
+        return self._add_one(new_part, environment_context)
+
+    def _add_one(self, part: Any, env: Any) -> Any:
+        if part is None:
+            raise hms.InvalidObjectException(message="partition must not be null")
+        added = self._add_partitions(part.dbName or "", part.tableName or "", part.catName, [part], False, env)
+        return added[0]
+
+    def add_partitions(self, new_parts: Sequence[Any]) -> int:
+        if not new_parts:
+            return 0
+        first = new_parts[0]
+        return len(self._add_partitions(first.dbName or "", first.tableName or "", first.catName, new_parts, False))
+
+    def add_partitions_req(self, request: Any) -> Any:
+        added = self._add_partitions(request.dbName, request.tblName, request.catName, request.parts or [],
+                                     bool(request.ifNotExists))
+        return hms.AddPartitionsResult(partitions=added if request.needResult is not False else None)
+
+    def append_partition(self, db_name: str, tbl_name: str, part_vals: Sequence[str]) -> Any:
+        return self._append(db_name, tbl_name, list(part_vals or []))
+
+    def append_partition_with_environment_context(self, db_name: str, tbl_name: str, part_vals: Sequence[str],
+                                                  environment_context: Any) -> Any:
+        return self._append(db_name, tbl_name, list(part_vals or []))
+
+    def append_partition_by_name(self, db_name: str, tbl_name: str, part_name: str) -> Any:
+        _, _, table = self._table(db_name, tbl_name)
+        return self._append(db_name, tbl_name, self._values_from_name(table, part_name))
+
+    def append_partition_by_name_with_environment_context(self, db_name: str, tbl_name: str, part_name: str,
+                                                          environment_context: Any) -> Any:
+        return self.append_partition_by_name(db_name, tbl_name, part_name)
+
+    def _append(self, db: str, tbl: str, values: list[str]) -> Any:
+        part = hms.Partition(values=values, dbName=split_catalog(db)[1], tableName=lower(tbl, "table"),
+                             parameters={}, sd=None)
+        return self._add_partitions(db, tbl, None, [part], False)[0]
+
+    # ---- read --------------------------------------------------------------------------------------
+
+    def get_partition(self, db_name: str, tbl_name: str, part_vals: Sequence[str]) -> Any:
+        catalog, db, table = self._table(db_name, tbl_name)
+        return self.ctx.store.get_partition(catalog, db, table.tableName, check_partition_values(table, part_vals))
+
+    def get_partition_req(self, req: Any) -> Any:
+        catalog, db, table = self._table(req.dbName, req.tblName, req.catName)
+        part = self.ctx.store.get_partition(catalog, db, table.tableName, check_partition_values(table, req.partVals))
+        return hms.GetPartitionResponse(partition=part)
+
+    def get_partition_with_auth(self, db_name: str, tbl_name: str, part_vals: Sequence[str], user_name: str,
+                                group_names: Sequence[str]) -> Any:
+        return self.get_partition(db_name, tbl_name, part_vals)
+
+    def get_partition_by_name(self, db_name: str, tbl_name: str, part_name: str) -> Any:
+        catalog, db, table = self._table(db_name, tbl_name)
+        return self.ctx.store.get_partition(catalog, db, table.tableName, self._values_from_name(table, part_name))
+
+    def get_partitions(self, db_name: str, tbl_name: str, max_parts: int = -1) -> list[Any]:
+        catalog, db, table = self._table(db_name, tbl_name)
+        return self.ctx.store.get_partitions(catalog, db, table.tableName, max_parts)
+
+    def get_partitions_with_auth(self, db_name: str, tbl_name: str, max_parts: int = -1, user_name: str = "",
+                                 group_names: Sequence[str] = ()) -> list[Any]:
+        return self.get_partitions(db_name, tbl_name, max_parts)
+
+    def get_partitions_req(self, req: Any) -> Any:
+        catalog, db, table = self._table(req.dbName, req.tblName, req.catName)
+        return hms.PartitionsResponse(
+            partitions=self.ctx.store.get_partitions(catalog, db, table.tableName, req.maxParts))
+
+    def get_partition_names(self, db_name: str, tbl_name: str, max_parts: int = -1) -> list[str]:
+        catalog, db, table = self._table(db_name, tbl_name)
+        return _limit(self.ctx.store.get_partition_names(catalog, db, table.tableName), max_parts)
+
+    def _names_by_spec(self, catalog: str, db: str, table: Any, spec: Sequence[str] | None) -> list[str]:
+        spec = list(spec or [])
+        if len(spec) > len(table.partitionKeys or []):
+            raise hms.MetaException(
+                message=f"Incorrect number of partition values: {spec} for keys {[k.name for k in table.partitionKeys]}")
+        return [name for name, values in self.ctx.store.get_partition_values(catalog, db, table.tableName)
+                if _spec_matches(values, spec)]
+
+    def _partitions_by_spec(self, db_name: str, tbl_name: str, cat: str | None, spec: Sequence[str] | None,
+                            max_parts: int | None) -> list[Any]:
+        catalog, db, table = self._table(db_name, tbl_name, cat)
+        names = _limit(self._names_by_spec(catalog, db, table, spec), max_parts)
+        return self.ctx.store.get_partitions_by_names(catalog, db, table.tableName, names)
+
+    def get_partitions_ps(self, db_name: str, tbl_name: str, part_vals: Sequence[str], max_parts: int = -1) -> list[Any]:
+        return self._partitions_by_spec(db_name, tbl_name, None, part_vals, max_parts)
+
+    def get_partitions_ps_with_auth(self, db_name: str, tbl_name: str, part_vals: Sequence[str], max_parts: int = -1,
+                                    user_name: str = "", group_names: Sequence[str] = ()) -> list[Any]:
+        return self._partitions_by_spec(db_name, tbl_name, None, part_vals, max_parts)
+
+    def get_partitions_ps_with_auth_req(self, req: Any) -> Any:
+        parts = self._partitions_by_spec(req.dbName, req.tblName, req.catName, req.partVals, req.maxParts)
+        return hms.GetPartitionsPsWithAuthResponse(partitions=parts)
+
+    def get_partition_names_ps(self, db_name: str, tbl_name: str, part_vals: Sequence[str], max_parts: int = -1) -> list[str]:
+        catalog, db, table = self._table(db_name, tbl_name)
+        return _limit(self._names_by_spec(catalog, db, table, part_vals), max_parts)
+
+    def get_partition_names_ps_req(self, req: Any) -> Any:
+        catalog, db, table = self._table(req.dbName, req.tblName, req.catName)
+        return hms.GetPartitionNamesPsResponse(
+            names=_limit(self._names_by_spec(catalog, db, table, req.partValues), req.maxParts))
+
+    def _names_by_filter(self, catalog: str, db: str, table: Any, filter_text: str | None) -> list[str]:
+        keys = [(k.name, k.type) for k in table.partitionKeys or []]
+        try:
+            predicate = compile_filter(filter_text or "", keys)
+        except FilterError as exc:
+            raise hms.MetaException(message=f"Error parsing partition filter: {exc}") from None
+        return [name for name, values in self.ctx.store.get_partition_values(catalog, db, table.tableName)
+                if predicate(values)]
+
+    def get_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str, max_parts: int = -1) -> list[Any]:
+        catalog, db, table = self._table(db_name, tbl_name)
+        names = _limit(self._names_by_filter(catalog, db, table, filter), max_parts)
+        return self.ctx.store.get_partitions_by_names(catalog, db, table.tableName, names)
+
+    def get_num_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str) -> int:
+        catalog, db, table = self._table(db_name, tbl_name)
+        return len(self._names_by_filter(catalog, db, table, filter))
+
+    def get_partitions_by_expr(self, req: Any) -> Any:
+        raise hms.MetaException(message="get_partitions_by_expr is not supported by hmsproxy (the expression is a "
+                                        "serialized Java object); use get_partitions_by_filter")
+
+    def get_partitions_by_names(self, db_name: str, tbl_name: str, names: Sequence[str]) -> list[Any]:
+        catalog, db, table = self._table(db_name, tbl_name)
+        return self.ctx.store.get_partitions_by_names(catalog, db, table.tableName, list(names or []))
+
+    def get_partitions_by_names_req(self, req: Any) -> Any:
+        catalog, db, table = self._table(req.db_name, req.tbl_name)
+        parts = self.ctx.store.get_partitions_by_names(catalog, db, table.tableName, list(req.names or []))
+        return hms.GetPartitionsByNamesResult(partitions=parts)
+
+    # ---- alter / rename ----------------------------------------------------------------------------
+
+    def alter_partition(self, db_name: str, tbl_name: str, new_part: Any) -> None:
+        self._alter_partitions(db_name, tbl_name, None, [new_part], None)
+
+    def alter_partition_with_environment_context(self, db_name: str, tbl_name: str, new_part: Any,
+                                                 environment_context: Any) -> None:
+        self._alter_partitions(db_name, tbl_name, None, [new_part], environment_context)
+
+    def alter_partitions(self, db_name: str, tbl_name: str, new_parts: Sequence[Any]) -> None:
+        self._alter_partitions(db_name, tbl_name, None, new_parts, None)
+
+    def alter_partitions_with_environment_context(self, db_name: str, tbl_name: str, new_parts: Sequence[Any],
+                                                  environment_context: Any) -> None:
+        self._alter_partitions(db_name, tbl_name, None, new_parts, environment_context)
+
+    def alter_partitions_req(self, req: Any) -> Any:
+        self._alter_partitions(req.dbName, req.tableName, req.catName, req.partitions, req.environmentContext)
+        return hms.AlterPartitionsResponse()
+
+    def _alter_partitions(self, db_name: str, tbl_name: str, cat: str | None, new_parts: Sequence[Any], env: Any) -> None:
+        try:
+            catalog, db, table = self._table(db_name, tbl_name, cat)
+        except hms.NoSuchObjectException as exc:
+            raise hms.InvalidOperationException(message=exc.message) from None
+        props = env_properties(env)
+        prepared = []
+        for part in new_parts or []:
+            if part is None or part.sd is None:
+                raise hms.InvalidOperationException(message="partition and its storage descriptor must be given")
+            part = copy.deepcopy(part)
+            try:
+                part.values = check_partition_values(table, part.values)
+                old = self.ctx.store.get_partition(catalog, db, table.tableName, part.values)
+            except (hms.MetaException, hms.NoSuchObjectException) as exc:
+                raise hms.InvalidOperationException(message=f"alter is not possible: {exc.message}") from None
+            part.dbName, part.tableName, part.catName = db, table.tableName, catalog
+            part.createTime = old.createTime
+            part.sd.location = normalise_location(part.sd.location) or old.sd.location
+            part.parameters = dict(part.parameters or {})
+            part.parameters.setdefault(DDL_TIME, str(now()))
+            if _stats_need_update(old.parameters, part.parameters, props):
+                update_quick_stats(part.parameters, part.sd.location, new_dir=False, force=True, env=props)
+            strip_marker(part.parameters)
+            prepared.append(part)
+        self.ctx.store.alter_partitions(catalog, db, table.tableName, prepared)
+
+    def rename_partition(self, db_name: str, tbl_name: str, part_vals: Sequence[str], new_part: Any) -> None:
+        self._rename_partition(db_name, tbl_name, None, part_vals, new_part)
+
+    def rename_partition_req(self, req: Any) -> Any:
+        self._rename_partition(req.dbName, req.tableName, req.catName, req.partVals, req.newPart)
+        return hms.RenamePartitionResponse()
+
+    def _rename_partition(self, db_name: str, tbl_name: str, cat: str | None, part_vals: Sequence[str], new_part: Any) -> None:
+        if not part_vals:
+            return self._alter_partitions(db_name, tbl_name, cat, [new_part], None)
+        try:
+            catalog, db, table = self._table(db_name, tbl_name, cat)
+            old_values = check_partition_values(table, part_vals)
+            old = self.ctx.store.get_partition(catalog, db, table.tableName, old_values)
+        except (hms.NoSuchObjectException, hms.MetaException) as exc:
+            raise hms.InvalidOperationException(message=f"Unable to rename partition: {exc.message}") from None
+        if new_part is None:
+            raise hms.InvalidOperationException(message="new partition must be given")
+        part = copy.deepcopy(new_part)
+        try:
+            part.values = check_partition_values(table, part.values)
+        except hms.MetaException as exc:
+            raise hms.InvalidOperationException(message=exc.message) from None
+        part.dbName, part.tableName, part.catName = db, table.tableName, catalog
+        part.sd = part.sd or copy.deepcopy(old.sd)
+        part.parameters = dict(part.parameters or {})
+        part.parameters[DDL_TIME] = str(now())
+        part.createTime = old.createTime
+        move: tuple[str, str] | None = None
+        if is_external(table):
+            part.sd.location = old.sd.location
+        else:
+            part.sd.location = join(table.sd.location, self._name(table, part.values))
+            move = (old.sd.location, part.sd.location)
+        moved = False
+        if move:
+            try:
+                moved = self.ctx.warehouse.move(*move)
+            except FileExistsError as exc:
+                raise hms.InvalidOperationException(message=str(exc)) from None
+        try:
+            self.ctx.store.rename_partition(catalog, db, table.tableName, old_values, part)
+        except BaseException:
+            if moved and move:
+                self.ctx.warehouse.move(move[1], move[0])
+            raise
+        return None
+
+    # ---- drop --------------------------------------------------------------------------------------
+
+    def drop_partition(self, db_name: str, tbl_name: str, part_vals: Sequence[str], deleteData: bool) -> bool:
+        catalog, db, table = self._table(db_name, tbl_name)
+        return self._drop_by_names(catalog, db, table, [self._name(table, check_partition_values(table, part_vals))],
+                                   bool(deleteData), if_exists=False) is not None
+
+    def drop_partition_with_environment_context(self, db_name: str, tbl_name: str, part_vals: Sequence[str],
+                                                deleteData: bool, environment_context: Any) -> bool:
+        return self.drop_partition(db_name, tbl_name, part_vals, deleteData)
+
+    def drop_partition_by_name(self, db_name: str, tbl_name: str, part_name: str, deleteData: bool) -> bool:
+        catalog, db, table = self._table(db_name, tbl_name)
+        name = self._name(table, self._values_from_name(table, part_name))
+        return self._drop_by_names(catalog, db, table, [name], bool(deleteData), if_exists=False) is not None
+
+    def drop_partition_by_name_with_environment_context(self, db_name: str, tbl_name: str, part_name: str,
+                                                        deleteData: bool, environment_context: Any) -> bool:
+        return self.drop_partition_by_name(db_name, tbl_name, part_name, deleteData)
+
+    def drop_partitions_req(self, req: Any) -> Any:
+        catalog, db, table = self._table(req.dbName, req.tblName, req.catName)
+        spec = req.parts
+        if spec is None or (spec.names is None and not spec.exprs):
+            raise hms.MetaException(message="drop_partitions_req needs partition names")
+        if spec.exprs:
+            raise hms.MetaException(message="dropping partitions by expression is not supported by hmsproxy; "
+                                            "pass partition names")
+        names = [self._name(table, self._values_from_name(table, n)) for n in spec.names]
+        dropped = self._drop_by_names(catalog, db, table, names, bool(req.deleteData),
+                                      if_exists=req.ifExists is not False)
+        return hms.DropPartitionsResult(partitions=dropped if req.needResult is not False else None)
+
+    def _drop_by_names(self, catalog: str, db: str, table: Any, names: Sequence[str], delete_data: bool,
+                       if_exists: bool) -> list[Any]:
+        dropped = self.ctx.store.drop_partitions(catalog, db, table.tableName, names, if_exists)
+        if delete_data and not is_external(table):
+            for part in dropped:
+                self.ctx.warehouse.remove(part.sd.location if part.sd else None)
+        return dropped
+
+    # ---- name utilities ----------------------------------------------------------------------------
+
+    def partition_name_has_valid_characters(self, part_vals: Sequence[str], throw_exception: bool) -> bool:
+        return True
+
+    def partition_name_to_vals(self, part_name: str) -> list[str]:
+        return [v for _, v in self._parse_name(part_name)]
+
+    def partition_name_to_spec(self, part_name: str) -> dict[str, str]:
+        return dict(self._parse_name(part_name))
+
+    @staticmethod
+    def _parse_name(part_name: str) -> list[tuple[str, str]]:
+        try:
+            return parse_partition_name(part_name or "")
+        except ValueError as exc:
+            raise hms.MetaException(message=str(exc)) from None
+
+
+def _stats_need_update(old_params: dict[str, str] | None, new_params: dict[str, str], env: dict[str, str]) -> bool:
+    """Hive's requireCalStats for an altered partition: only when the client did not supply changed fast stats."""
+    if env.get(DO_NOT_UPDATE_STATS, "").lower() == "true":
+        return False
+    old_params = old_params or {}
+    for key in FAST_STATS:
+        if key in old_params and old_params.get(key) != new_params.get(key):
+            return True
+    return False

@@ -1,0 +1,77 @@
+"""Session and service calls: set_ugi, configuration look-ups and the fb303 base service."""
+from __future__ import annotations
+
+import logging
+from typing import Any, Sequence
+
+from hmsproxy.handler.common import HandlerContext
+from hmsproxy.idl import fb303, hms
+
+log = logging.getLogger(__name__)
+
+SECRET_KEY_PARTS = ("password", "secret", "credential", "keystore")
+VERSION = "4.0.0"
+
+
+class ServiceCalls:
+    ctx: HandlerContext
+
+    def set_ugi(self, user_name: str, group_names: Sequence[str] | None) -> list[str]:
+        """HMS answers the groups with the user name appended."""
+        return list(group_names or []) + [user_name]
+
+    def getMetaConf(self, key: str) -> str:
+        if key not in self.ctx.server_conf:
+            raise hms.MetaException(message=f"Invalid configuration key {key}")
+        return self.ctx.server_conf[key]
+
+    def setMetaConf(self, key: str, value: str) -> None:
+        if key not in self.ctx.server_conf:
+            raise hms.MetaException(message=f"Invalid configuration key {key}")
+
+    def get_config_value(self, name: str, defaultValue: str) -> str:
+        if any(part in (name or "").lower() for part in SECRET_KEY_PARTS):
+            raise hms.ConfigValSecurityException(message=f"For security reasons, the config key {name} cannot be accessed")
+        return self.ctx.server_conf.get(name, defaultValue)
+
+    # ---- fb303 -------------------------------------------------------------------------------------
+
+    def getName(self) -> str:
+        return "hmsproxy"
+
+    def getVersion(self) -> str:
+        return VERSION
+
+    def getStatus(self) -> int:
+        return fb303.fb_status.ALIVE
+
+    def getStatusDetails(self) -> str:
+        return "hmsproxy is serving"
+
+    def getCounters(self) -> dict[str, int]:
+        return {}
+
+    def getCounter(self, key: str) -> int:
+        return 0
+
+    def setOption(self, key: str, value: str) -> None:
+        return None
+
+    def getOption(self, key: str) -> str:
+        return ""
+
+    def getOptions(self) -> dict[str, str]:
+        return {}
+
+    def getCpuProfile(self, profileDurationInSec: int) -> str:
+        return ""
+
+    def aliveSince(self) -> int:
+        return self.ctx.started_at
+
+    def reinitialize(self) -> None:
+        return None
+
+    def shutdown(self) -> None:
+        """Clients send this one-way call when they close a connection; it never stops the server."""
+        log.debug("client sent fb303 shutdown (connection closing)")

@@ -1,0 +1,123 @@
+"""Thrift calls on table and partition column statistics, including aggregation over partitions."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from hmsproxy.handler.common import HandlerContext, lower, split_catalog
+from hmsproxy.idl import hms
+from hmsproxy.names import parse_partition_name
+from hmsproxy.stats_aggregate import aggregate_column
+
+
+class StatisticsCalls:
+    ctx: HandlerContext
+
+    def _apply(self, stats: Any) -> None:
+        if stats is None or stats.statsDesc is None:
+            raise hms.InvalidInputException(message="column statistics need a statistics descriptor")
+        desc = stats.statsDesc
+        catalog, desc.dbName = split_catalog(desc.dbName, desc.catName)
+        desc.tableName = lower(desc.tableName, "table")
+        if desc.isTblLevel:
+            self.ctx.store.update_table_column_statistics(catalog, stats)
+            return
+        if not desc.partName:
+            raise hms.InvalidInputException(message="partition statistics need a partition name")
+        try:
+            values = [v for _, v in parse_partition_name(desc.partName)]
+        except ValueError as exc:
+            raise hms.InvalidInputException(message=str(exc)) from None
+        self.ctx.store.update_partition_column_statistics(catalog, stats, values)
+
+    def update_table_column_statistics(self, stats_obj: Any) -> bool:
+        if stats_obj is not None and stats_obj.statsDesc is not None and not stats_obj.statsDesc.isTblLevel:
+            raise hms.InvalidInputException(message="update_table_column_statistics needs table-level statistics")
+        self._apply(stats_obj)
+        return True
+
+    def update_partition_column_statistics(self, stats_obj: Any) -> bool:
+        if stats_obj is not None and stats_obj.statsDesc is not None and stats_obj.statsDesc.isTblLevel:
+            raise hms.InvalidInputException(message="update_partition_column_statistics needs partition statistics")
+        self._apply(stats_obj)
+        return True
+
+    def set_aggr_stats_for(self, request: Any) -> bool:
+        for stats in request.colStats or []:
+            self._apply(stats)
+        return True
+
+    def update_table_column_statistics_req(self, req: Any) -> Any:
+        self.set_aggr_stats_for(req)
+        return hms.SetPartitionsStatsResponse(result=True)
+
+    def update_partition_column_statistics_req(self, req: Any) -> Any:
+        self.set_aggr_stats_for(req)
+        return hms.SetPartitionsStatsResponse(result=True)
+
+    def get_table_column_statistics(self, db_name: str, tbl_name: str, col_name: str) -> Any:
+        catalog, db = split_catalog(db_name)
+        table = lower(tbl_name, "table")
+        column = lower(col_name, "column")
+        objs = self.ctx.store.get_table_column_statistics(catalog, db, table, [column])
+        if not objs:
+            raise hms.NoSuchObjectException(message=f"no column statistics for {db}.{table}.{column}")
+        return hms.ColumnStatistics(
+            statsDesc=hms.ColumnStatisticsDesc(isTblLevel=True, dbName=db, tableName=table, catName=catalog),
+            statsObj=objs)
+
+    def get_partition_column_statistics(self, db_name: str, tbl_name: str, part_name: str, col_name: str) -> Any:
+        catalog, db = split_catalog(db_name)
+        table = lower(tbl_name, "table")
+        column = lower(col_name, "column")
+        found = self.ctx.store.get_partition_column_statistics(catalog, db, table, [part_name], [column])
+        if not found.get(part_name):
+            raise hms.NoSuchObjectException(message=f"no column statistics for {db}.{table} {part_name} {column}")
+        return hms.ColumnStatistics(
+            statsDesc=hms.ColumnStatisticsDesc(isTblLevel=False, dbName=db, tableName=table, partName=part_name,
+                                               catName=catalog),
+            statsObj=found[part_name])
+
+    def get_table_statistics_req(self, request: Any) -> Any:
+        catalog, db = split_catalog(request.dbName, request.catName)
+        cols = [c.lower() for c in request.colNames or []]
+        objs = self.ctx.store.get_table_column_statistics(catalog, db, lower(request.tblName, "table"), cols)
+        return hms.TableStatsResult(tableStats=objs)
+
+    def get_partitions_statistics_req(self, request: Any) -> Any:
+        catalog, db = split_catalog(request.dbName, request.catName)
+        cols = [c.lower() for c in request.colNames or []]
+        found = self.ctx.store.get_partition_column_statistics(
+            catalog, db, lower(request.tblName, "table"), list(request.partNames or []), cols)
+        return hms.PartitionsStatsResult(partStats=found)
+
+    def get_aggr_stats_for(self, request: Any) -> Any:
+        catalog, db = split_catalog(request.dbName, request.catName)
+        cols = [c.lower() for c in request.colNames or []]
+        found = self.ctx.store.get_partition_column_statistics(
+            catalog, db, lower(request.tblName, "table"), list(request.partNames or []), cols)
+        return aggregate(found, cols)
+
+    def delete_table_column_statistics(self, db_name: str, tbl_name: str, col_name: str | None,
+                                       engine: str | None = None) -> bool:
+        catalog, db = split_catalog(db_name)
+        self.ctx.store.delete_table_column_statistics(catalog, db, lower(tbl_name, "table"),
+                                                      col_name.lower() if col_name else None)
+        return True
+
+    def delete_partition_column_statistics(self, db_name: str, tbl_name: str, part_name: str, col_name: str | None,
+                                           engine: str | None = None) -> bool:
+        catalog, db = split_catalog(db_name)
+        self.ctx.store.delete_partition_column_statistics(catalog, db, lower(tbl_name, "table"), part_name,
+                                                          col_name.lower() if col_name else None)
+        return True
+
+
+def aggregate(per_partition: dict[str, list[Any]], columns: Sequence[str]) -> Any:
+    """AggrStats over the partitions' statistics; partsFound counts partitions that have all columns."""
+    by_column: dict[str, list[Any]] = {c: [] for c in columns}
+    for objs in per_partition.values():
+        for obj in objs:
+            by_column.setdefault(obj.colName, []).append(obj)
+    parts_found = sum(1 for objs in per_partition.values() if {o.colName for o in objs} >= set(columns))
+    col_stats = [aggregate_column(objs) for c, objs in by_column.items() if objs]
+    return hms.AggrStats(colStats=col_stats, partsFound=parts_found)

@@ -1,0 +1,304 @@
+"""Thrift calls on tables: create, read, list, alter (incl. rename with data move), drop, truncate."""
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any, Sequence
+
+from hmsproxy.handler.common import (
+    DDL_TIME, HandlerContext, env_properties, lower, now, require_valid_name, split_catalog,
+)
+from hmsproxy.handler.quick_stats import DO_NOT_UPDATE_STATS, strip_marker, update_quick_stats
+from hmsproxy.idl import hms
+from hmsproxy.names import filter_by_pattern
+from hmsproxy.warehouse import Warehouse, join, local_path, normalise_location
+
+log = logging.getLogger(__name__)
+
+MANAGED, EXTERNAL, VIEW, MATERIALIZED_VIEW = "MANAGED_TABLE", "EXTERNAL_TABLE", "VIRTUAL_VIEW", "MATERIALIZED_VIEW"
+
+
+def is_external(table: Any) -> bool:
+    params = table.parameters or {}
+    return table.tableType == EXTERNAL or str(params.get("EXTERNAL", "")).upper() == "TRUE"
+
+
+def is_view(table: Any) -> bool:
+    return table.tableType in (VIEW, MATERIALIZED_VIEW)
+
+
+def _check_columns(table: Any) -> None:
+    seen: set[str] = set()
+    for column in list(table.sd.cols or []) + list(table.partitionKeys or []):
+        if not column.name or column.type is None:
+            raise hms.InvalidObjectException(message=f"invalid column in table {table.tableName}: {column}")
+        name = column.name.lower()
+        if name in seen:
+            raise hms.InvalidObjectException(
+                message=f"Partition column name {name} conflicts with table columns or is duplicated")
+        seen.add(name)
+        column.name = name
+
+
+class TableCalls:
+    ctx: HandlerContext
+
+    # ---- create ------------------------------------------------------------------------------------
+
+    def create_table(self, tbl: Any) -> None:
+        self._create_table(tbl, None)
+
+    def create_table_with_environment_context(self, tbl: Any, environment_context: Any) -> None:
+        self._create_table(tbl, environment_context)
+
+    def create_table_with_constraints(self, tbl: Any, *constraints: Any) -> None:
+        self._create_table(tbl, None)
+
+    def create_table_req(self, request: Any) -> None:
+        self._create_table(request.table, request.envContext)
+
+    def _create_table(self, tbl: Any, env: Any) -> None:
+        if tbl is None or tbl.sd is None:
+            raise hms.InvalidObjectException(message="table and its storage descriptor must be given")
+        table = copy.deepcopy(tbl)
+        table.tableName = require_valid_name(table.tableName)
+        table.catName, table.dbName = split_catalog(table.dbName, table.catName)
+        _check_columns(table)
+        database = self.ctx.store.get_database(table.catName, table.dbName)
+        if is_external(table):
+            table.tableType = EXTERNAL
+            table.parameters = {**(table.parameters or {}), "EXTERNAL": "TRUE"}
+        table.tableType = table.tableType or MANAGED
+        table.parameters = dict(table.parameters or {})
+        table.partitionKeys = list(table.partitionKeys or [])
+        table.createTime = now()
+        table.parameters.setdefault(DDL_TIME, str(table.createTime))
+        table.owner = table.owner
+        table.id = None
+        made = False
+        if is_view(table):
+            table.sd.location = normalise_location(table.sd.location) or None
+        else:
+            table.sd.location = normalise_location(table.sd.location) or \
+                Warehouse.default_table_location(database.locationUri, table.tableName)
+            made = self.ctx.warehouse.mkdirs(table.sd.location)
+            if not table.partitionKeys:
+                update_quick_stats(table.parameters, table.sd.location, new_dir=made, force=False,
+                                   env=env_properties(env))
+            strip_marker(table.parameters)
+        try:
+            self.ctx.store.create_table(table)
+        except BaseException:
+            if made:
+                self.ctx.warehouse.remove(table.sd.location)
+            raise
+
+    # ---- read --------------------------------------------------------------------------------------
+
+    def get_table(self, dbname: str, tbl_name: str) -> Any:
+        catalog, db_name = split_catalog(dbname)
+        return self.ctx.store.get_table(catalog, db_name, lower(tbl_name, "table"))
+
+    def get_table_req(self, req: Any) -> Any:
+        catalog, db_name = split_catalog(req.dbName, req.catName)
+        table = self.ctx.store.get_table(catalog, db_name, lower(req.tblName, "table"))
+        return hms.GetTableResult(table=table)
+
+    def get_table_objects_by_name(self, dbname: str, tbl_names: Sequence[str]) -> list[Any]:
+        catalog, db_name = split_catalog(dbname)
+        return self._tables_by_name(catalog, db_name, tbl_names)
+
+    def get_table_objects_by_name_req(self, req: Any) -> Any:
+        catalog, db_name = split_catalog(req.dbName, req.catName)
+        names = req.tblNames
+        if names is None:
+            names = self._table_names(catalog, db_name, req.tablesPattern)
+        return hms.GetTablesResult(tables=self._tables_by_name(catalog, db_name, names))
+
+    def _tables_by_name(self, catalog: str, db_name: str, names: Sequence[str] | None) -> list[Any]:
+        if names is None:
+            raise hms.InvalidOperationException(message="table names must not be null")
+        try:
+            return self.ctx.store.get_table_objects(catalog, db_name, [n.lower() for n in names if n])
+        except hms.NoSuchObjectException:
+            return []
+
+    def _table_names(self, catalog: str, db_name: str, pattern: str | None, table_type: str | None = None) -> list[str]:
+        try:
+            names = self.ctx.store.get_table_names(catalog, db_name, table_type)
+        except hms.NoSuchObjectException:
+            return []
+        try:
+            return filter_by_pattern(names, pattern)
+        except ValueError as exc:
+            raise hms.MetaException(message=str(exc)) from None
+
+    def get_tables(self, db_name: str, pattern: str | None) -> list[str]:
+        catalog, db = split_catalog(db_name)
+        return self._table_names(catalog, db, pattern)
+
+    def get_tables_by_type(self, db_name: str, pattern: str | None, tableType: str | None) -> list[str]:
+        catalog, db = split_catalog(db_name)
+        return self._table_names(catalog, db, pattern, tableType or None)
+
+    def get_all_tables(self, db_name: str) -> list[str]:
+        catalog, db = split_catalog(db_name)
+        return self._table_names(catalog, db, None)
+
+    def get_table_meta(self, db_patterns: str | None, tbl_patterns: str | None, tbl_types: Sequence[str] | None) -> list[Any]:
+        catalog = "hive"
+        if db_patterns and db_patterns.startswith("@"):
+            catalog, db_patterns = split_catalog(db_patterns)
+        rows = self.ctx.store.get_table_meta(catalog)
+        try:
+            dbs = set(filter_by_pattern({r[0] for r in rows}, db_patterns))
+            tables = set(filter_by_pattern({r[1] for r in rows}, tbl_patterns))
+        except ValueError as exc:
+            raise hms.MetaException(message=str(exc)) from None
+        types = set(tbl_types or [])
+        return [hms.TableMeta(dbName=db, tableName=t, tableType=kind, comments=comment, catName=catalog)
+                for db, t, kind, comment in rows
+                if db in dbs and t in tables and (not types or kind in types)]
+
+    def get_fields(self, db_name: str, table_name: str) -> list[Any]:
+        return self._fields(db_name, table_name, with_partition_keys=False)
+
+    def get_fields_with_environment_context(self, db_name: str, table_name: str, environment_context: Any) -> list[Any]:
+        return self._fields(db_name, table_name, with_partition_keys=False)
+
+    def get_schema(self, db_name: str, table_name: str) -> list[Any]:
+        return self._fields(db_name, table_name, with_partition_keys=True)
+
+    def get_schema_with_environment_context(self, db_name: str, table_name: str, environment_context: Any) -> list[Any]:
+        return self._fields(db_name, table_name, with_partition_keys=True)
+
+    def _fields(self, dbname: str, table_name: str, with_partition_keys: bool) -> list[Any]:
+        catalog, db_name = split_catalog(dbname)
+        try:
+            table = self.ctx.store.get_table(catalog, db_name, lower(table_name, "table"))
+        except hms.NoSuchObjectException as exc:
+            raise hms.UnknownTableException(message=exc.message) from None
+        fields = list(table.sd.cols or [])
+        return fields + list(table.partitionKeys or []) if with_partition_keys else fields
+
+    # ---- alter -------------------------------------------------------------------------------------
+
+    def alter_table(self, dbname: str, tbl_name: str, new_tbl: Any) -> None:
+        self._alter_table(dbname, None, tbl_name, new_tbl, None, cascade=False)
+
+    def alter_table_with_environment_context(self, dbname: str, tbl_name: str, new_tbl: Any, environment_context: Any) -> None:
+        cascade = env_properties(environment_context).get("CASCADE", "").lower() == "true"
+        self._alter_table(dbname, None, tbl_name, new_tbl, environment_context, cascade)
+
+    def alter_table_with_cascade(self, dbname: str, tbl_name: str, new_tbl: Any, cascade: bool) -> None:
+        self._alter_table(dbname, None, tbl_name, new_tbl, None, bool(cascade))
+
+    def alter_table_req(self, req: Any) -> Any:
+        cascade = env_properties(req.environmentContext).get("CASCADE", "").lower() == "true"
+        self._alter_table(req.dbName, req.catName, req.tableName, req.table, req.environmentContext, cascade)
+        return hms.AlterTableResponse()
+
+    def _alter_table(self, dbname: str, cat: str | None, tbl_name: str, new_tbl: Any, env: Any, cascade: bool) -> None:
+        catalog, db_name = split_catalog(dbname, cat)
+        tbl_name = lower(tbl_name, "table")
+        if new_tbl is None or new_tbl.sd is None:
+            raise hms.InvalidOperationException(message="new table and its storage descriptor must be given")
+        table = copy.deepcopy(new_tbl)
+        table.tableName = require_valid_name(table.tableName, hms.InvalidOperationException)
+        table.dbName = split_catalog(table.dbName or db_name)[1]
+        table.catName = catalog
+        try:
+            old = self.ctx.store.get_table(catalog, db_name, tbl_name)
+        except hms.NoSuchObjectException:
+            raise hms.InvalidOperationException(message=f"table {db_name}.{tbl_name} doesn't exist") from None
+        old_keys = [(k.name, k.type) for k in old.partitionKeys or []]
+        new_keys = [(k.name.lower(), k.type) for k in table.partitionKeys or []]
+        if old_keys != new_keys:
+            raise hms.InvalidOperationException(message="partition keys can not be changed.")
+        try:
+            _check_columns(table)
+        except hms.InvalidObjectException as exc:
+            raise hms.InvalidOperationException(message=exc.message) from None
+        if is_external(table):
+            table.tableType = EXTERNAL
+        table.tableType = table.tableType or old.tableType
+        table.parameters = dict(table.parameters or {})
+        table.parameters.setdefault(DDL_TIME, str(now()))
+        table.sd.location = normalise_location(table.sd.location) or old.sd.location
+        renamed = (table.dbName, table.tableName) != (db_name, tbl_name)
+        moves: tuple[str, str] | None = None
+        moved = False
+        if renamed and not is_view(old) and not is_external(old) and table.sd.location == old.sd.location:
+            target_db = self.ctx.store.get_database(catalog, table.dbName) if table.dbName != db_name else None
+            db_location = target_db.locationUri if target_db else self._db_location(catalog, db_name)
+            table.sd.location = Warehouse.default_table_location(db_location, table.tableName)
+            moves = (old.sd.location, table.sd.location)
+            try:
+                moved = self.ctx.warehouse.move(old.sd.location, table.sd.location)
+            except FileExistsError as exc:
+                raise hms.InvalidOperationException(message=str(exc)) from None
+        props = env_properties(env)
+        if not is_view(table) and not table.partitionKeys and props.get(DO_NOT_UPDATE_STATS, "").lower() != "true":
+            update_quick_stats(table.parameters, table.sd.location, new_dir=False, force=True, env=props)
+        strip_marker(table.parameters)
+        try:
+            self.ctx.store.alter_table(catalog, db_name, tbl_name, table, moves, cascade)
+        except BaseException:
+            if moved and moves:
+                self.ctx.warehouse.move(moves[1], moves[0])
+            raise
+
+    def _db_location(self, catalog: str, db_name: str) -> str:
+        return self.ctx.store.get_database(catalog, db_name).locationUri
+
+    # ---- drop / truncate ---------------------------------------------------------------------------
+
+    def drop_table(self, dbname: str, name: str, deleteData: bool) -> None:
+        self._drop_table(dbname, name, deleteData)
+
+    def drop_table_with_environment_context(self, dbname: str, name: str, deleteData: bool, environment_context: Any) -> None:
+        self._drop_table(dbname, name, deleteData)
+
+    def _drop_table(self, dbname: str, name: str, delete_data: bool) -> None:
+        catalog, db_name = split_catalog(dbname)
+        dropped = self.ctx.store.drop_table(catalog, db_name, lower(name, "table"))
+        if delete_data:
+            self._delete_table_data(dropped)
+
+    def _delete_table_data(self, dropped: Any) -> None:
+        """Removes a dropped managed table's directory and its partitions' directories; external data stays."""
+        table = dropped.table
+        if is_external(table) or is_view(table):
+            return
+        for location in dropped.partition_locations:
+            self.ctx.warehouse.remove(location)
+        self.ctx.warehouse.remove(table.sd.location if table.sd else None)
+
+    def truncate_table(self, dbName: str, tableName: str, partNames: Sequence[str] | None) -> None:
+        catalog, db_name = split_catalog(dbName)
+        table = self.ctx.store.get_table(catalog, db_name, lower(tableName, "table"))
+        if is_external(table) or is_view(table):
+            raise hms.MetaException(message=f"Cannot truncate non-managed table {db_name}.{table.tableName}")
+        if table.partitionKeys:
+            names = partNames or self.ctx.store.get_partition_names(catalog, db_name, table.tableName)
+            parts = self.ctx.store.get_partitions_by_names(catalog, db_name, table.tableName, names)
+            for part in parts:
+                _empty_directory(part.sd.location)
+                update_quick_stats(part.parameters, part.sd.location, new_dir=False, force=True, env={})
+            self.ctx.store.alter_partitions(catalog, db_name, table.tableName, parts)
+        else:
+            _empty_directory(table.sd.location)
+            update_quick_stats(table.parameters, table.sd.location, new_dir=False, force=True, env={})
+            self.ctx.store.alter_table(catalog, db_name, table.tableName, table)
+
+    def truncate_table_req(self, req: Any) -> Any:
+        self.truncate_table(req.dbName, req.tableName, req.partNames)
+        return hms.TruncateTableResponse()
+
+
+def _empty_directory(location: str | None) -> None:
+    path = local_path(location)
+    if path is None or not path.is_dir():
+        return
+    for child in path.iterdir():
+        Warehouse.remove(join(location, child.name))

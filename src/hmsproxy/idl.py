@@ -1,0 +1,234 @@
+"""The Hive Metastore Thrift IDL, loaded once with thriftpy2.
+
+Everything in hmsproxy that needs a Thrift type imports it from here::
+
+    from hmsproxy.idl import hms
+    hms.Table, hms.ThriftHiveMetastore, hms.NoSuchObjectException, ...
+
+Why a module of its own: thriftpy2 builds the types by parsing the .thrift files at run time;
+doing that once, under one fixed module name ("hive_metastore_thrift"), makes the classes
+picklable and identical everywhere, and gives one place for the fix-up below.
+
+The fix-up (SkewedInfo.skewedColValueLocationMaps)
+--------------------------------------------------
+Hive declares that field as ``map<list<string>, string>``. thriftpy2 decodes a Thrift list
+as a Python ``list``, which cannot be a dict key, so decoding any non-empty such map raises
+``TypeError`` and the whole request fails. Both of thriftpy2's decoders do this:
+
+* the compiled one (``thriftpy2.protocol.cybin``) builds the map in C (a dict comprehension
+  in ``c_read_val``); nothing there can be patched or hooked from Python;
+* the pure-Python one (``thriftpy2.protocol.binary.read_val``) is an ordinary module
+  function that calls itself through the module's globals, so it can be replaced.
+
+So, keeping the IDL wire-identical to Hive's, :func:`_install_skewed_map_fix`
+
+1. replaces the pure-Python ``read_val`` with one that turns list (and set) map keys into
+   (nested) tuples -- it behaves exactly like the original for every other value; and
+2. gives every generated class whose fields can (transitively) contain a ``SkewedInfo`` a
+   ``read()`` that, when handed the compiled protocol, decodes through the pure-Python
+   protocol on the *same* transport instead. thriftpy2 always decodes a message's args and
+   results, and ``thriftpy2.utils.deserialize``, through ``obj.read(proto)``, so servers
+   and clients pick this up without any change. The pure-Python decoder is slower (about
+   4x), but only payloads that carry a storage descriptor take that path -- table and
+   partition writes, and replies carrying tables/partitions on the client side; the
+   server's hot read path (get_table args etc.) stays compiled. Encoding is unaffected:
+   both encoders write tuple keys correctly.
+
+Result: such maps round-trip, with keys as tuples of strings, e.g.
+``{("a", "1"): "hdfs://.../a=1"}``. Code that builds a SkewedInfo must use tuple keys.
+Code that decodes bytes itself must call ``obj.read(protocol)`` (not
+``protocol.read_struct(obj)``) to get the fix.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+import thriftpy2
+from thriftpy2.protocol import binary as _pybinary
+from thriftpy2.protocol.binary import TBinaryProtocol
+from thriftpy2.thrift import TPayload, TType
+
+try:  # the compiled protocol is optional in thriftpy2 (absent on some platforms)
+    from thriftpy2.protocol.cybin import TCyBinaryProtocol
+except ImportError:  # pragma: no cover - always present in our venv
+    TCyBinaryProtocol = None  # type: ignore[assignment,misc]
+
+__all__ = ["hms", "fb303", "THRIFT_DIR", "MODULE_NAME"]
+
+MODULE_NAME = "hive_metastore_thrift"
+
+_CONTAINER_TYPES = (TType.LIST, TType.SET)
+
+
+def _find_thrift_dir() -> Path:
+    """Locate the .thrift files: packaged next to this module, else the source checkout."""
+    here = Path(__file__).parent / "thrift"
+    if (here / "hive_metastore.thrift").is_file():
+        return here
+    return Path(__file__).resolve().parents[2] / "thrift"
+
+
+THRIFT_DIR: Path = _find_thrift_dir()
+
+
+# --- the pure-Python decoder, taught to accept container map keys -------------------------
+
+# getattr(): on a re-import, wrap thriftpy2's own function again, not our wrapper.
+_original_read_val: Callable[..., Any] = getattr(_pybinary.read_val, "hmsproxy_original",
+                                                 _pybinary.read_val)
+
+
+def _freeze(value: Any) -> Any:
+    """Make a decoded container usable as a dict key (lists -> tuples, recursively)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _split_spec(spec: Any) -> tuple[int, Any]:
+    """thriftpy2 container specs are either a bare ttype or (ttype, nested spec)."""
+    if isinstance(spec, int):
+        return spec, None
+    return spec[0], spec[1]
+
+
+def _read_val(inbuf: Any, ttype: int, spec: Any = None, decode_response: bool = True,
+              strict_decode: bool = False, budget: int = _pybinary.DEFAULT_MAX_DEPTH) -> Any:
+    """Drop-in for thriftpy2.protocol.binary.read_val that freezes list/set map keys."""
+    if ttype != TType.MAP or _split_spec(spec[0])[0] not in _CONTAINER_TYPES:
+        return _original_read_val(inbuf, ttype, spec, decode_response, strict_decode, budget)
+
+    # Same steps as thriftpy2's own map branch, plus _freeze() on the key.
+    k_type, k_spec = _split_spec(spec[0])
+    v_type, v_spec = _split_spec(spec[1])
+    _pybinary.check_depth(budget, " while reading a Thrift container")
+    budget -= 1
+    sk_type, sv_type, size = _pybinary.read_map_begin(inbuf)
+    if sk_type in _pybinary.BIN_TYPES:
+        sk_type = k_type
+    if sv_type in _pybinary.BIN_TYPES:
+        sv_type = v_type
+    if sk_type != k_type or sv_type != v_type:
+        for _ in range(size):
+            _pybinary.skip(inbuf, sk_type, budget)
+            _pybinary.skip(inbuf, sv_type, budget)
+        return {}
+    result = {}
+    for _ in range(size):
+        key = _freeze(_pybinary.read_val(inbuf, k_type, k_spec, decode_response,
+                                         strict_decode, budget))
+        result[key] = _pybinary.read_val(inbuf, v_type, v_spec, decode_response,
+                                         strict_decode, budget)
+    return result
+
+
+_read_val.hmsproxy_original = _original_read_val  # type: ignore[attr-defined]
+
+
+def _tolerant_read(self: TPayload, iprot: Any) -> None:
+    """TPayload.read that avoids the compiled decoder (it cannot build list-keyed maps)."""
+    if TCyBinaryProtocol is not None and isinstance(iprot, TCyBinaryProtocol):
+        proto = TBinaryProtocol(iprot.trans, strict_read=iprot.strict_read,
+                                decode_response=iprot.decode_response,
+                                strict_decode=iprot.strict_decode,
+                                max_depth=iprot.max_depth)
+        try:
+            proto.read_struct(self)
+        except Exception:
+            iprot.trans.clean()  # what the compiled protocol does on a decode error
+            raise
+        return
+    iprot.read_struct(self)
+
+
+# --- which generated classes need it ------------------------------------------------------
+
+def _spec_classes(spec: Any) -> list[type]:
+    """The struct classes named by one thrift_spec entry's type spec (any nesting)."""
+    if isinstance(spec, type):
+        return [spec]
+    if isinstance(spec, tuple):
+        found: list[type] = []
+        for part in spec:
+            found.extend(_spec_classes(part))
+        return found
+    return []
+
+
+def _has_container_keyed_map(spec: Any) -> bool:
+    """True if a field's (ttype, spec) declares a map with list/set keys, at any depth."""
+    ttype, sub = spec
+    if ttype == TType.MAP:
+        k_type, k_spec = _split_spec(sub[0])
+        if k_type in _CONTAINER_TYPES:
+            return True
+        return (_has_container_keyed_map((k_type, k_spec))
+                or _has_container_keyed_map(_split_spec(sub[1])))
+    if ttype in _CONTAINER_TYPES:
+        return _has_container_keyed_map(_split_spec(sub))
+    return False
+
+
+def _generated_classes(module: ModuleType) -> list[type]:
+    """Every struct/union/exception of the module, and every service's _args/_result."""
+    meta = module.__thrift_meta__
+    classes: list[type] = []
+    for kind in ("structs", "unions", "exceptions"):
+        classes.extend(meta.get(kind, []))
+    for service in meta.get("services", []):
+        for name in service.thrift_services:
+            for suffix in ("_args", "_result"):
+                cls = getattr(service, name + suffix, None)
+                if cls is not None:
+                    classes.append(cls)
+    return classes
+
+
+def _direct_fields(cls: type) -> list[tuple[int, Any]]:
+    """(ttype, type spec) of every field of a generated class."""
+    return [(f[0], f[2] if len(f) > 3 else None)
+            for f in getattr(cls, "thrift_spec", {}).values()]
+
+
+def _classes_needing_fix(classes: list[type]) -> list[type]:
+    """Classes whose decoding can meet a list/set-keyed map, directly or through fields.
+
+    A fixed-point iteration, so reference cycles (Table -> CreationMetadata -> SourceTable
+    -> Table) need no special care.
+    """
+    bad = {cls for cls in classes
+           if any(_has_container_keyed_map(f) for f in _direct_fields(cls))}
+    grew = True
+    while grew:
+        grew = False
+        for cls in classes:
+            if cls not in bad and any(c in bad for f in _direct_fields(cls)
+                                      for c in _spec_classes(f[1])):
+                bad.add(cls)
+                grew = True
+    return [cls for cls in classes if cls in bad]
+
+
+def _install_skewed_map_fix(module: ModuleType) -> list[type]:
+    """Apply the fix described in the module docstring; returns the classes it changed."""
+    _pybinary.read_val = _read_val
+    changed = _classes_needing_fix(_generated_classes(module))
+    for cls in changed:
+        cls.read = _tolerant_read  # type: ignore[method-assign]
+    return changed
+
+
+def _load() -> ModuleType:
+    module = thriftpy2.load(str(THRIFT_DIR / "hive_metastore.thrift"),
+                            module_name=MODULE_NAME, include_dirs=[str(THRIFT_DIR)])
+    _install_skewed_map_fix(module)
+    return module
+
+
+#: The generated Hive Metastore module (types, exceptions, enums, ThriftHiveMetastore).
+hms: Any = _load()
+#: The included fb303 module (FacebookService, fb_status).
+fb303: Any = hms.fb303

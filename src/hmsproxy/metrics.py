@@ -1,0 +1,76 @@
+"""Prometheus metrics and the HTTP endpoint that serves /metrics, /healthz and /readyz."""
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
+
+class Metrics:
+    """All metrics of one server, in their own registry so several servers can live in one process."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter("hmsproxy_requests", "Thrift calls answered, by method and outcome",
+                                ["method", "outcome"], registry=self.registry)
+        self.latency = Histogram("hmsproxy_request_seconds", "Time to answer a Thrift call, by method",
+                                 ["method"], buckets=LATENCY_BUCKETS, registry=self.registry)
+        self.connections = Gauge("hmsproxy_open_connections", "Client connections being served",
+                                 registry=self.registry)
+        self.refused = Counter("hmsproxy_refused_connections", "Connections refused because the cap was reached",
+                               registry=self.registry)
+
+    def observe(self, method: str, outcome: str, seconds: float) -> None:
+        self.requests.labels(method, outcome).inc()
+        self.latency.labels(method).observe(seconds)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class MetricsServer:
+    """A small HTTP server on its own thread; `ready` decides what /readyz answers."""
+
+    def __init__(self, metrics: Metrics, host: str, port: int, ready: Callable[[], bool]) -> None:
+        handler = _make_handler(metrics, ready)
+        self.httpd = ThreadingHTTPServer((host, port), handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name="metrics-http", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _make_handler(metrics: Metrics, ready: Callable[[], bool]) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            if self.path.split("?")[0] == "/metrics":
+                self._send(200, metrics.render(), CONTENT_TYPE_LATEST)
+            elif self.path == "/healthz":
+                self._send(200, b"ok\n", "text/plain")
+            elif self.path == "/readyz":
+                is_ready = ready()
+                self._send(200 if is_ready else 503, b"ready\n" if is_ready else b"not ready\n", "text/plain")
+            else:
+                self._send(404, b"not found\n", "text/plain")
+
+        def _send(self, status: int, body: bytes, content_type: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args) -> None:  # keep scrapes out of the log
+            return
+
+    return Handler

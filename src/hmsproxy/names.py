@@ -1,0 +1,86 @@
+"""Hive's naming rules: identifier validation, SQL-like name patterns and partition names.
+
+Partition names are `k1=v1/k2=v2` with both sides escaped as Hive's FileUtils.escapePathName does, so a
+name is also the relative directory of the partition.
+"""
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
+DEFAULT_CATALOG = "hive"
+
+_IDENTIFIER = re.compile(r"[A-Za-z0-9_]+\Z")
+# Characters Hive escapes in partition path components (FileUtils.charToEscape).
+_ESCAPED = frozenset([chr(c) for c in range(0x01, 0x20)] + list('"#%\'*/:=?\\\x7f{[]^'))
+
+
+def is_valid_identifier(name: str | None) -> bool:
+    """Database, table and function names: letters, digits and underscores only (MetaStoreUtils.validateName)."""
+    return bool(name) and _IDENTIFIER.match(name) is not None
+
+
+def escape_path_name(text: str) -> str:
+    return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED else ch for ch in text)
+
+
+def unescape_path_name(text: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "%" and _is_hex(text[i + 1 : i + 3]):
+            out.append(chr(int(text[i + 1 : i + 3], 16)))
+            i += 3
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+def _is_hex(pair: str) -> bool:
+    return len(pair) == 2 and all(c in "0123456789abcdefABCDEF" for c in pair)
+
+
+def normalise_partition_value(value: str | None) -> str:
+    """An empty or missing value is stored as Hive's default partition name."""
+    return DEFAULT_PARTITION_NAME if value is None or value == "" else value
+
+
+def make_partition_name(keys: Sequence[str], values: Sequence[str]) -> str:
+    return "/".join(
+        f"{escape_path_name(k)}={escape_path_name(normalise_partition_value(v))}" for k, v in zip(keys, values)
+    )
+
+
+def parse_partition_name(name: str) -> list[tuple[str, str]]:
+    """`a=1/b=x%2Fy` -> [("a", "1"), ("b", "x/y")]; raises ValueError on a component without `=`."""
+    pairs: list[tuple[str, str]] = []
+    for component in name.split("/"):
+        if not component:
+            continue
+        key, sep, value = component.partition("=")
+        if not sep or not key:
+            raise ValueError(f"invalid partition name component {component!r} in {name!r}")
+        pairs.append((unescape_path_name(key), unescape_path_name(value)))
+    return pairs
+
+
+def pattern_to_regex(pattern: str) -> re.Pattern[str]:
+    """Hive's listing patterns, as its ObjectStore reads them: alternatives split on `|`, `*` becomes `.*`,
+    the rest is a Java regex matched against the whole name, case-insensitively.
+
+    Raises ValueError for a pattern that is not a valid regex."""
+    alternatives = [alt.strip().replace("*", ".*") for alt in pattern.split("|")]
+    try:
+        return re.compile("(?:" + "|".join(alternatives) + r")\Z", re.IGNORECASE)
+    except re.error as exc:
+        raise ValueError(f"invalid name pattern {pattern!r}: {exc}") from None
+
+
+def filter_by_pattern(names: Sequence[str], pattern: str | None) -> list[str]:
+    if pattern is None or pattern == "" or pattern == "*":
+        return sorted(names)
+    regex = pattern_to_regex(pattern)
+    return sorted(n for n in names if regex.match(n))

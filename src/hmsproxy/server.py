@@ -1,0 +1,91 @@
+"""Assembles a running metastore: database, store, handler, Thrift server and metrics endpoint."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from hmsproxy.config import Settings
+from hmsproxy.dispatch import MetastoreProcessor
+from hmsproxy.handler import Handler, HandlerContext
+from hmsproxy.handler.common import now
+from hmsproxy.idl import hms
+from hmsproxy.metrics import Metrics, MetricsServer
+from hmsproxy.store.sql.database import Database, init_schema, schema_version
+from hmsproxy.store.sql.store import SqlStore
+from hmsproxy.thrift_server import ThriftServer
+from hmsproxy.warehouse import Warehouse, to_uri
+
+log = logging.getLogger(__name__)
+
+
+def server_conf(settings: Settings) -> dict[str, str]:
+    """What getMetaConf / get_config_value answer: the metastore keys clients ask for."""
+    warehouse = to_uri(settings.warehouse_path)
+    return {
+        "hive.metastore.warehouse.dir": warehouse,
+        "metastore.warehouse.dir": warehouse,
+        "hive.metastore.try.direct.sql": "true",
+        "metastore.try.direct.sql": "true",
+        "hive.metastore.partition.name.whitelist.pattern": "",
+        "metastore.partition.name.whitelist.pattern": "",
+        "hive.metastore.batch.retrieve.max": "300",
+        "metastore.batch.retrieve.max": "300",
+        "hive.metastore.disallow.incompatible.col.type.changes": "false",
+    }
+
+
+def open_store(settings: Settings, warehouse: Warehouse) -> SqlStore:
+    """Connects, creates the schema on an empty database and makes sure the `default` database exists."""
+    db = Database(settings.db)
+    if init_schema(db, to_uri(warehouse.root)):
+        log.info("created the Hive metastore schema %s in %s", schema_version(db), db.engine.url.render_as_string())
+    store = SqlStore(db)
+    try:
+        store.get_database("hive", "default")
+    except hms.NoSuchObjectException:
+        warehouse.mkdirs(warehouse.default_database_location("default"))
+        try:
+            store.create_database(hms.Database(
+                name="default", description="Default Hive database", parameters={},
+                locationUri=warehouse.default_database_location("default"), ownerName="public",
+                ownerType=hms.PrincipalType.ROLE, catalogName="hive", createTime=now()))
+        except hms.AlreadyExistsException:
+            pass  # another instance created it at the same moment
+    return store
+
+
+@dataclass
+class RunningServer:
+    thrift: ThriftServer
+    metrics_server: MetricsServer | None
+    store: SqlStore
+
+    @property
+    def port(self) -> int:
+        return self.thrift.port
+
+    def stop(self) -> None:
+        self.thrift.stop()
+        if self.metrics_server is not None:
+            self.metrics_server.stop()
+        self.store.close()
+
+
+def start(settings: Settings) -> RunningServer:
+    warehouse = Warehouse(settings.warehouse_path)
+    warehouse.root.mkdir(parents=True, exist_ok=True)
+    store = open_store(settings, warehouse)
+    metrics = Metrics()
+    context = HandlerContext(store=store, warehouse=warehouse, server_conf=server_conf(settings), started_at=now())
+    handler = Handler(context)
+    thrift = ThriftServer(lambda: MetastoreProcessor(handler, metrics), settings.host, settings.port,
+                          framed=settings.framed, max_connections=settings.max_connections, metrics=metrics)
+    metrics_server = None
+    if settings.metrics_port:
+        metrics_server = MetricsServer(metrics, settings.host, settings.metrics_port, ready=lambda: True)
+        metrics_server.start()
+    thrift.start()
+    log.info("hmsproxy serving thrift://%s:%d (%s), warehouse %s, metrics %s", settings.host, thrift.port,
+             "framed" if settings.framed else "unframed", warehouse.root,
+             f"http://{settings.host}:{metrics_server.port}/metrics" if metrics_server else "off")
+    return RunningServer(thrift, metrics_server, store)

@@ -1,0 +1,135 @@
+"""The database connection: engine per dialect, one transaction per call, id allocation, schema init.
+
+SQLite is the embedded default: one writer at a time, so every transaction holds a process lock (no
+"database is locked" surprises) and ids are allocated inside the caller's transaction. On MariaDB/MySQL
+and PostgreSQL ids are reserved in a short transaction of their own, so concurrent writers (also in other
+instances) only contend on SEQUENCE_TABLE for a moment.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Iterator
+
+from sqlalchemy import Connection, Engine, create_engine, event, func, insert, inspect, select, update
+from sqlalchemy.engine import make_url
+
+from hmsproxy.store.sql import schema as s
+
+# SEQUENCE_TABLE rows, named after the Java metastore's JDO model classes.
+MODEL_PREFIX = "org.apache.hadoop.hive.metastore.model."
+ID_COLUMNS = {
+    "MCatalog": s.CTLGS.c.CTLG_ID,
+    "MDatabase": s.DBS.c.DB_ID,
+    "MTable": s.TBLS.c.TBL_ID,
+    "MPartition": s.PARTITIONS.c.PART_ID,
+    "MStorageDescriptor": s.SDS.c.SD_ID,
+    "MSerDeInfo": s.SERDES.c.SERDE_ID,
+    "MColumnDescriptor": s.CDS.c.CD_ID,
+    "MStringList": s.SKEWED_STRING_LIST.c.STRING_LIST_ID,
+    "MFunction": s.FUNCS.c.FUNC_ID,
+    "MTableColumnStatistics": s.TAB_COL_STATS.c.CS_ID,
+    "MPartitionColumnStatistics": s.PART_COL_STATS.c.CS_ID,
+    "MNotificationLog": s.NOTIFICATION_LOG.c.NL_ID,
+}
+
+
+def normalise_url(url: str) -> str:
+    """Accepts the short forms operators type (`mysql://`, `postgresql://`) and picks our drivers."""
+    parsed = make_url(url)
+    driver = {"mysql": "mysql+pymysql", "mariadb": "mysql+pymysql", "postgresql": "postgresql+psycopg",
+              "postgres": "postgresql+psycopg"}.get(parsed.drivername)
+    if driver:
+        parsed = parsed.set(drivername=driver)
+    if parsed.get_backend_name() == "mysql" and "charset" not in parsed.query:
+        parsed = parsed.update_query_dict({"charset": "utf8mb4"})
+    return parsed.render_as_string(hide_password=False)
+
+
+class Database:
+    """Owns the engine; `transaction()` is the only way the store talks to the database."""
+
+    def __init__(self, url: str, pool_size: int = 16) -> None:
+        self.url = normalise_url(url)
+        self.is_sqlite = self.url.startswith("sqlite")
+        if self.is_sqlite:
+            self.engine: Engine = create_engine(self.url, connect_args={"check_same_thread": False, "timeout": 30})
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        else:
+            self.engine = create_engine(self.url, pool_size=pool_size, max_overflow=pool_size,
+                                        pool_pre_ping=True, pool_recycle=3600)
+        self._sqlite_lock = threading.RLock()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """One database transaction: committed when the block ends, rolled back if it raises."""
+        if self.is_sqlite:
+            with self._sqlite_lock, self.engine.begin() as conn:
+                yield conn
+        else:
+            with self.engine.begin() as conn:
+                yield conn
+
+    def allocate_ids(self, conn: Connection, model: str, count: int) -> int:
+        """Reserves `count` consecutive ids for a model class; returns the first."""
+        if count <= 0:
+            return 0
+        if self.is_sqlite:
+            return _reserve(conn, model, count)
+        with self.engine.begin() as own:
+            return _reserve(own, model, count)
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    cursor = dbapi_conn.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=OFF")
+    cursor.close()
+
+
+def _reserve(conn: Connection, model: str, count: int) -> int:
+    name = MODEL_PREFIX + model
+    seq = s.SEQUENCE_TABLE
+    current = conn.execute(
+        select(seq.c.NEXT_VAL).where(seq.c.SEQUENCE_NAME == name).with_for_update()
+    ).scalar_one_or_none()
+    if current is None:
+        # A sequence row missing from an older schema: start after the highest id in use.
+        current = (conn.execute(select(func.max(ID_COLUMNS[model]))).scalar() or 0) + 1
+        conn.execute(insert(seq).values(SEQUENCE_NAME=name, NEXT_VAL=current + count))
+    else:
+        conn.execute(update(seq).where(seq.c.SEQUENCE_NAME == name).values(NEXT_VAL=current + count))
+    return current
+
+
+def schema_exists(db: Database) -> bool:
+    return inspect(db.engine).has_table("VERSION")
+
+
+def schema_version(db: Database) -> str | None:
+    if not schema_exists(db):
+        return None
+    with db.transaction() as conn:
+        return conn.execute(select(s.VERSION.c.SCHEMA_VERSION)).scalar_one_or_none()
+
+
+def init_schema(db: Database, default_catalog_location: str) -> bool:
+    """Creates the Hive schema with its VERSION row, sequences and the default catalog; False if present."""
+    if schema_exists(db):
+        return False
+    s.metadata.create_all(db.engine)
+    with db.transaction() as conn:
+        conn.execute(insert(s.VERSION).values(VER_ID=1, SCHEMA_VERSION=s.SCHEMA_VERSION,
+                                              VERSION_COMMENT="Hive release version " + s.SCHEMA_VERSION))
+        conn.execute(insert(s.SEQUENCE_TABLE), [
+            {"SEQUENCE_NAME": MODEL_PREFIX + model, "NEXT_VAL": 1} for model in ID_COLUMNS
+        ])
+        conn.execute(insert(s.NOTIFICATION_SEQUENCE).values(NNI_ID=1, NEXT_EVENT_ID=1))
+        ctlg_id = _reserve(conn, "MCatalog", 1)
+        conn.execute(insert(s.CTLGS).values(CTLG_ID=ctlg_id, NAME="hive", DESC="Default catalog for Hive",
+                                            LOCATION_URI=default_catalog_location))
+    return True

@@ -1,0 +1,243 @@
+"""Storage descriptors in bulk: write many at once, read many with a fixed number of queries.
+
+A storage descriptor spans SDS, SERDES, CDS/COLUMNS_V2, their parameter tables, bucketing, sort and
+skew tables. Reads take a subquery that selects SD ids (e.g. all partitions of a table), so listing 100k
+partitions costs about ten queries, not one per partition. Partitions that have the same columns as their
+table share the table's column descriptor, as in Hive.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterable, Sequence
+
+from sqlalchemy import Connection, Select, delete, exists, insert, select
+
+from hmsproxy.idl import hms
+from hmsproxy.store.sql import schema as s
+from hmsproxy.store.sql.database import Database
+
+
+def params_rows(key_col: str, owner_id: int, params: dict[str, str] | None) -> list[dict[str, Any]]:
+    return [{key_col: owner_id, "PARAM_KEY": k, "PARAM_VALUE": v} for k, v in (params or {}).items()]
+
+
+def insert_columns(db: Database, conn: Connection, cols: Sequence[Any]) -> int:
+    cd_id = db.allocate_ids(conn, "MColumnDescriptor", 1)
+    conn.execute(insert(s.CDS).values(CD_ID=cd_id))
+    if cols:
+        conn.execute(insert(s.COLUMNS_V2), [
+            {"CD_ID": cd_id, "COLUMN_NAME": c.name, "TYPE_NAME": c.type, "COMMENT": c.comment, "INTEGER_IDX": i}
+            for i, c in enumerate(cols)
+        ])
+    return cd_id
+
+
+def insert_descriptors(db: Database, conn: Connection, sds: Sequence[Any], cd_ids: Sequence[int]) -> list[int]:
+    """Writes the storage descriptors (with serdes, params, bucketing, sort and skew); returns their ids."""
+    count = len(sds)
+    first_sd = db.allocate_ids(conn, "MStorageDescriptor", count)
+    first_serde = db.allocate_ids(conn, "MSerDeInfo", count)
+    sd_rows, serde_rows = [], []
+    sd_params, serde_params, buckets, sorts, skew_names = [], [], [], [], []
+    skewed: list[tuple[int, Any]] = []
+    for i, (sd, cd_id) in enumerate(zip(sds, cd_ids)):
+        sd_id, serde_id = first_sd + i, first_serde + i
+        serde = sd.serdeInfo or hms.SerDeInfo()
+        serde_rows.append({
+            "SERDE_ID": serde_id, "NAME": serde.name, "SLIB": serde.serializationLib,
+            "DESCRIPTION": serde.description, "SERIALIZER_CLASS": serde.serializerClass,
+            "DESERIALIZER_CLASS": serde.deserializerClass, "SERDE_TYPE": serde.serdeType,
+        })
+        serde_params += params_rows("SERDE_ID", serde_id, serde.parameters)
+        sd_rows.append({
+            "SD_ID": sd_id, "CD_ID": cd_id, "INPUT_FORMAT": sd.inputFormat, "OUTPUT_FORMAT": sd.outputFormat,
+            "IS_COMPRESSED": bool(sd.compressed), "IS_STOREDASSUBDIRECTORIES": bool(sd.storedAsSubDirectories),
+            "LOCATION": sd.location, "NUM_BUCKETS": sd.numBuckets if sd.numBuckets is not None else -1,
+            "SERDE_ID": serde_id,
+        })
+        sd_params += params_rows("SD_ID", sd_id, sd.parameters)
+        buckets += [{"SD_ID": sd_id, "BUCKET_COL_NAME": c, "INTEGER_IDX": j} for j, c in enumerate(sd.bucketCols or [])]
+        sorts += [{"SD_ID": sd_id, "COLUMN_NAME": o.col, "ORDER": o.order, "INTEGER_IDX": j}
+                  for j, o in enumerate(sd.sortCols or [])]
+        if sd.skewedInfo is not None:
+            skew_names += [{"SD_ID": sd_id, "SKEWED_COL_NAME": c, "INTEGER_IDX": j}
+                           for j, c in enumerate(sd.skewedInfo.skewedColNames or [])]
+            skewed.append((sd_id, sd.skewedInfo))
+    conn.execute(insert(s.SERDES), serde_rows)
+    conn.execute(insert(s.SDS), sd_rows)
+    for table, rows in ((s.SERDE_PARAMS, serde_params), (s.SD_PARAMS, sd_params), (s.BUCKETING_COLS, buckets),
+                        (s.SORT_COLS, sorts), (s.SKEWED_COL_NAMES, skew_names)):
+        if rows:
+            conn.execute(insert(table), rows)
+    if skewed:
+        _insert_skew_values(db, conn, skewed)
+    return [first_sd + i for i in range(count)]
+
+
+def _insert_skew_values(db: Database, conn: Connection, skewed: list[tuple[int, Any]]) -> None:
+    lists: list[tuple[int, Sequence[str], str | None, bool]] = []  # (sd, values, location, is_skewed_value)
+    for sd_id, info in skewed:
+        lists += [(sd_id, values, None, True) for values in info.skewedColValues or []]
+        lists += [(sd_id, list(key), loc, False) for key, loc in (info.skewedColValueLocationMaps or {}).items()]
+    if not lists:
+        return
+    first = db.allocate_ids(conn, "MStringList", len(lists))
+    list_rows, value_rows, skew_value_rows, loc_rows = [], [], [], []
+    value_index: dict[int, int] = defaultdict(int)
+    for i, (sd_id, values, location, is_value) in enumerate(lists):
+        list_id = first + i
+        list_rows.append({"STRING_LIST_ID": list_id})
+        value_rows += [{"STRING_LIST_ID": list_id, "STRING_LIST_VALUE": v, "INTEGER_IDX": j}
+                       for j, v in enumerate(values)]
+        if is_value:
+            skew_value_rows.append({"SD_ID_OID": sd_id, "STRING_LIST_ID_EID": list_id,
+                                    "INTEGER_IDX": value_index[sd_id]})
+            value_index[sd_id] += 1
+        else:
+            loc_rows.append({"SD_ID": sd_id, "STRING_LIST_ID_KID": list_id, "LOCATION": location})
+    conn.execute(insert(s.SKEWED_STRING_LIST), list_rows)
+    for table, rows in ((s.SKEWED_STRING_LIST_VALUES, value_rows), (s.SKEWED_VALUES, skew_value_rows),
+                        (s.SKEWED_COL_VALUE_LOC_MAP, loc_rows)):
+        if rows:
+            conn.execute(insert(table), rows)
+
+
+def _params(conn: Connection, table, key_col, ids_query) -> dict[int, dict[str, str]]:
+    result: dict[int, dict[str, str]] = defaultdict(dict)
+    rows = conn.execute(select(key_col, table.c.PARAM_KEY, table.c.PARAM_VALUE).where(key_col.in_(ids_query)))
+    for owner, key, value in rows:
+        result[owner][key] = value if value is not None else ""
+    return result
+
+
+def load_descriptors(conn: Connection, sd_ids: Select) -> dict[int, Any]:
+    """All storage descriptors whose ids `sd_ids` (a one-column select) yields, keyed by SD id."""
+    sds, serdes = s.SDS, s.SERDES
+    rows = conn.execute(
+        select(sds, serdes.c.NAME, serdes.c.SLIB, serdes.c.DESCRIPTION, serdes.c.SERIALIZER_CLASS,
+               serdes.c.DESERIALIZER_CLASS, serdes.c.SERDE_TYPE)
+        .join(serdes, serdes.c.SERDE_ID == sds.c.SERDE_ID, isouter=True)
+        .where(sds.c.SD_ID.in_(sd_ids))
+    ).all()
+    if not rows:
+        return {}
+    serde_ids = select(sds.c.SERDE_ID).where(sds.c.SD_ID.in_(sd_ids)).scalar_subquery()
+    cd_ids = select(sds.c.CD_ID).where(sds.c.SD_ID.in_(sd_ids)).scalar_subquery()
+    sd_params = _params(conn, s.SD_PARAMS, s.SD_PARAMS.c.SD_ID, sd_ids)
+    serde_params = _params(conn, s.SERDE_PARAMS, s.SERDE_PARAMS.c.SERDE_ID, serde_ids)
+    columns: dict[int, list[Any]] = defaultdict(list)
+    for cd_id, name, type_name, comment in conn.execute(
+        select(s.COLUMNS_V2.c.CD_ID, s.COLUMNS_V2.c.COLUMN_NAME, s.COLUMNS_V2.c.TYPE_NAME, s.COLUMNS_V2.c.COMMENT)
+        .where(s.COLUMNS_V2.c.CD_ID.in_(cd_ids)).order_by(s.COLUMNS_V2.c.CD_ID, s.COLUMNS_V2.c.INTEGER_IDX)
+    ):
+        columns[cd_id].append(hms.FieldSchema(name=name, type=type_name, comment=comment))
+    buckets = _ordered_lists(conn, s.BUCKETING_COLS, s.BUCKETING_COLS.c.BUCKET_COL_NAME, sd_ids)
+    sorts: dict[int, list[Any]] = defaultdict(list)
+    for sd_id, col, order in conn.execute(
+        select(s.SORT_COLS.c.SD_ID, s.SORT_COLS.c.COLUMN_NAME, s.SORT_COLS.c.ORDER)
+        .where(s.SORT_COLS.c.SD_ID.in_(sd_ids)).order_by(s.SORT_COLS.c.SD_ID, s.SORT_COLS.c.INTEGER_IDX)
+    ):
+        sorts[sd_id].append(hms.Order(col=col, order=order))
+    skew = _load_skew(conn, sd_ids)
+    result: dict[int, Any] = {}
+    for row in rows:
+        m = row._mapping
+        sd_id = m["SD_ID"]
+        serde = hms.SerDeInfo(
+            name=m["NAME"], serializationLib=m["SLIB"], parameters=serde_params.get(m["SERDE_ID"], {}),
+            description=m["DESCRIPTION"], serializerClass=m["SERIALIZER_CLASS"],
+            deserializerClass=m["DESERIALIZER_CLASS"], serdeType=m["SERDE_TYPE"],
+        )
+        result[sd_id] = hms.StorageDescriptor(
+            cols=list(columns.get(m["CD_ID"], [])), location=m["LOCATION"], inputFormat=m["INPUT_FORMAT"],
+            outputFormat=m["OUTPUT_FORMAT"], compressed=bool(m["IS_COMPRESSED"]), numBuckets=m["NUM_BUCKETS"],
+            serdeInfo=serde, bucketCols=buckets.get(sd_id, []), sortCols=sorts.get(sd_id, []),
+            parameters=sd_params.get(sd_id, {}),
+            skewedInfo=skew.get(sd_id) or hms.SkewedInfo(skewedColNames=[], skewedColValues=[],
+                                                          skewedColValueLocationMaps={}),
+            storedAsSubDirectories=bool(m["IS_STOREDASSUBDIRECTORIES"]),
+        )
+    return result
+
+
+def _ordered_lists(conn: Connection, table, value_col, sd_ids: Select) -> dict[int, list[str]]:
+    result: dict[int, list[str]] = defaultdict(list)
+    for sd_id, value in conn.execute(
+        select(table.c.SD_ID, value_col).where(table.c.SD_ID.in_(sd_ids)).order_by(table.c.SD_ID, table.c.INTEGER_IDX)
+    ):
+        result[sd_id].append(value)
+    return result
+
+
+def _load_skew(conn: Connection, sd_ids: Select) -> dict[int, Any]:
+    names = _ordered_lists(conn, s.SKEWED_COL_NAMES, s.SKEWED_COL_NAMES.c.SKEWED_COL_NAME, sd_ids)
+    values_rows = conn.execute(
+        select(s.SKEWED_VALUES.c.SD_ID_OID, s.SKEWED_VALUES.c.STRING_LIST_ID_EID)
+        .where(s.SKEWED_VALUES.c.SD_ID_OID.in_(sd_ids)).order_by(s.SKEWED_VALUES.c.SD_ID_OID, s.SKEWED_VALUES.c.INTEGER_IDX)
+    ).all()
+    loc_rows = conn.execute(
+        select(s.SKEWED_COL_VALUE_LOC_MAP.c.SD_ID, s.SKEWED_COL_VALUE_LOC_MAP.c.STRING_LIST_ID_KID,
+               s.SKEWED_COL_VALUE_LOC_MAP.c.LOCATION).where(s.SKEWED_COL_VALUE_LOC_MAP.c.SD_ID.in_(sd_ids))
+    ).all()
+    if not names and not values_rows and not loc_rows:
+        return {}
+    list_ids = [r[1] for r in values_rows] + [r[1] for r in loc_rows]
+    strings: dict[int, list[str]] = defaultdict(list)
+    for start in range(0, len(list_ids), 500):
+        chunk = list_ids[start:start + 500]
+        for list_id, value in conn.execute(
+            select(s.SKEWED_STRING_LIST_VALUES.c.STRING_LIST_ID, s.SKEWED_STRING_LIST_VALUES.c.STRING_LIST_VALUE)
+            .where(s.SKEWED_STRING_LIST_VALUES.c.STRING_LIST_ID.in_(chunk))
+            .order_by(s.SKEWED_STRING_LIST_VALUES.c.STRING_LIST_ID, s.SKEWED_STRING_LIST_VALUES.c.INTEGER_IDX)
+        ):
+            strings[list_id].append(value)
+    result: dict[int, Any] = {}
+
+    def info(sd_id: int) -> Any:
+        if sd_id not in result:
+            result[sd_id] = hms.SkewedInfo(skewedColNames=names.get(sd_id, []), skewedColValues=[],
+                                           skewedColValueLocationMaps={})
+        return result[sd_id]
+
+    for sd_id in names:
+        info(sd_id)
+    for sd_id, list_id in values_rows:
+        info(sd_id).skewedColValues.append(strings.get(list_id, []))
+    for sd_id, list_id, location in loc_rows:
+        info(sd_id).skewedColValueLocationMaps[tuple(strings.get(list_id, []))] = location
+    return result
+
+
+def delete_descriptors(conn: Connection, sd_ids: Iterable[int]) -> None:
+    """Deletes storage descriptors, their serdes and any column descriptor no longer referenced."""
+    sd_ids = list(sd_ids)
+    for start in range(0, len(sd_ids), 500):
+        chunk = sd_ids[start:start + 500]
+        serde_ids = [r[0] for r in conn.execute(select(s.SDS.c.SERDE_ID).where(s.SDS.c.SD_ID.in_(chunk)))]
+        cd_ids = {r[0] for r in conn.execute(select(s.SDS.c.CD_ID).where(s.SDS.c.SD_ID.in_(chunk)))}
+        list_ids = [r[0] for r in conn.execute(
+            select(s.SKEWED_VALUES.c.STRING_LIST_ID_EID).where(s.SKEWED_VALUES.c.SD_ID_OID.in_(chunk))
+            .union_all(select(s.SKEWED_COL_VALUE_LOC_MAP.c.STRING_LIST_ID_KID)
+                       .where(s.SKEWED_COL_VALUE_LOC_MAP.c.SD_ID.in_(chunk))))]
+        for table, col in ((s.SD_PARAMS, s.SD_PARAMS.c.SD_ID), (s.BUCKETING_COLS, s.BUCKETING_COLS.c.SD_ID),
+                           (s.SORT_COLS, s.SORT_COLS.c.SD_ID), (s.SKEWED_COL_NAMES, s.SKEWED_COL_NAMES.c.SD_ID),
+                           (s.SKEWED_VALUES, s.SKEWED_VALUES.c.SD_ID_OID),
+                           (s.SKEWED_COL_VALUE_LOC_MAP, s.SKEWED_COL_VALUE_LOC_MAP.c.SD_ID), (s.SDS, s.SDS.c.SD_ID)):
+            conn.execute(delete(table).where(col.in_(chunk)))
+        if list_ids:
+            conn.execute(delete(s.SKEWED_STRING_LIST_VALUES).where(s.SKEWED_STRING_LIST_VALUES.c.STRING_LIST_ID.in_(list_ids)))
+            conn.execute(delete(s.SKEWED_STRING_LIST).where(s.SKEWED_STRING_LIST.c.STRING_LIST_ID.in_(list_ids)))
+        if serde_ids:
+            conn.execute(delete(s.SERDE_PARAMS).where(s.SERDE_PARAMS.c.SERDE_ID.in_(serde_ids)))
+            conn.execute(delete(s.SERDES).where(s.SERDES.c.SERDE_ID.in_(serde_ids)))
+        remove_unused_columns(conn, cd_ids)
+
+
+def remove_unused_columns(conn: Connection, cd_ids: Iterable[int | None]) -> None:
+    for cd_id in cd_ids:
+        if cd_id is None:
+            continue
+        in_use = conn.execute(select(exists().where(s.SDS.c.CD_ID == cd_id))).scalar()
+        if not in_use:
+            conn.execute(delete(s.COLUMNS_V2).where(s.COLUMNS_V2.c.CD_ID == cd_id))
+            conn.execute(delete(s.CDS).where(s.CDS.c.CD_ID == cd_id))

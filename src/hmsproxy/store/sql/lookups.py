@@ -1,0 +1,72 @@
+"""Finding rows by name (database, table) and the errors HMS raises when they are missing."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, select
+
+from hmsproxy.idl import hms
+from hmsproxy.store.sql import schema as s
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """The ids and shape of a table that writes to its partitions and statistics need."""
+
+    tbl_id: int
+    db_id: int
+    sd_id: int | None
+    cd_id: int | None
+    location: str | None
+    table_type: str | None
+    partition_keys: tuple[str, ...]
+    partition_key_types: tuple[str, ...]
+
+
+def no_such_object(message: str) -> Exception:
+    return hms.NoSuchObjectException(message=message)
+
+
+def database_id(conn: Connection, cat: str, name: str) -> int:
+    db_id = conn.execute(
+        select(s.DBS.c.DB_ID).where(s.DBS.c.NAME == name, s.DBS.c.CTLG_NAME == cat)
+    ).scalar_one_or_none()
+    if db_id is None:
+        raise no_such_object(f"database {cat}.{name} does not exist")
+    return db_id
+
+
+def find_table(conn: Connection, cat: str, db_name: str, tbl_name: str) -> TableRef | None:
+    row = conn.execute(
+        select(s.TBLS.c.TBL_ID, s.TBLS.c.DB_ID, s.TBLS.c.SD_ID, s.TBLS.c.TBL_TYPE, s.SDS.c.CD_ID, s.SDS.c.LOCATION)
+        .join(s.DBS, s.DBS.c.DB_ID == s.TBLS.c.DB_ID)
+        .join(s.SDS, s.SDS.c.SD_ID == s.TBLS.c.SD_ID, isouter=True)
+        .where(s.DBS.c.NAME == db_name, s.DBS.c.CTLG_NAME == cat, s.TBLS.c.TBL_NAME == tbl_name)
+    ).first()
+    if row is None:
+        return None
+    keys = conn.execute(
+        select(s.PARTITION_KEYS.c.PKEY_NAME, s.PARTITION_KEYS.c.PKEY_TYPE)
+        .where(s.PARTITION_KEYS.c.TBL_ID == row.TBL_ID).order_by(s.PARTITION_KEYS.c.INTEGER_IDX)
+    ).all()
+    return TableRef(
+        tbl_id=row.TBL_ID, db_id=row.DB_ID, sd_id=row.SD_ID, cd_id=row.CD_ID, location=row.LOCATION,
+        table_type=row.TBL_TYPE, partition_keys=tuple(k for k, _ in keys),
+        partition_key_types=tuple(t for _, t in keys),
+    )
+
+
+def table_ref(conn: Connection, cat: str, db_name: str, tbl_name: str) -> TableRef:
+    ref = find_table(conn, cat, db_name, tbl_name)
+    if ref is None:
+        raise no_such_object(f"table {db_name}.{tbl_name} does not exist")
+    return ref
+
+
+def principal_type_name(value: int | None) -> str | None:
+    """PrincipalType enum value -> the name Hive stores in OWNER_TYPE columns."""
+    return None if value is None else hms.PrincipalType._VALUES_TO_NAMES.get(value)
+
+
+def principal_type_value(name: str | None) -> int | None:
+    return None if name is None else hms.PrincipalType._NAMES_TO_VALUES.get(name)

@@ -1,0 +1,241 @@
+"""Partitions in PARTITIONS / PARTITION_KEY_VALS / PARTITION_PARAMS with their storage descriptors.
+
+Listings are sorted by partition name, as HMS answers. Reads of many partitions use a fixed number of
+queries (by table id, or by chunks of partition ids).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Sequence
+
+from sqlalchemy import Connection, Select, delete, insert, select, update
+
+from hmsproxy.idl import hms
+from hmsproxy.names import make_partition_name
+from hmsproxy.store.sql import schema as s
+from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.descriptors import (
+    delete_descriptors, insert_columns, insert_descriptors, load_descriptors, params_rows,
+)
+from hmsproxy.store.sql.lookups import TableRef, no_such_object, table_ref
+from hmsproxy.store.sql.tables import column_tuples, current_columns
+
+CHUNK = 900
+
+
+def _chunks(items: Sequence[Any]) -> list[Sequence[Any]]:
+    return [items[i:i + CHUNK] for i in range(0, len(items), CHUNK)]
+
+
+class PartitionStore:
+    db: Database
+
+    # ---- writes ------------------------------------------------------------------------------------
+
+    def add_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any],
+                       if_not_exists: bool = False) -> list[Any]:
+        """Adds all partitions or none. A duplicate inside the request is a MetaException; an existing
+        partition is AlreadyExistsException, or skipped with if_not_exists. Returns what was added."""
+        with self.db.transaction() as conn:
+            ref = table_ref(conn, cat, db_name, tbl_name)
+            names = [make_partition_name(ref.partition_keys, p.values) for p in parts]
+            seen: set[str] = set()
+            for name in names:
+                if name in seen:
+                    raise hms.MetaException(message=f"Duplicate partitions in the list: {name}")
+                seen.add(name)
+            existing = self._existing_names(conn, ref.tbl_id, names)
+            if existing and not if_not_exists:
+                raise hms.AlreadyExistsException(
+                    message=f"Partition already exists: {db_name}.{tbl_name} {sorted(existing)[0]}")
+            to_add = [(n, p) for n, p in zip(names, parts) if n not in existing]
+            self._insert_partitions(conn, ref, to_add)
+            return [p for _, p in to_add]
+
+    def _existing_names(self, conn: Connection, tbl_id: int, names: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for chunk in _chunks(list(names)):
+            found.update(conn.execute(select(s.PARTITIONS.c.PART_NAME).where(
+                s.PARTITIONS.c.TBL_ID == tbl_id, s.PARTITIONS.c.PART_NAME.in_(chunk))).scalars())
+        return found
+
+    def _insert_partitions(self, conn: Connection, ref: TableRef, named: Sequence[tuple[str, Any]]) -> None:
+        if not named:
+            return
+        table_columns = current_columns(conn, ref.cd_id)
+        cd_ids: list[int] = []
+        for _, part in named:
+            same = ref.cd_id is not None and column_tuples(part.sd.cols) == table_columns
+            cd_ids.append(ref.cd_id if same else insert_columns(self.db, conn, part.sd.cols))
+        sd_ids = insert_descriptors(self.db, conn, [p.sd for _, p in named], cd_ids)
+        first = self.db.allocate_ids(conn, "MPartition", len(named))
+        rows, values, params = [], [], []
+        for i, ((name, part), sd_id) in enumerate(zip(named, sd_ids)):
+            part_id = first + i
+            rows.append({"PART_ID": part_id, "TBL_ID": ref.tbl_id, "SD_ID": sd_id, "PART_NAME": name,
+                         "CREATE_TIME": part.createTime or 0, "LAST_ACCESS_TIME": part.lastAccessTime or 0,
+                         "WRITE_ID": max(part.writeId or 0, 0)})
+            values += [{"PART_ID": part_id, "PART_KEY_VAL": v, "INTEGER_IDX": j} for j, v in enumerate(part.values)]
+            params += params_rows("PART_ID", part_id, part.parameters)
+        conn.execute(insert(s.PARTITIONS), rows)
+        conn.execute(insert(s.PARTITION_KEY_VALS), values)
+        if params:
+            conn.execute(insert(s.PARTITION_PARAMS), params)
+
+    def alter_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any]) -> None:
+        """Replaces each partition's definition (matched by its values), keeping its id."""
+        with self.db.transaction() as conn:
+            ref = table_ref(conn, cat, db_name, tbl_name)
+            self._replace_partitions(conn, ref, [(list(p.values), p) for p in parts])
+
+    def rename_partition(self, cat: str, db_name: str, tbl_name: str, old_values: Sequence[str], part: Any) -> None:
+        with self.db.transaction() as conn:
+            ref = table_ref(conn, cat, db_name, tbl_name)
+            new_name = make_partition_name(ref.partition_keys, part.values)
+            if self._existing_names(conn, ref.tbl_id, [new_name]):
+                raise hms.InvalidOperationException(message=f"partition {new_name} already exists in {db_name}.{tbl_name}")
+            self._replace_partitions(conn, ref, [(list(old_values), part)])
+
+    def _replace_partitions(self, conn: Connection, ref: TableRef, changes: Sequence[tuple[list[str], Any]]) -> None:
+        old_names = [make_partition_name(ref.partition_keys, old) for old, _ in changes]
+        found = {r.PART_NAME: r for r in self._rows_by_names(conn, ref.tbl_id, old_names)}
+        missing = [n for n in old_names if n not in found]
+        if missing:
+            raise hms.InvalidOperationException(message=f"partition does not exist: {missing[0]}")
+        table_columns = current_columns(conn, ref.cd_id)
+        for old_name, (_, part) in zip(old_names, changes):
+            row = found[old_name]
+            same = ref.cd_id is not None and column_tuples(part.sd.cols) == table_columns
+            cd_id = ref.cd_id if same else insert_columns(self.db, conn, part.sd.cols)
+            [sd_id] = insert_descriptors(self.db, conn, [part.sd], [cd_id])
+            new_name = make_partition_name(ref.partition_keys, part.values)
+            conn.execute(update(s.PARTITIONS).where(s.PARTITIONS.c.PART_ID == row.PART_ID).values(
+                PART_NAME=new_name, SD_ID=sd_id, LAST_ACCESS_TIME=part.lastAccessTime or 0,
+                WRITE_ID=max(part.writeId or 0, 0)))
+            delete_descriptors(conn, [row.SD_ID])
+            conn.execute(delete(s.PARTITION_PARAMS).where(s.PARTITION_PARAMS.c.PART_ID == row.PART_ID))
+            conn.execute(delete(s.PARTITION_KEY_VALS).where(s.PARTITION_KEY_VALS.c.PART_ID == row.PART_ID))
+            conn.execute(insert(s.PARTITION_KEY_VALS), [
+                {"PART_ID": row.PART_ID, "PART_KEY_VAL": v, "INTEGER_IDX": j} for j, v in enumerate(part.values)])
+            rows = params_rows("PART_ID", row.PART_ID, part.parameters)
+            if rows:
+                conn.execute(insert(s.PARTITION_PARAMS), rows)
+            if new_name != old_name:
+                conn.execute(update(s.PART_COL_STATS).where(s.PART_COL_STATS.c.PART_ID == row.PART_ID)
+                             .values(PARTITION_NAME=new_name))
+
+    def drop_partitions(self, cat: str, db_name: str, tbl_name: str, names: Sequence[str],
+                        if_exists: bool = False) -> list[Any]:
+        """Drops the named partitions, all or none: a missing one is NoSuchObjectException unless if_exists."""
+        with self.db.transaction() as conn:
+            ref = table_ref(conn, cat, db_name, tbl_name)
+            rows = self._rows_by_names(conn, ref.tbl_id, list(dict.fromkeys(names)))
+            found = {r.PART_NAME for r in rows}
+            missing = [n for n in names if n not in found]
+            if missing and not if_exists:
+                raise no_such_object(f"partition {missing[0]} does not exist in {db_name}.{tbl_name}")
+            dropped = self._load_partitions(conn, cat, db_name, tbl_name, ref, [r.PART_ID for r in rows])
+            self._delete_partition_rows(conn, [r.PART_ID for r in rows], [r.SD_ID for r in rows])
+            return dropped
+
+    @staticmethod
+    def _delete_partition_rows(conn: Connection, part_ids: Sequence[int], sd_ids: Sequence[int]) -> None:
+        for chunk in _chunks(list(part_ids)):
+            for table, col in ((s.PART_COL_STATS, s.PART_COL_STATS.c.PART_ID),
+                               (s.PARTITION_PARAMS, s.PARTITION_PARAMS.c.PART_ID),
+                               (s.PARTITION_KEY_VALS, s.PARTITION_KEY_VALS.c.PART_ID),
+                               (s.PARTITIONS, s.PARTITIONS.c.PART_ID)):
+                conn.execute(delete(table).where(col.in_(chunk)))
+        delete_descriptors(conn, [sd for sd in sd_ids if sd is not None])
+
+    # ---- reads -------------------------------------------------------------------------------------
+
+    def _rows_by_names(self, conn: Connection, tbl_id: int, names: Sequence[str]) -> list[Any]:
+        rows: list[Any] = []
+        for chunk in _chunks(list(names)):
+            rows += conn.execute(select(s.PARTITIONS.c.PART_ID, s.PARTITIONS.c.PART_NAME, s.PARTITIONS.c.SD_ID)
+                                 .where(s.PARTITIONS.c.TBL_ID == tbl_id, s.PARTITIONS.c.PART_NAME.in_(chunk))).all()
+        return rows
+
+    def get_partitions(self, cat: str, db_name: str, tbl_name: str, max_parts: int = -1) -> list[Any]:
+        with self.db.transaction() as conn:
+            ref = table_ref(conn, cat, db_name, tbl_name)
+            if max_parts is not None and max_parts >= 0:
+                names = self._names(conn, ref)[:max_parts]
+                ids = [r.PART_ID for r in self._rows_by_names(conn, ref.tbl_id, names)]
+                return self._load_partitions(conn, cat, db_name, tbl_name, ref, ids)
+            return self._load_partitions(conn, cat, db_name, tbl_name, ref, None)
+
+    def get_partitions_by_names(self, cat: str, db_name: str, tbl_name: str, names: Sequence[str]) -> list[Any]:
+        with self.db.transaction() as conn:
+            ref = table_ref(conn, cat, db_name, tbl_name)
+            ids = [r.PART_ID for r in self._rows_by_names(conn, ref.tbl_id, list(dict.fromkeys(names)))]
+            return self._load_partitions(conn, cat, db_name, tbl_name, ref, ids)
+
+    def get_partition(self, cat: str, db_name: str, tbl_name: str, values: Sequence[str]) -> Any:
+        with self.db.transaction() as conn:
+            ref = table_ref(conn, cat, db_name, tbl_name)
+            name = make_partition_name(ref.partition_keys, values)
+            ids = [r.PART_ID for r in self._rows_by_names(conn, ref.tbl_id, [name])]
+            found = self._load_partitions(conn, cat, db_name, tbl_name, ref, ids) if ids else []
+        if not found:
+            raise no_such_object(f"partition values={list(values)} of {db_name}.{tbl_name} not found")
+        return found[0]
+
+    def get_partition_names(self, cat: str, db_name: str, tbl_name: str) -> list[str]:
+        with self.db.transaction() as conn:
+            return self._names(conn, table_ref(conn, cat, db_name, tbl_name))
+
+    def get_partition_values(self, cat: str, db_name: str, tbl_name: str) -> list[tuple[str, list[str]]]:
+        """(name, values) of every partition, sorted by name: the input of filter and spec matching."""
+        with self.db.transaction() as conn:
+            ref = table_ref(conn, cat, db_name, tbl_name)
+            values = self._values(conn, select(s.PARTITIONS.c.PART_ID).where(s.PARTITIONS.c.TBL_ID == ref.tbl_id))
+            rows = conn.execute(select(s.PARTITIONS.c.PART_ID, s.PARTITIONS.c.PART_NAME)
+                                .where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)).all()
+        return sorted((name, values.get(part_id, [])) for part_id, name in rows)
+
+    @staticmethod
+    def _names(conn: Connection, ref: TableRef) -> list[str]:
+        return sorted(conn.execute(select(s.PARTITIONS.c.PART_NAME).where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)).scalars())
+
+    @staticmethod
+    def _values(conn: Connection, part_ids: Select | Sequence[int]) -> dict[int, list[str]]:
+        values: dict[int, list[str]] = defaultdict(list)
+        for part_id, value in conn.execute(
+            select(s.PARTITION_KEY_VALS.c.PART_ID, s.PARTITION_KEY_VALS.c.PART_KEY_VAL)
+            .where(s.PARTITION_KEY_VALS.c.PART_ID.in_(part_ids))
+            .order_by(s.PARTITION_KEY_VALS.c.PART_ID, s.PARTITION_KEY_VALS.c.INTEGER_IDX)
+        ):
+            values[part_id].append(value)
+        return values
+
+    def _load_partitions(self, conn: Connection, cat: str, db_name: str, tbl_name: str, ref: TableRef,
+                         part_ids: Sequence[int] | None) -> list[Any]:
+        """Partitions by id (None = all of the table), sorted by name."""
+        if part_ids is None:
+            batches: list[Any] = [select(s.PARTITIONS.c.PART_ID).where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)]
+        else:
+            batches = _chunks(list(part_ids))
+        result: list[tuple[str, Any]] = []
+        for ids in batches:
+            rows = conn.execute(select(s.PARTITIONS).where(s.PARTITIONS.c.PART_ID.in_(ids))).all()
+            if not rows:
+                continue
+            values = self._values(conn, ids)
+            params: dict[int, dict[str, str]] = defaultdict(dict)
+            for part_id, key, value in conn.execute(
+                select(s.PARTITION_PARAMS.c.PART_ID, s.PARTITION_PARAMS.c.PARAM_KEY, s.PARTITION_PARAMS.c.PARAM_VALUE)
+                .where(s.PARTITION_PARAMS.c.PART_ID.in_(ids))
+            ):
+                params[part_id][key] = value if value is not None else ""
+            sd_ids = select(s.PARTITIONS.c.SD_ID).where(s.PARTITIONS.c.PART_ID.in_(ids))
+            sds = load_descriptors(conn, sd_ids)
+            for r in rows:
+                result.append((r.PART_NAME, hms.Partition(
+                    values=values.get(r.PART_ID, []), dbName=db_name, tableName=tbl_name,
+                    createTime=r.CREATE_TIME, lastAccessTime=r.LAST_ACCESS_TIME, sd=sds.get(r.SD_ID),
+                    parameters=params.get(r.PART_ID, {}), catName=cat, writeId=r.WRITE_ID,
+                )))
+        result.sort(key=lambda item: item[0])
+        return [p for _, p in result]

@@ -1,0 +1,344 @@
+"""SQLAlchemy Core tables laid out as the standard Hive metastore schema (Hive 3.1/4.x names).
+
+Table and column names follow Hive's own schema scripts so that the store can later be put in front of
+an existing metastore database. Ids come from SEQUENCE_TABLE rows named after the JDO model classes, as
+the Java metastore allocates them. On MySQL/MariaDB every table uses a binary utf8mb4 collation: Hive
+names are lower-cased, but partition values are case-sensitive and must not collide in unique keys.
+"""
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Float,
+    Integer,
+    LargeBinary,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    Index,
+)
+
+SCHEMA_VERSION = "4.0.0"
+metadata = MetaData()
+
+_MYSQL = {"mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"}
+
+
+def _table(name: str, *columns, **kwargs) -> Table:
+    return Table(name, metadata, *columns, **_MYSQL, **kwargs)
+
+
+def _id(name: str) -> Column:
+    return Column(name, BigInteger, primary_key=True, autoincrement=False)
+
+
+VERSION = _table(
+    "VERSION",
+    _id("VER_ID"),
+    Column("SCHEMA_VERSION", String(127), nullable=False),
+    Column("VERSION_COMMENT", String(255)),
+)
+
+SEQUENCE_TABLE = _table(
+    "SEQUENCE_TABLE",
+    Column("SEQUENCE_NAME", String(255), primary_key=True),
+    Column("NEXT_VAL", BigInteger, nullable=False),
+)
+
+CTLGS = _table(
+    "CTLGS",
+    _id("CTLG_ID"),
+    Column("NAME", String(256), nullable=False, unique=True),
+    Column("DESC", String(4000)),
+    Column("LOCATION_URI", String(4000), nullable=False),
+    Column("CREATE_TIME", Integer),
+)
+
+DBS = _table(
+    "DBS",
+    _id("DB_ID"),
+    Column("DESC", String(4000)),
+    Column("DB_LOCATION_URI", String(4000), nullable=False),
+    Column("NAME", String(128)),
+    Column("OWNER_NAME", String(128)),
+    Column("OWNER_TYPE", String(10)),
+    Column("CTLG_NAME", String(256), nullable=False, server_default="hive"),
+    Column("CREATE_TIME", Integer),
+    Column("DB_MANAGED_LOCATION_URI", String(4000)),
+    Column("TYPE", String(32), nullable=False, server_default="NATIVE"),
+    UniqueConstraint("NAME", "CTLG_NAME", name="UNIQUE_DATABASE"),
+)
+
+DATABASE_PARAMS = _table(
+    "DATABASE_PARAMS",
+    Column("DB_ID", BigInteger, nullable=False),
+    Column("PARAM_KEY", String(180), nullable=False),
+    Column("PARAM_VALUE", Text),
+    PrimaryKeyConstraint("DB_ID", "PARAM_KEY"),
+)
+
+SERDES = _table(
+    "SERDES",
+    _id("SERDE_ID"),
+    Column("NAME", String(128)),
+    Column("SLIB", String(4000)),
+    Column("DESCRIPTION", String(4000)),
+    Column("SERIALIZER_CLASS", String(4000)),
+    Column("DESERIALIZER_CLASS", String(4000)),
+    Column("SERDE_TYPE", Integer),
+)
+
+SERDE_PARAMS = _table(
+    "SERDE_PARAMS",
+    Column("SERDE_ID", BigInteger, nullable=False),
+    Column("PARAM_KEY", String(256), nullable=False),
+    Column("PARAM_VALUE", Text),
+    PrimaryKeyConstraint("SERDE_ID", "PARAM_KEY"),
+)
+
+CDS = _table("CDS", _id("CD_ID"))
+
+COLUMNS_V2 = _table(
+    "COLUMNS_V2",
+    Column("CD_ID", BigInteger, nullable=False),
+    Column("COMMENT", String(4000)),
+    Column("COLUMN_NAME", String(700), nullable=False),  # 767 in Hive; 700 fits a utf8mb4 primary key
+    Column("TYPE_NAME", Text, nullable=False),
+    Column("INTEGER_IDX", Integer, nullable=False),
+    PrimaryKeyConstraint("CD_ID", "COLUMN_NAME"),
+)
+
+SDS = _table(
+    "SDS",
+    _id("SD_ID"),
+    Column("CD_ID", BigInteger),
+    Column("INPUT_FORMAT", String(4000)),
+    Column("IS_COMPRESSED", Boolean, nullable=False),
+    Column("IS_STOREDASSUBDIRECTORIES", Boolean, nullable=False),
+    Column("LOCATION", String(4000)),
+    Column("NUM_BUCKETS", Integer, nullable=False),
+    Column("OUTPUT_FORMAT", String(4000)),
+    Column("SERDE_ID", BigInteger),
+)
+
+SD_PARAMS = _table(
+    "SD_PARAMS",
+    Column("SD_ID", BigInteger, nullable=False),
+    Column("PARAM_KEY", String(256), nullable=False),
+    Column("PARAM_VALUE", Text),
+    PrimaryKeyConstraint("SD_ID", "PARAM_KEY"),
+)
+
+BUCKETING_COLS = _table(
+    "BUCKETING_COLS",
+    Column("SD_ID", BigInteger, nullable=False),
+    Column("BUCKET_COL_NAME", String(256)),
+    Column("INTEGER_IDX", Integer, nullable=False),
+    PrimaryKeyConstraint("SD_ID", "INTEGER_IDX"),
+)
+
+SORT_COLS = _table(
+    "SORT_COLS",
+    Column("SD_ID", BigInteger, nullable=False),
+    Column("COLUMN_NAME", String(767)),
+    Column("ORDER", Integer, nullable=False),
+    Column("INTEGER_IDX", Integer, nullable=False),
+    PrimaryKeyConstraint("SD_ID", "INTEGER_IDX"),
+)
+
+SKEWED_STRING_LIST = _table("SKEWED_STRING_LIST", _id("STRING_LIST_ID"))
+
+SKEWED_STRING_LIST_VALUES = _table(
+    "SKEWED_STRING_LIST_VALUES",
+    Column("STRING_LIST_ID", BigInteger, nullable=False),
+    Column("STRING_LIST_VALUE", String(256)),
+    Column("INTEGER_IDX", Integer, nullable=False),
+    PrimaryKeyConstraint("STRING_LIST_ID", "INTEGER_IDX"),
+)
+
+SKEWED_COL_NAMES = _table(
+    "SKEWED_COL_NAMES",
+    Column("SD_ID", BigInteger, nullable=False),
+    Column("SKEWED_COL_NAME", String(256)),
+    Column("INTEGER_IDX", Integer, nullable=False),
+    PrimaryKeyConstraint("SD_ID", "INTEGER_IDX"),
+)
+
+SKEWED_VALUES = _table(
+    "SKEWED_VALUES",
+    Column("SD_ID_OID", BigInteger, nullable=False),
+    Column("STRING_LIST_ID_EID", BigInteger, nullable=False),
+    Column("INTEGER_IDX", Integer, nullable=False),
+    PrimaryKeyConstraint("SD_ID_OID", "INTEGER_IDX"),
+)
+
+SKEWED_COL_VALUE_LOC_MAP = _table(
+    "SKEWED_COL_VALUE_LOC_MAP",
+    Column("SD_ID", BigInteger, nullable=False),
+    Column("STRING_LIST_ID_KID", BigInteger, nullable=False),
+    Column("LOCATION", String(4000)),
+    PrimaryKeyConstraint("SD_ID", "STRING_LIST_ID_KID"),
+)
+
+TBLS = _table(
+    "TBLS",
+    _id("TBL_ID"),
+    Column("CREATE_TIME", Integer, nullable=False),
+    Column("DB_ID", BigInteger),
+    Column("LAST_ACCESS_TIME", Integer, nullable=False),
+    Column("OWNER", String(767)),
+    Column("OWNER_TYPE", String(10)),
+    Column("RETENTION", Integer, nullable=False),
+    Column("SD_ID", BigInteger),
+    Column("TBL_NAME", String(256)),
+    Column("TBL_TYPE", String(128)),
+    Column("VIEW_EXPANDED_TEXT", Text),
+    Column("VIEW_ORIGINAL_TEXT", Text),
+    Column("IS_REWRITE_ENABLED", Boolean, nullable=False, server_default="0"),
+    Column("WRITE_ID", BigInteger, nullable=False, server_default="0"),
+    UniqueConstraint("TBL_NAME", "DB_ID", name="UNIQUETABLE"),
+)
+
+TABLE_PARAMS = _table(
+    "TABLE_PARAMS",
+    Column("TBL_ID", BigInteger, nullable=False),
+    Column("PARAM_KEY", String(256), nullable=False),
+    Column("PARAM_VALUE", Text),
+    PrimaryKeyConstraint("TBL_ID", "PARAM_KEY"),
+)
+
+PARTITION_KEYS = _table(
+    "PARTITION_KEYS",
+    Column("TBL_ID", BigInteger, nullable=False),
+    Column("PKEY_COMMENT", String(4000)),
+    Column("PKEY_NAME", String(128), nullable=False),
+    Column("PKEY_TYPE", String(767), nullable=False),
+    Column("INTEGER_IDX", Integer, nullable=False),
+    PrimaryKeyConstraint("TBL_ID", "PKEY_NAME"),
+)
+
+PARTITIONS = _table(
+    "PARTITIONS",
+    _id("PART_ID"),
+    Column("CREATE_TIME", Integer, nullable=False),
+    Column("LAST_ACCESS_TIME", Integer, nullable=False),
+    Column("PART_NAME", String(767)),
+    Column("SD_ID", BigInteger),
+    Column("TBL_ID", BigInteger),
+    Column("WRITE_ID", BigInteger, nullable=False, server_default="0"),
+    UniqueConstraint("PART_NAME", "TBL_ID", name="UNIQUEPARTITION"),
+    Index("PARTITIONS_N49", "TBL_ID"),
+)
+
+PARTITION_KEY_VALS = _table(
+    "PARTITION_KEY_VALS",
+    Column("PART_ID", BigInteger, nullable=False),
+    Column("PART_KEY_VAL", String(256)),
+    Column("INTEGER_IDX", Integer, nullable=False),
+    PrimaryKeyConstraint("PART_ID", "INTEGER_IDX"),
+)
+
+PARTITION_PARAMS = _table(
+    "PARTITION_PARAMS",
+    Column("PART_ID", BigInteger, nullable=False),
+    Column("PARAM_KEY", String(256), nullable=False),
+    Column("PARAM_VALUE", Text),
+    PrimaryKeyConstraint("PART_ID", "PARAM_KEY"),
+)
+
+FUNCS = _table(
+    "FUNCS",
+    _id("FUNC_ID"),
+    Column("CLASS_NAME", String(4000)),
+    Column("CREATE_TIME", Integer, nullable=False),
+    Column("DB_ID", BigInteger),
+    Column("FUNC_NAME", String(128)),
+    Column("FUNC_TYPE", Integer, nullable=False),
+    Column("OWNER_NAME", String(128)),
+    Column("OWNER_TYPE", String(10)),
+    UniqueConstraint("FUNC_NAME", "DB_ID", name="UNIQUEFUNCTION"),
+)
+
+FUNC_RU = _table(
+    "FUNC_RU",
+    Column("FUNC_ID", BigInteger, nullable=False),
+    Column("RESOURCE_TYPE", Integer, nullable=False),
+    Column("RESOURCE_URI", String(4000)),
+    Column("INTEGER_IDX", Integer, nullable=False),
+    PrimaryKeyConstraint("FUNC_ID", "INTEGER_IDX"),
+)
+
+
+def _stats_columns() -> list[Column]:
+    """The value columns shared by table and partition column statistics."""
+    return [
+        Column("LONG_LOW_VALUE", BigInteger),
+        Column("LONG_HIGH_VALUE", BigInteger),
+        Column("DOUBLE_LOW_VALUE", Float(53)),
+        Column("DOUBLE_HIGH_VALUE", Float(53)),
+        Column("BIG_DECIMAL_LOW_VALUE", String(4000)),
+        Column("BIG_DECIMAL_HIGH_VALUE", String(4000)),
+        Column("NUM_NULLS", BigInteger, nullable=False),
+        Column("NUM_DISTINCTS", BigInteger),
+        Column("BIT_VECTOR", LargeBinary),
+        Column("HISTOGRAM", LargeBinary),
+        Column("AVG_COL_LEN", Float(53)),
+        Column("MAX_COL_LEN", BigInteger),
+        Column("NUM_TRUES", BigInteger),
+        Column("NUM_FALSES", BigInteger),
+        Column("LAST_ANALYZED", BigInteger, nullable=False),
+        Column("ENGINE", String(128), nullable=False, server_default="hive"),
+    ]
+
+
+TAB_COL_STATS = _table(
+    "TAB_COL_STATS",
+    _id("CS_ID"),
+    Column("CAT_NAME", String(256), nullable=False, server_default="hive"),
+    Column("DB_NAME", String(128), nullable=False),
+    Column("TABLE_NAME", String(256), nullable=False),
+    Column("COLUMN_NAME", String(767), nullable=False),
+    Column("COLUMN_TYPE", String(128), nullable=False),
+    Column("TBL_ID", BigInteger, nullable=False),
+    *_stats_columns(),
+    Index("TAB_COL_STATS_IDX", "TBL_ID", "COLUMN_NAME"),
+)
+
+PART_COL_STATS = _table(
+    "PART_COL_STATS",
+    _id("CS_ID"),
+    Column("CAT_NAME", String(256), nullable=False, server_default="hive"),
+    Column("DB_NAME", String(128), nullable=False),
+    Column("TABLE_NAME", String(256), nullable=False),
+    Column("PARTITION_NAME", String(767), nullable=False),
+    Column("COLUMN_NAME", String(767), nullable=False),
+    Column("COLUMN_TYPE", String(128), nullable=False),
+    Column("PART_ID", BigInteger, nullable=False),
+    *_stats_columns(),
+    Index("PCS_STATS_IDX", "PART_ID", "COLUMN_NAME"),
+)
+
+NOTIFICATION_LOG = _table(
+    "NOTIFICATION_LOG",
+    _id("NL_ID"),
+    Column("EVENT_ID", BigInteger, nullable=False),
+    Column("EVENT_TIME", Integer, nullable=False),
+    Column("EVENT_TYPE", String(32), nullable=False),
+    Column("CAT_NAME", String(256)),
+    Column("DB_NAME", String(128)),
+    Column("TBL_NAME", String(256)),
+    Column("MESSAGE", Text),
+    Column("MESSAGE_FORMAT", String(16)),
+    UniqueConstraint("EVENT_ID", name="NOTIFICATION_LOG_EVENT_ID"),
+)
+
+NOTIFICATION_SEQUENCE = _table(
+    "NOTIFICATION_SEQUENCE",
+    _id("NNI_ID"),
+    Column("NEXT_EVENT_ID", BigInteger, nullable=False),
+)

@@ -1,0 +1,163 @@
+"""Table and partition column statistics in TAB_COL_STATS / PART_COL_STATS.
+
+Updating statistics also marks the columns accurate in the owner's COLUMN_STATS_ACCURATE parameter, in
+the same transaction, as Hive's ObjectStore does.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from typing import Any, Sequence
+
+from sqlalchemy import Connection, delete, insert, select, update
+
+from hmsproxy.idl import hms
+from hmsproxy.names import make_partition_name
+from hmsproxy.store.sql import schema as s
+from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.lookups import TableRef, no_such_object, table_ref
+from hmsproxy.store.sql.stats_codec import obj_to_row, row_to_obj
+from hmsproxy.store.sql.tables import current_columns
+
+ACCURATE = "COLUMN_STATS_ACCURATE"
+
+
+def mark_columns_accurate(current: str | None, columns: Sequence[str]) -> str:
+    try:
+        state = json.loads(current) if current else {}
+    except ValueError:
+        state = {}
+    if not isinstance(state, dict):
+        state = {}
+    column_state = state.get("COLUMN_STATS") if isinstance(state.get("COLUMN_STATS"), dict) else {}
+    column_state.update({c: "true" for c in columns})
+    state["COLUMN_STATS"] = dict(sorted(column_state.items()))
+    return json.dumps(state, separators=(",", ":"))
+
+
+def _set_param(conn: Connection, table, owner_col, owner_id: int, key: str, value: str) -> None:
+    where = (owner_col == owner_id) & (table.c.PARAM_KEY == key)
+    if conn.execute(select(table.c.PARAM_KEY).where(where)).first() is None:
+        conn.execute(insert(table).values({owner_col.name: owner_id, "PARAM_KEY": key, "PARAM_VALUE": value}))
+    else:
+        conn.execute(update(table).where(where).values(PARAM_VALUE=value))
+
+
+def _get_param(conn: Connection, table, owner_col, owner_id: int, key: str) -> str | None:
+    return conn.execute(select(table.c.PARAM_VALUE).where(owner_col == owner_id, table.c.PARAM_KEY == key)).scalar()
+
+
+class StatisticsStore:
+    db: Database
+
+    def update_table_column_statistics(self, cat: str, stats: Any) -> None:
+        desc = stats.statsDesc
+        with self.db.transaction() as conn:
+            ref = table_ref(conn, cat, desc.dbName, desc.tableName)
+            known = {c[0]: c[1] for c in current_columns(conn, ref.cd_id)}
+            rows = self._rows(stats, known, f"table {desc.dbName}.{desc.tableName}")
+            names = [r["COLUMN_NAME"] for r in rows]
+            conn.execute(delete(s.TAB_COL_STATS).where(s.TAB_COL_STATS.c.TBL_ID == ref.tbl_id,
+                                                       s.TAB_COL_STATS.c.COLUMN_NAME.in_(names)))
+            first = self.db.allocate_ids(conn, "MTableColumnStatistics", len(rows))
+            conn.execute(insert(s.TAB_COL_STATS), [
+                {**r, "CS_ID": first + i, "CAT_NAME": cat, "DB_NAME": desc.dbName, "TABLE_NAME": desc.tableName,
+                 "TBL_ID": ref.tbl_id} for i, r in enumerate(rows)])
+            current = _get_param(conn, s.TABLE_PARAMS, s.TABLE_PARAMS.c.TBL_ID, ref.tbl_id, ACCURATE)
+            _set_param(conn, s.TABLE_PARAMS, s.TABLE_PARAMS.c.TBL_ID, ref.tbl_id, ACCURATE,
+                       mark_columns_accurate(current, names))
+
+    def update_partition_column_statistics(self, cat: str, stats: Any, values: Sequence[str]) -> None:
+        desc = stats.statsDesc
+        with self.db.transaction() as conn:
+            ref = table_ref(conn, cat, desc.dbName, desc.tableName)
+            part_name = make_partition_name(ref.partition_keys, values)
+            part = conn.execute(select(s.PARTITIONS.c.PART_ID, s.SDS.c.CD_ID)
+                                .join(s.SDS, s.SDS.c.SD_ID == s.PARTITIONS.c.SD_ID, isouter=True)
+                                .where(s.PARTITIONS.c.TBL_ID == ref.tbl_id, s.PARTITIONS.c.PART_NAME == part_name)).first()
+            if part is None:
+                raise no_such_object(f"partition {part_name} of {desc.dbName}.{desc.tableName} not found")
+            known = {c[0]: c[1] for c in current_columns(conn, part.CD_ID)}
+            rows = self._rows(stats, known, f"partition {part_name} of {desc.dbName}.{desc.tableName}")
+            names = [r["COLUMN_NAME"] for r in rows]
+            conn.execute(delete(s.PART_COL_STATS).where(s.PART_COL_STATS.c.PART_ID == part.PART_ID,
+                                                        s.PART_COL_STATS.c.COLUMN_NAME.in_(names)))
+            first = self.db.allocate_ids(conn, "MPartitionColumnStatistics", len(rows))
+            conn.execute(insert(s.PART_COL_STATS), [
+                {**r, "CS_ID": first + i, "CAT_NAME": cat, "DB_NAME": desc.dbName, "TABLE_NAME": desc.tableName,
+                 "PARTITION_NAME": part_name, "PART_ID": part.PART_ID} for i, r in enumerate(rows)])
+            current = _get_param(conn, s.PARTITION_PARAMS, s.PARTITION_PARAMS.c.PART_ID, part.PART_ID, ACCURATE)
+            _set_param(conn, s.PARTITION_PARAMS, s.PARTITION_PARAMS.c.PART_ID, part.PART_ID, ACCURATE,
+                       mark_columns_accurate(current, names))
+
+    @staticmethod
+    def _rows(stats: Any, known_columns: dict[str, str], owner: str) -> list[dict[str, Any]]:
+        last_analyzed = stats.statsDesc.lastAnalyzed or int(time.time())
+        rows = []
+        for obj in stats.statsObj or []:
+            name = (obj.colName or "").lower()
+            if name not in known_columns:
+                raise hms.MetaException(message=f"Column {obj.colName} doesn't exist in {owner}")
+            try:
+                values = obj_to_row(obj)
+            except ValueError as exc:
+                raise hms.InvalidInputException(message=str(exc)) from None
+            rows.append({**values, "COLUMN_NAME": name, "COLUMN_TYPE": obj.colType, "LAST_ANALYZED": last_analyzed,
+                         "ENGINE": stats.engine or "hive"})
+        if not rows:
+            raise hms.InvalidInputException(message=f"no column statistics given for {owner}")
+        return rows
+
+    def get_table_column_statistics(self, cat: str, db_name: str, tbl_name: str,
+                                    col_names: Sequence[str]) -> list[Any]:
+        with self.db.transaction() as conn:
+            ref = table_ref(conn, cat, db_name, tbl_name)
+            rows = conn.execute(select(s.TAB_COL_STATS).where(
+                s.TAB_COL_STATS.c.TBL_ID == ref.tbl_id, s.TAB_COL_STATS.c.COLUMN_NAME.in_(list(col_names)))).all()
+        by_name = {r.COLUMN_NAME: row_to_obj(r._mapping) for r in rows}
+        return [by_name[c] for c in col_names if c in by_name]
+
+    def get_partition_column_statistics(self, cat: str, db_name: str, tbl_name: str, part_names: Sequence[str],
+                                        col_names: Sequence[str]) -> dict[str, list[Any]]:
+        """Per partition name, the statistics of the asked columns that exist (in the asked column order)."""
+        with self.db.transaction() as conn:
+            ref = table_ref(conn, cat, db_name, tbl_name)
+            result: dict[str, dict[str, Any]] = defaultdict(dict)
+            names = list(dict.fromkeys(part_names))
+            for start in range(0, len(names), 900):
+                for r in conn.execute(select(s.PART_COL_STATS).join(
+                        s.PARTITIONS, s.PARTITIONS.c.PART_ID == s.PART_COL_STATS.c.PART_ID).where(
+                        s.PARTITIONS.c.TBL_ID == ref.tbl_id, s.PART_COL_STATS.c.PARTITION_NAME.in_(names[start:start + 900]),
+                        s.PART_COL_STATS.c.COLUMN_NAME.in_(list(col_names)))):
+                    result[r.PARTITION_NAME][r.COLUMN_NAME] = row_to_obj(r._mapping)
+        return {p: [cols[c] for c in col_names if c in cols] for p, cols in result.items()}
+
+    def delete_table_column_statistics(self, cat: str, db_name: str, tbl_name: str, col_name: str | None) -> None:
+        with self.db.transaction() as conn:
+            ref = table_ref(conn, cat, db_name, tbl_name)
+            self._delete(conn, s.TAB_COL_STATS, s.TAB_COL_STATS.c.TBL_ID == ref.tbl_id, col_name,
+                         f"table {db_name}.{tbl_name}")
+
+    def delete_partition_column_statistics(self, cat: str, db_name: str, tbl_name: str, part_name: str,
+                                           col_name: str | None) -> None:
+        with self.db.transaction() as conn:
+            ref = table_ref(conn, cat, db_name, tbl_name)
+            part_id = self._part_id(conn, ref, part_name)
+            self._delete(conn, s.PART_COL_STATS, s.PART_COL_STATS.c.PART_ID == part_id, col_name,
+                         f"partition {part_name} of {db_name}.{tbl_name}")
+
+    @staticmethod
+    def _part_id(conn: Connection, ref: TableRef, part_name: str) -> int:
+        part_id = conn.execute(select(s.PARTITIONS.c.PART_ID).where(
+            s.PARTITIONS.c.TBL_ID == ref.tbl_id, s.PARTITIONS.c.PART_NAME == part_name)).scalar()
+        if part_id is None:
+            raise no_such_object(f"partition {part_name} not found")
+        return part_id
+
+    @staticmethod
+    def _delete(conn: Connection, table, owner_clause, col_name: str | None, owner: str) -> None:
+        clause = owner_clause if col_name is None else owner_clause & (table.c.COLUMN_NAME == col_name)
+        deleted = conn.execute(delete(table).where(clause)).rowcount
+        if col_name is not None and not deleted:
+            raise no_such_object(f"no column statistics for column {col_name} of {owner}")

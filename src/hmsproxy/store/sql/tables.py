@@ -1,0 +1,236 @@
+"""Tables in TBLS / TABLE_PARAMS / PARTITION_KEYS with their storage descriptor."""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from sqlalchemy import Connection, delete, insert, select, update
+
+from hmsproxy.idl import hms
+from hmsproxy.store.sql import schema as s
+from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.descriptors import (
+    delete_descriptors, insert_columns, insert_descriptors, load_descriptors, params_rows, remove_unused_columns,
+)
+from hmsproxy.store.sql.lookups import (
+    TableRef, database_id, find_table, no_such_object, principal_type_name, principal_type_value, table_ref,
+)
+
+
+@dataclass
+class DroppedTable:
+    """What was removed, so the caller can delete managed data after the commit."""
+
+    table: Any
+    partition_locations: list[str] = field(default_factory=list)
+
+
+def current_columns(conn: Connection, cd_id: int | None) -> list[tuple[str, str, str | None]]:
+    if cd_id is None:
+        return []
+    return [tuple(r) for r in conn.execute(
+        select(s.COLUMNS_V2.c.COLUMN_NAME, s.COLUMNS_V2.c.TYPE_NAME, s.COLUMNS_V2.c.COMMENT)
+        .where(s.COLUMNS_V2.c.CD_ID == cd_id).order_by(s.COLUMNS_V2.c.INTEGER_IDX))]
+
+
+def column_tuples(cols: Sequence[Any] | None) -> list[tuple[str, str, str | None]]:
+    return [(c.name, c.type, c.comment) for c in cols or []]
+
+
+class TableStore:
+    db: Database
+
+    def create_table(self, table: Any) -> int:
+        """Writes the table; returns its id. The caller has normalised names and filled defaults."""
+        with self.db.transaction() as conn:
+            db_id = database_id(conn, table.catName, table.dbName)
+            if find_table(conn, table.catName, table.dbName, table.tableName) is not None:
+                raise hms.AlreadyExistsException(message=f"Table {table.catName}.{table.dbName}.{table.tableName} already exists")
+            cd_id = insert_columns(self.db, conn, table.sd.cols)
+            [sd_id] = insert_descriptors(self.db, conn, [table.sd], [cd_id])
+            tbl_id = self.db.allocate_ids(conn, "MTable", 1)
+            conn.execute(insert(s.TBLS).values(TBL_ID=tbl_id, DB_ID=db_id, SD_ID=sd_id, **_table_columns(table)))
+            self._write_table_children(conn, tbl_id, table)
+            return tbl_id
+
+    @staticmethod
+    def _write_table_children(conn: Connection, tbl_id: int, table: Any) -> None:
+        rows = params_rows("TBL_ID", tbl_id, table.parameters)
+        if rows:
+            conn.execute(insert(s.TABLE_PARAMS), rows)
+        keys = [{"TBL_ID": tbl_id, "PKEY_NAME": k.name, "PKEY_TYPE": k.type, "PKEY_COMMENT": k.comment,
+                 "INTEGER_IDX": i} for i, k in enumerate(table.partitionKeys or [])]
+        if keys:
+            conn.execute(insert(s.PARTITION_KEYS), keys)
+
+    def get_table(self, cat: str, db_name: str, tbl_name: str) -> Any:
+        with self.db.transaction() as conn:
+            tables = self._load_tables(conn, cat, db_name, [tbl_name])
+        if not tables:
+            raise no_such_object(f"{db_name}.{tbl_name} table not found")
+        return tables[0]
+
+    def get_table_objects(self, cat: str, db_name: str, tbl_names: Sequence[str]) -> list[Any]:
+        with self.db.transaction() as conn:
+            database_id(conn, cat, db_name)
+            tables: list[Any] = []
+            unique = sorted(set(tbl_names))
+            for start in range(0, len(unique), 500):
+                tables += self._load_tables(conn, cat, db_name, unique[start:start + 500])
+        return tables
+
+    def get_table_names(self, cat: str, db_name: str, table_type: str | None = None) -> list[str]:
+        with self.db.transaction() as conn:
+            db_id = database_id(conn, cat, db_name)
+            query = select(s.TBLS.c.TBL_NAME).where(s.TBLS.c.DB_ID == db_id)
+            if table_type is not None:
+                query = query.where(s.TBLS.c.TBL_TYPE == table_type)
+            return sorted(conn.execute(query).scalars())
+
+    def get_table_meta(self, cat: str) -> list[tuple[str, str, str, str | None]]:
+        """(db, table, table type, comment) of every table in a catalog, for get_table_meta."""
+        with self.db.transaction() as conn:
+            rows = conn.execute(
+                select(s.DBS.c.NAME, s.TBLS.c.TBL_NAME, s.TBLS.c.TBL_TYPE, s.TABLE_PARAMS.c.PARAM_VALUE)
+                .join(s.DBS, s.DBS.c.DB_ID == s.TBLS.c.DB_ID)
+                .join(s.TABLE_PARAMS, (s.TABLE_PARAMS.c.TBL_ID == s.TBLS.c.TBL_ID)
+                      & (s.TABLE_PARAMS.c.PARAM_KEY == "comment"), isouter=True)
+                .where(s.DBS.c.CTLG_NAME == cat)
+            ).all()
+        return sorted((r[0], r[1], r[2], r[3]) for r in rows)
+
+    def _load_tables(self, conn: Connection, cat: str, db_name: str, names: Sequence[str]) -> list[Any]:
+        rows = conn.execute(
+            select(s.TBLS, s.DBS.c.NAME.label("DB_NAME"))
+            .join(s.DBS, s.DBS.c.DB_ID == s.TBLS.c.DB_ID)
+            .where(s.DBS.c.NAME == db_name, s.DBS.c.CTLG_NAME == cat, s.TBLS.c.TBL_NAME.in_(names))
+        ).all()
+        if not rows:
+            return []
+        ids = [r.TBL_ID for r in rows]
+        params: dict[int, dict[str, str]] = defaultdict(dict)
+        for tbl_id, key, value in conn.execute(select(s.TABLE_PARAMS.c.TBL_ID, s.TABLE_PARAMS.c.PARAM_KEY,
+                                                      s.TABLE_PARAMS.c.PARAM_VALUE).where(s.TABLE_PARAMS.c.TBL_ID.in_(ids))):
+            params[tbl_id][key] = value if value is not None else ""
+        keys: dict[int, list[Any]] = defaultdict(list)
+        for tbl_id, name, type_name, comment in conn.execute(
+            select(s.PARTITION_KEYS.c.TBL_ID, s.PARTITION_KEYS.c.PKEY_NAME, s.PARTITION_KEYS.c.PKEY_TYPE,
+                   s.PARTITION_KEYS.c.PKEY_COMMENT).where(s.PARTITION_KEYS.c.TBL_ID.in_(ids))
+            .order_by(s.PARTITION_KEYS.c.TBL_ID, s.PARTITION_KEYS.c.INTEGER_IDX)
+        ):
+            keys[tbl_id].append(hms.FieldSchema(name=name, type=type_name, comment=comment))
+        sds = load_descriptors(conn, select(s.TBLS.c.SD_ID).where(s.TBLS.c.TBL_ID.in_(ids)))
+        tables = []
+        for r in sorted(rows, key=lambda row: row.TBL_NAME):
+            tables.append(hms.Table(
+                tableName=r.TBL_NAME, dbName=r.DB_NAME, owner=r.OWNER, createTime=r.CREATE_TIME,
+                lastAccessTime=r.LAST_ACCESS_TIME, retention=r.RETENTION, sd=sds.get(r.SD_ID),
+                partitionKeys=keys.get(r.TBL_ID, []), parameters=params.get(r.TBL_ID, {}),
+                viewOriginalText=r.VIEW_ORIGINAL_TEXT, viewExpandedText=r.VIEW_EXPANDED_TEXT,
+                tableType=r.TBL_TYPE, temporary=False, rewriteEnabled=bool(r.IS_REWRITE_ENABLED),
+                catName=cat, ownerType=principal_type_value(r.OWNER_TYPE), writeId=r.WRITE_ID, id=r.TBL_ID,
+            ))
+        return tables
+
+    def alter_table(self, cat: str, db_name: str, tbl_name: str, new_table: Any,
+                    partition_location_moves: tuple[str, str] | None = None, cascade: bool = False) -> None:
+        """Replaces the table's definition in place (same id). On rename, partition locations under the old
+        table location move to the new one; with cascade, partitions take the table's new columns."""
+        with self.db.transaction() as conn:
+            ref = table_ref(conn, cat, db_name, tbl_name)
+            renamed = (new_table.dbName, new_table.tableName) != (db_name, tbl_name)
+            new_db_id = ref.db_id
+            if renamed:
+                try:
+                    new_db_id = database_id(conn, cat, new_table.dbName)
+                except hms.NoSuchObjectException:
+                    raise hms.InvalidOperationException(
+                        message=f"Unable to change partition or table. Database {new_table.dbName} does not exist") from None
+                if find_table(conn, cat, new_table.dbName, new_table.tableName) is not None:
+                    raise hms.InvalidOperationException(
+                        message=f"new table {new_table.dbName}.{new_table.tableName} already exists")
+            old_columns = current_columns(conn, ref.cd_id)
+            new_columns = column_tuples(new_table.sd.cols)
+            cd_id = ref.cd_id if new_columns == old_columns and ref.cd_id is not None else \
+                insert_columns(self.db, conn, new_table.sd.cols)
+            [sd_id] = insert_descriptors(self.db, conn, [new_table.sd], [cd_id])
+            conn.execute(update(s.TBLS).where(s.TBLS.c.TBL_ID == ref.tbl_id).values(
+                DB_ID=new_db_id, SD_ID=sd_id, **_table_columns(new_table)))
+            if ref.sd_id is not None:
+                delete_descriptors(conn, [ref.sd_id])
+            conn.execute(delete(s.TABLE_PARAMS).where(s.TABLE_PARAMS.c.TBL_ID == ref.tbl_id))
+            conn.execute(delete(s.PARTITION_KEYS).where(s.PARTITION_KEYS.c.TBL_ID == ref.tbl_id))
+            self._write_table_children(conn, ref.tbl_id, new_table)
+            if cascade and cd_id != ref.cd_id:
+                self._cascade_columns(conn, ref, cd_id)
+            dropped_columns = {c[0] for c in old_columns} - {c[0] for c in new_columns}
+            self._after_table_change(conn, ref, new_table, dropped_columns)
+            if renamed and partition_location_moves is not None:
+                self._move_partition_locations(conn, ref.tbl_id, *partition_location_moves)
+
+    @staticmethod
+    def _cascade_columns(conn: Connection, ref: TableRef, cd_id: int) -> None:
+        part_sds = select(s.PARTITIONS.c.SD_ID).where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)
+        old_cds = set(conn.execute(select(s.SDS.c.CD_ID).where(s.SDS.c.SD_ID.in_(part_sds)).distinct()).scalars())
+        conn.execute(update(s.SDS).where(s.SDS.c.SD_ID.in_(part_sds)).values(CD_ID=cd_id))
+        remove_unused_columns(conn, old_cds)
+
+    @staticmethod
+    def _after_table_change(conn: Connection, ref: TableRef, new_table: Any, dropped_columns: set[str]) -> None:
+        """Keeps statistics rows in step: renamed table names, and no stats for dropped columns."""
+        names = {"DB_NAME": new_table.dbName, "TABLE_NAME": new_table.tableName}
+        conn.execute(update(s.TAB_COL_STATS).where(s.TAB_COL_STATS.c.TBL_ID == ref.tbl_id).values(**names))
+        part_ids = select(s.PARTITIONS.c.PART_ID).where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)
+        conn.execute(update(s.PART_COL_STATS).where(s.PART_COL_STATS.c.PART_ID.in_(part_ids)).values(**names))
+        if dropped_columns:
+            conn.execute(delete(s.TAB_COL_STATS).where(s.TAB_COL_STATS.c.TBL_ID == ref.tbl_id,
+                                                       s.TAB_COL_STATS.c.COLUMN_NAME.in_(dropped_columns)))
+
+    @staticmethod
+    def _move_partition_locations(conn: Connection, tbl_id: int, old_prefix: str, new_prefix: str) -> None:
+        rows = conn.execute(
+            select(s.SDS.c.SD_ID, s.SDS.c.LOCATION).join(s.PARTITIONS, s.PARTITIONS.c.SD_ID == s.SDS.c.SD_ID)
+            .where(s.PARTITIONS.c.TBL_ID == tbl_id)
+        ).all()
+        old = old_prefix.rstrip("/")
+        changes = [
+            {"sd": sd_id, "loc": new_prefix.rstrip("/") + location[len(old):]}
+            for sd_id, location in rows
+            if location and (location == old or location.startswith(old + "/"))
+        ]
+        for change in changes:
+            conn.execute(update(s.SDS).where(s.SDS.c.SD_ID == change["sd"]).values(LOCATION=change["loc"]))
+
+    def drop_table(self, cat: str, db_name: str, tbl_name: str) -> DroppedTable:
+        with self.db.transaction() as conn:
+            return self._drop_table_in(conn, cat, db_name, tbl_name)
+
+    def _drop_table_in(self, conn: Connection, cat: str, db_name: str, tbl_name: str) -> DroppedTable:
+        tables = self._load_tables(conn, cat, db_name, [tbl_name])
+        if not tables:
+            raise no_such_object(f"{db_name}.{tbl_name} table not found")
+        ref = table_ref(conn, cat, db_name, tbl_name)
+        partition_rows = conn.execute(
+            select(s.PARTITIONS.c.PART_ID, s.PARTITIONS.c.SD_ID, s.SDS.c.LOCATION)
+            .join(s.SDS, s.SDS.c.SD_ID == s.PARTITIONS.c.SD_ID, isouter=True)
+            .where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)
+        ).all()
+        self._delete_partition_rows(conn, [r.PART_ID for r in partition_rows], [r.SD_ID for r in partition_rows])
+        conn.execute(delete(s.TAB_COL_STATS).where(s.TAB_COL_STATS.c.TBL_ID == ref.tbl_id))
+        conn.execute(delete(s.TABLE_PARAMS).where(s.TABLE_PARAMS.c.TBL_ID == ref.tbl_id))
+        conn.execute(delete(s.PARTITION_KEYS).where(s.PARTITION_KEYS.c.TBL_ID == ref.tbl_id))
+        conn.execute(delete(s.TBLS).where(s.TBLS.c.TBL_ID == ref.tbl_id))
+        if ref.sd_id is not None:
+            delete_descriptors(conn, [ref.sd_id])
+        return DroppedTable(tables[0], [r.LOCATION for r in partition_rows if r.LOCATION])
+
+
+def _table_columns(table: Any) -> dict[str, Any]:
+    return {
+        "TBL_NAME": table.tableName, "OWNER": table.owner, "OWNER_TYPE": principal_type_name(table.ownerType),
+        "CREATE_TIME": table.createTime or 0, "LAST_ACCESS_TIME": table.lastAccessTime or 0,
+        "RETENTION": table.retention or 0, "TBL_TYPE": table.tableType,
+        "VIEW_ORIGINAL_TEXT": table.viewOriginalText, "VIEW_EXPANDED_TEXT": table.viewExpandedText,
+        "IS_REWRITE_ENABLED": bool(table.rewriteEnabled), "WRITE_ID": table.writeId or 0,
+    }

@@ -1,0 +1,102 @@
+"""The Thrift socket server: accepts connections, serves each on its own thread, up to a cap.
+
+Built here instead of thriftpy2's make_server because that one reads strictly (drops non-strict clients),
+closes idle connections after 3 s (Spark keeps them idle for long), sets no TCP_NODELAY on accepted
+sockets and starts unbounded threads. Beyond `max_connections` a new connection is accepted and closed at
+once, and that is logged: a client then sees a clean close instead of a hang.
+"""
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from typing import Any, Callable
+
+from thriftpy2.protocol.cybin import TCyBinaryProtocol
+from thriftpy2.transport import TSocket, TTransportException
+from thriftpy2.transport.buffered import TCyBufferedTransport
+from thriftpy2.transport.framed import TCyFramedTransport
+
+from hmsproxy.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+
+class ThriftServer:
+    def __init__(self, processor_factory: Callable[[], Any], host: str, port: int, *, framed: bool,
+                 max_connections: int, metrics: Metrics) -> None:
+        self._processor_factory = processor_factory
+        self._framed = framed
+        self._metrics = metrics
+        self._slots = threading.BoundedSemaphore(max_connections)
+        self._max_connections = max_connections
+        self._clients: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._listener = socket.create_server((host, port), backlog=128, reuse_port=False)
+        self._listener.settimeout(0.2)  # lets the accept loop notice stop()
+        self.host, self.port = self._listener.getsockname()[:2]
+        self._thread = threading.Thread(target=self._accept_loop, name="thrift-accept", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stops accepting, closes every client connection and waits for the accept loop to end."""
+        self._stopping.set()
+        self._thread.join(timeout=5)
+        self._listener.close()
+        with self._lock:
+            clients = list(self._clients)
+        for client in clients:
+            try:
+                client.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def _accept_loop(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                client, address = self._listener.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                if self._stopping.is_set():
+                    return
+                log.exception("accept failed")
+                continue
+            if not self._slots.acquire(blocking=False):
+                self._metrics.refused.inc()
+                log.warning("refusing connection from %s: %d connections already open", address, self._max_connections)
+                client.close()
+                continue
+            client.settimeout(None)
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            with self._lock:
+                self._clients.add(client)
+            threading.Thread(target=self._serve, args=(client, address), name=f"thrift-{address[1]}",
+                             daemon=True).start()
+
+    def _serve(self, client: socket.socket, address: Any) -> None:
+        self._metrics.connections.inc()
+        transport_class = TCyFramedTransport if self._framed else TCyBufferedTransport
+        transport = transport_class(TSocket(sock=client))
+        protocol = TCyBinaryProtocol(transport, strict_read=False, strict_write=True)
+        processor = self._processor_factory()
+        try:
+            while not self._stopping.is_set():
+                processor.process(protocol, protocol)
+        except TTransportException:
+            pass  # the client closed the connection
+        except Exception as exc:  # a malformed request: drop this connection, keep serving the others
+            log.warning("closing connection from %s after an unreadable request: %s", address, exc)
+        finally:
+            with self._lock:
+                self._clients.discard(client)
+            try:
+                transport.close()
+            except Exception:
+                pass
+            self._metrics.connections.dec()
+            self._slots.release()

@@ -1,0 +1,89 @@
+"""Starts the real Java Hive Metastore 2.3.10 (shared/reference-hms/start.sh) for comparison tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from support.running import RunningServer
+
+# /work/main/tests/support/reference_hms.py -> parents[3] == /work
+START_SH = Path(__file__).resolve().parents[3] / "shared" / "reference-hms" / "start.sh"
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie child of ours is not alive
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        return done == 0
+    except ChildProcessError:
+        return True
+
+
+def _stop_pid(pid: int, timeout: float = 20.0) -> None:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return
+        time.sleep(0.1)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def start_reference_hms(workdir: Path, *, attempts: int = 3, timeout: float = 120.0) -> RunningServer:
+    """Starts the reference HMS on a free 127.0.0.1 port with its Derby database under workdir.
+
+    The metastore's warehouse (hive.metastore.warehouse.dir in start.sh's hive-site.xml) is
+    workdir/warehouse; its audit log of Thrift calls is workdir/hms-audit.log.
+    """
+    if not START_SH.is_file():
+        raise FileNotFoundError(f"reference HMS start script not found: {START_SH}")
+    workdir = Path(workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    last_error = ""
+    for _ in range(attempts):  # a port taken between free_port() and the bind: try another
+        port = free_port()
+        proc = subprocess.run(
+            ["bash", str(START_SH), str(port), str(workdir), sys.executable],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=timeout,
+        )
+        pid_file = workdir / "hms.pid"
+        if proc.returncode == 0:
+            pid = int(pid_file.read_text().strip())
+            return RunningServer(
+                host="127.0.0.1",
+                port=port,
+                warehouse=workdir / "warehouse",
+                workdir=workdir,
+                _stop=lambda pid=pid: _stop_pid(pid),
+            )
+        last_error = proc.stdout
+        if pid_file.exists():  # start.sh gave up waiting: make sure nothing is left behind
+            _stop_pid(int(pid_file.read_text().strip()))
+    raise RuntimeError(f"reference HMS did not start in {workdir}:\n{last_error}")

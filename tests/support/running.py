@@ -1,0 +1,32 @@
+"""A metastore server started by the tests (the reference HMS or hmsproxy)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+
+@dataclass
+class RunningServer:
+    host: str
+    port: int
+    warehouse: Path  # the server's hive.metastore.warehouse.dir (managed tables of `default` go here)
+    workdir: Optional[Path] = None  # server-specific files (logs, database), if any
+    _stop: Optional[Callable[[], None]] = field(default=None, repr=False, compare=False)
+
+    @property
+    def uri(self) -> str:
+        return f"thrift://{self.host}:{self.port}"
+
+    def stop(self) -> None:
+        """Stops the server; calling it again does nothing."""
+        stop, self._stop = self._stop, None
+        if stop is not None:
+            stop()
+
+    def __enter__(self) -> "RunningServer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
