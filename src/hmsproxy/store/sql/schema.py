@@ -306,7 +306,7 @@ TAB_COL_STATS = _table(
     Column("COLUMN_TYPE", String(128), nullable=False),
     Column("TBL_ID", BigInteger, nullable=False),
     *_stats_columns(),
-    Index("TAB_COL_STATS_IDX", "TBL_ID", "COLUMN_NAME"),
+    Index("TAB_COL_STATS_IDX", "TBL_ID", "COLUMN_NAME", mysql_length={"COLUMN_NAME": 255}),
 )
 
 PART_COL_STATS = _table(
@@ -320,7 +320,7 @@ PART_COL_STATS = _table(
     Column("COLUMN_TYPE", String(128), nullable=False),
     Column("PART_ID", BigInteger, nullable=False),
     *_stats_columns(),
-    Index("PCS_STATS_IDX", "PART_ID", "COLUMN_NAME"),
+    Index("PCS_STATS_IDX", "PART_ID", "COLUMN_NAME", mysql_length={"COLUMN_NAME": 255}),
 )
 
 NOTIFICATION_LOG = _table(
