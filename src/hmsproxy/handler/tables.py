@@ -229,7 +229,11 @@ class TableCalls:
         moves: tuple[str, str] | None = None
         moved = False
         if renamed and not is_view(old) and not is_external(old) and table.sd.location == old.sd.location:
-            target_db = self.ctx.store.get_database(catalog, table.dbName) if table.dbName != db_name else None
+            try:
+                target_db = self.ctx.store.get_database(catalog, table.dbName) if table.dbName != db_name else None
+            except hms.NoSuchObjectException:
+                raise hms.InvalidOperationException(
+                    message=f"Unable to change partition or table. Database {table.dbName} does not exist") from None
             db_location = target_db.locationUri if target_db else self._db_location(catalog, db_name)
             table.sd.location = Warehouse.default_table_location(db_location, table.tableName)
             moves = (old.sd.location, table.sd.location)
