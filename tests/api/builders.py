@@ -66,3 +66,18 @@ def write_file(location: str, name: str = "data.txt", content: bytes = b"1,a\n2,
     target = directory / name
     target.write_bytes(content)
     return target
+
+
+def connect_thrift(server: Any) -> Any:
+    """A new thriftpy2 client (our IDL) on its own connection."""
+    import thriftpy2.rpc
+    from hmsproxy.idl import hms
+    return thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, server.host, server.port, timeout=60000)
+
+
+def connect_hive(server: Any) -> Any:
+    """A new hmsclient (Hive 2.3's IDL, Apache Thrift) on its own connection."""
+    from hmsclient import hmsclient
+    client = hmsclient.HMSClient(host=server.host, port=server.port)
+    client.open()
+    return client

@@ -10,6 +10,7 @@ from hmsproxy.idl import fb303, hms
 log = logging.getLogger(__name__)
 
 SECRET_KEY_PARTS = ("password", "secret", "credential", "keystore")
+READABLE_PREFIXES = ("hive", "hdfs", "mapred", "metastore")  # HMS refuses get_config_value for any other key
 VERSION = "4.0.0"
 
 
@@ -30,7 +31,8 @@ class ServiceCalls:
             raise hms.MetaException(message=f"Invalid configuration key {key}")
 
     def get_config_value(self, name: str, defaultValue: str) -> str:
-        if any(part in (name or "").lower() for part in SECRET_KEY_PARTS):
+        lowered = (name or "").lower()
+        if not lowered.startswith(READABLE_PREFIXES) or any(part in lowered for part in SECRET_KEY_PARTS):
             raise hms.ConfigValSecurityException(message=f"For security reasons, the config key {name} cannot be accessed")
         return self.ctx.server_conf.get(name, defaultValue)
 

@@ -181,14 +181,14 @@ def _load_skew(conn: Connection, sd_ids: Select) -> dict[int, Any]:
     ).all()
     if not names and not values_rows and not loc_rows:
         return {}
-    list_ids = [r[1] for r in values_rows] + [r[1] for r in loc_rows]
     strings: dict[int, list[str]] = defaultdict(list)
-    for start in range(0, len(list_ids), 500):
-        chunk = list_ids[start:start + 500]
+    values = s.SKEWED_STRING_LIST_VALUES
+    for list_ids in (select(s.SKEWED_VALUES.c.STRING_LIST_ID_EID).where(s.SKEWED_VALUES.c.SD_ID_OID.in_(sd_ids)),
+                     select(s.SKEWED_COL_VALUE_LOC_MAP.c.STRING_LIST_ID_KID)
+                     .where(s.SKEWED_COL_VALUE_LOC_MAP.c.SD_ID.in_(sd_ids))):
         for list_id, value in conn.execute(
-            select(s.SKEWED_STRING_LIST_VALUES.c.STRING_LIST_ID, s.SKEWED_STRING_LIST_VALUES.c.STRING_LIST_VALUE)
-            .where(s.SKEWED_STRING_LIST_VALUES.c.STRING_LIST_ID.in_(chunk))
-            .order_by(s.SKEWED_STRING_LIST_VALUES.c.STRING_LIST_ID, s.SKEWED_STRING_LIST_VALUES.c.INTEGER_IDX)
+            select(values.c.STRING_LIST_ID, values.c.STRING_LIST_VALUE).where(values.c.STRING_LIST_ID.in_(list_ids))
+            .order_by(values.c.STRING_LIST_ID, values.c.INTEGER_IDX)
         ):
             strings[list_id].append(value)
     result: dict[int, Any] = {}
