@@ -19,18 +19,13 @@ log = logging.getLogger(__name__)
 
 
 def server_conf(settings: Settings) -> dict[str, str]:
-    """What getMetaConf / get_config_value answer: the metastore keys clients ask for."""
+    """What get_config_value answers besides the client's default: the server's own settings."""
     warehouse = to_uri(settings.warehouse_path)
     return {
         "hive.metastore.warehouse.dir": warehouse,
         "metastore.warehouse.dir": warehouse,
-        "hive.metastore.try.direct.sql": "true",
-        "metastore.try.direct.sql": "true",
-        "hive.metastore.partition.name.whitelist.pattern": "",
-        "metastore.partition.name.whitelist.pattern": "",
-        "hive.metastore.batch.retrieve.max": "300",
-        "metastore.batch.retrieve.max": "300",
-        "hive.metastore.disallow.incompatible.col.type.changes": "false",
+        "hive.metastore.uris": f"thrift://{settings.host}:{settings.port}",
+        "metastore.thrift.uris": f"thrift://{settings.host}:{settings.port}",
     }
 
 

@@ -51,7 +51,7 @@ def test_errors(client, hclient, db):
         hclient.create_function(function(A, db, "F"))
     with pytest.raises(hms.InvalidObjectException):
         client.create_function(function(hms, db, "bad name"))
-    with pytest.raises((hms.NoSuchObjectException, hms.InvalidObjectException)):
+    with pytest.raises(hms.NoSuchObjectException):
         client.create_function(function(hms, "no_such_db_x", "f"))
 
 

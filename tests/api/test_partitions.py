@@ -69,6 +69,29 @@ def test_empty_value_is_default_partition(client, tbl):
     assert part.values == ["__HIVE_DEFAULT_PARTITION__", "1"]
 
 
+@pytest.mark.parametrize("bad_name", ["garbage", "ds=a", "hr=1"])
+def test_partition_names_are_read_as_hms_does(client, hclient, tbl, bad_name):
+    # HMS's getPartValsFromName: any component order, extra components ignored, a missing key is
+    # NoSuchObjectException (InvalidObjectException for append)
+    add(client, tbl, ["a", "1"])
+    db, t = tbl.dbName, tbl.tableName
+    assert client.get_partition_by_name(db, t, "hr=1/ds=a").values == ["a", "1"]
+    assert hclient.get_partition_by_name(db, t, "ds=a/hr=1/extra=x").values == ["a", "1"]
+    with pytest.raises(A.NoSuchObjectException):
+        hclient.get_partition_by_name(db, t, bad_name)
+    with pytest.raises(hms.NoSuchObjectException):
+        client.drop_partition_by_name(db, t, bad_name, True)
+    with pytest.raises(A.InvalidObjectException):
+        hclient.append_partition_by_name(db, t, bad_name)
+    result = client.drop_partitions_req(hms.DropPartitionsRequest(
+        dbName=db, tblName=t, parts=hms.RequestPartsSpec(names=[bad_name]), ifExists=True))
+    assert result.partitions == []
+    with pytest.raises(hms.NoSuchObjectException):
+        client.drop_partitions_req(hms.DropPartitionsRequest(
+            dbName=db, tblName=t, parts=hms.RequestPartsSpec(names=[bad_name]), ifExists=False))
+    assert names(client, tbl) == ["ds=a/hr=1"]
+
+
 def test_escaped_values_round_trip(client, tbl):
     add(client, tbl, ["a/b:c", "1"])
     assert names(client, tbl) == ["ds=a%2Fb%3Ac/hr=1"]
@@ -285,3 +308,33 @@ def test_partition_calls_on_missing_table(client, hclient, db):
         hclient.get_partition_names(db, "missing", -1)
     with pytest.raises(hms.NoSuchObjectException):
         client.get_partition_names(db, "missing", -1)
+
+
+def test_alter_partition_recomputes_quick_stats(client, tbl):
+    # Hive's requireCalStats, checked against HMS 2.3.10: fast stats are recomputed from the directory unless
+    # DO_NOT_UPDATE_STATS, even when the client sends its own numbers and the old partition had none
+    add(client, tbl, ["a", "1"])
+    db, t = tbl.dbName, tbl.tableName
+
+    def fast_stats():
+        params = client.get_partition(db, t, ["a", "1"]).parameters
+        return params.get("numFiles"), params.get("totalSize")
+
+    part = client.get_partition(db, t, ["a", "1"])
+    assert fast_stats() == (None, None)
+    write_file(part.sd.location, "f1", b"12345")
+    part.parameters.update(numFiles="7", totalSize="70")
+    client.alter_partition(db, t, part)
+    assert fast_stats() == ("1", "5")
+    part = client.get_partition(db, t, ["a", "1"])
+    part.parameters.update(numFiles="8", totalSize="80")
+    client.alter_partitions(db, t, [part])
+    assert fast_stats() == ("1", "5")
+    part = client.get_partition(db, t, ["a", "1"])
+    del part.parameters["numFiles"]
+    client.alter_partition(db, t, part)
+    assert fast_stats() == ("1", "5")
+    part.parameters.update(numFiles="9", totalSize="90")
+    client.alter_partition_with_environment_context(
+        db, t, part, hms.EnvironmentContext(properties={"DO_NOT_UPDATE_STATS": "true"}))
+    assert fast_stats() == ("9", "90")

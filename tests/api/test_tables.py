@@ -248,3 +248,40 @@ def test_alter_updates_quick_stats_unless_told_not_to(client, db):
     client.alter_table(db, "t", client.get_table(db, "t"))
     params = client.get_table(db, "t").parameters
     assert (params["numFiles"], params["totalSize"]) == ("1", "4")
+
+
+def test_alter_with_cascade_updates_partition_columns(client, hclient, db):
+    client.create_table(table(hms, db, "p", part_keys=[("ds", "string")]))
+    tbl = client.get_table(db, "p")
+    client.add_partitions([partition(hms, tbl, ["a"]), partition(hms, tbl, ["b"])])
+    changed = hclient.get_table(db, "p")
+    changed.sd.cols.append(A.FieldSchema(name="added", type="bigint", comment=None))
+    hclient.alter_table_with_cascade(db, "p", changed, True)
+    for part in client.get_partitions(db, "p", -1):
+        assert [c.name for c in part.sd.cols] == ["id", "name", "added"]
+    changed.sd.cols.append(A.FieldSchema(name="later", type="int", comment=None))
+    hclient.alter_table_with_environment_context(db, "p", changed, A.EnvironmentContext(properties={}))
+    assert [c.name for c in client.get_partition(db, "p", ["a"]).sd.cols] == ["id", "name", "added"]
+
+
+def test_truncate_empties_managed_data(client, db, tmp_path):
+    client.create_table(table(hms, db, "m"))
+    location = client.get_table(db, "m").sd.location
+    write_file(location, "f1", b"123")
+    client.truncate_table(db, "m", None)
+    assert list(path_of(location).iterdir()) == []
+    assert client.get_table(db, "m").parameters["numFiles"] == "0"
+    client.create_table(table(hms, db, "e", location=to_uri(tmp_path / "e"), table_type="EXTERNAL_TABLE"))
+    with pytest.raises(hms.MetaException):
+        client.truncate_table(db, "e", None)
+
+
+def test_rename_external_table_leaves_data_in_place(client, db, tmp_path):
+    location = to_uri(tmp_path / "ext")
+    client.create_table(table(hms, db, "e", location=location, table_type="EXTERNAL_TABLE"))
+    data = write_file(location)
+    renamed = client.get_table(db, "e")
+    renamed.tableName = "e2"
+    client.alter_table(db, "e", renamed)
+    assert client.get_table(db, "e2").sd.location == location
+    assert data.exists()

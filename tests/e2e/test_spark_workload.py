@@ -89,9 +89,7 @@ def reference_run(reference_server, tmp_path_factory) -> dict:
 @pytest.fixture(scope="module")
 def metastore_under_test(request):
     """The metastore the workload is checked against: hmsproxy (fixture provided by tests/conftest.py)."""
-    server = start_reference_hms(request.getfixturevalue("tmp_path_factory").mktemp("TEMP-second-reference"))
-    request.addfinalizer(server.stop)
-    return server
+    return request.getfixturevalue("hmsproxy_server")
 
 
 @pytest.fixture(scope="module")

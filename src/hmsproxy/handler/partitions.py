@@ -7,7 +7,9 @@ from typing import Any, Sequence
 from hmsproxy.handler.common import (
     DDL_TIME, HandlerContext, check_partition_values, env_properties, lower, now, split_catalog,
 )
-from hmsproxy.handler.quick_stats import DO_NOT_UPDATE_STATS, FAST_STATS, strip_marker, update_quick_stats
+from hmsproxy.handler.quick_stats import (
+    DO_NOT_UPDATE_STATS, FAST_STATS, STATS_GENERATED, strip_marker, update_quick_stats,
+)
 from hmsproxy.handler.tables import is_external, is_view
 from hmsproxy.idl import hms
 from hmsproxy.names import make_partition_name, parse_partition_name
@@ -35,14 +37,16 @@ class PartitionCalls:
         return catalog, db_name, table
 
     def _values_from_name(self, table: Any, part_name: str) -> list[str]:
-        keys = [k.name for k in table.partitionKeys or []]
+        """As HMS's getPartValsFromName: components in any order, extra ones ignored, a missing key (or an
+        unparseable name) is NoSuchObjectException."""
         try:
-            pairs = parse_partition_name(part_name or "")
-        except ValueError as exc:
-            raise hms.MetaException(message=str(exc)) from None
-        if [k.lower() for k, _ in pairs] != keys:
-            raise hms.MetaException(message=f"Invalid partition name {part_name!r} for keys {keys}")
-        return [v for _, v in pairs]
+            spec = {k.lower(): v for k, v in parse_partition_name(part_name or "")}
+        except ValueError:
+            spec = {}
+        for key in table.partitionKeys or []:
+            if key.name not in spec:
+                raise hms.NoSuchObjectException(message=f"incomplete partition name - missing {key.name}")
+        return [spec[k.name] for k in table.partitionKeys]
 
     def _name(self, table: Any, values: Sequence[str]) -> str:
         return make_partition_name([k.name for k in table.partitionKeys], values)
@@ -93,7 +97,7 @@ class PartitionCalls:
         if len(set(names)) != len(names):
             duplicate = next(n for n in names if names.count(n) > 1)
             raise hms.MetaException(message=f"Duplicate partitions in the list: {duplicate}")
-        existing = set(self._existing_names(catalog, db_name, table.tableName, names))
+        existing = self._existing_names(catalog, db_name, table.tableName, names)
         if existing and not if_not_exists:
             raise hms.AlreadyExistsException(
                 message=f"Partition already exists: {db_name}.{table.tableName} {sorted(existing)[0]}")
@@ -113,9 +117,10 @@ class PartitionCalls:
                 self.ctx.warehouse.remove(location)
             raise
 
-    def _existing_names(self, catalog: str, db_name: str, tbl_name: str, names: Sequence[str]) -> list[str]:
-        return [p for p in names if p in set(self.ctx.store.get_partition_names(catalog, db_name, tbl_name))] \
-            if names else []
+    def _existing_names(self, catalog: str, db_name: str, tbl_name: str, names: Sequence[str]) -> set[str]:
+        if not names:
+            return set()
+        return set(names) & set(self.ctx.store.get_partition_names(catalog, db_name, tbl_name))
 
     def add_partition(self, new_part: Any) -> Any:
         return self._add_one(new_part, None)
@@ -149,7 +154,11 @@ class PartitionCalls:
 
     def append_partition_by_name(self, db_name: str, tbl_name: str, part_name: str) -> Any:
         _, _, table = self._table(db_name, tbl_name)
-        return self._append(db_name, tbl_name, self._values_from_name(table, part_name))
+        try:
+            values = self._values_from_name(table, part_name)
+        except hms.NoSuchObjectException as exc:
+            raise hms.InvalidObjectException(message=exc.message) from None
+        return self._append(db_name, tbl_name, values)
 
     def append_partition_by_name_with_environment_context(self, db_name: str, tbl_name: str, part_name: str,
                                                           environment_context: Any) -> Any:
@@ -384,7 +393,12 @@ class PartitionCalls:
         if spec.exprs:
             raise hms.MetaException(message="dropping partitions by expression is not supported by hmsproxy; "
                                             "pass partition names")
-        names = [self._name(table, self._values_from_name(table, n)) for n in spec.names]
+        names = []
+        for name in spec.names:
+            try:
+                names.append(self._name(table, self._values_from_name(table, name)))
+            except hms.NoSuchObjectException:
+                names.append(name)  # names no partition: missing, as HMS sees it
         dropped = self._drop_by_names(catalog, db, table, names, bool(req.deleteData),
                                       if_exists=req.ifExists is not False)
         return hms.DropPartitionsResult(partitions=dropped if req.needResult is not False else None)
@@ -417,11 +431,11 @@ class PartitionCalls:
 
 
 def _stats_need_update(old_params: dict[str, str] | None, new_params: dict[str, str], env: dict[str, str]) -> bool:
-    """Hive's requireCalStats for an altered partition: only when the client did not supply changed fast stats."""
+    """Hive's requireCalStats for an altered partition: unless told not to, recompute when the new partition
+    lacks fast stats, when a stats task or user asks, or when old and new fast stats are not the same."""
     if env.get(DO_NOT_UPDATE_STATS, "").lower() == "true":
         return False
+    if not all(key in new_params for key in FAST_STATS) or env.get(STATS_GENERATED) in ("TASK", "USER"):
+        return True
     old_params = old_params or {}
-    for key in FAST_STATS:
-        if key in old_params and old_params.get(key) != new_params.get(key):
-            return True
-    return False
+    return not all(key in old_params and old_params[key] == new_params[key] for key in FAST_STATS)

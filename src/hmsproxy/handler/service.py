@@ -12,22 +12,32 @@ log = logging.getLogger(__name__)
 SECRET_KEY_PARTS = ("password", "secret", "credential", "keystore")
 READABLE_PREFIXES = ("hive", "hdfs", "mapred", "metastore")  # HMS refuses get_config_value for any other key
 VERSION = "4.0.0"
+# HiveConf's metaConfs: the keys a client may read and set per session through getMetaConf/setMetaConf.
+META_CONF_DEFAULTS = {
+    "hive.metastore.try.direct.sql": "true",
+    "hive.metastore.try.direct.sql.ddl": "true",
+    "hive.metastore.client.socket.timeout": "600s",
+    "hive.metastore.partition.name.whitelist.pattern": "",
+    "hive.metastore.client.capability.check": "true",
+    "hive.metastore.disallow.incompatible.col.type.changes": "true",
+}
 
 
 class ServiceCalls:
     ctx: HandlerContext
 
     def set_ugi(self, user_name: str, group_names: Sequence[str] | None) -> list[str]:
-        """HMS answers the groups with the user name appended."""
-        return list(group_names or []) + [user_name]
+        """HMS 2.3 answers the client's groups (clients ignore the answer)."""
+        return list(group_names or [])
 
     def getMetaConf(self, key: str) -> str:
-        if key not in self.ctx.server_conf:
+        """Only the per-session "meta confs" HMS exposes; anything else is an invalid key, as in HMS."""
+        if key not in META_CONF_DEFAULTS:
             raise hms.MetaException(message=f"Invalid configuration key {key}")
-        return self.ctx.server_conf[key]
+        return META_CONF_DEFAULTS[key]
 
     def setMetaConf(self, key: str, value: str) -> None:
-        if key not in self.ctx.server_conf:
+        if key not in META_CONF_DEFAULTS:
             raise hms.MetaException(message=f"Invalid configuration key {key}")
 
     def get_config_value(self, name: str, defaultValue: str) -> str:

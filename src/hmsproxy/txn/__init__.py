@@ -1,0 +1,1 @@
+"""Transactions and write ids: Hive's snapshot strings (write_ids) and, later, the transaction store."""
