@@ -280,12 +280,12 @@ class TableCalls:
 
     def truncate_table(self, dbName: str, tableName: str, partNames: Sequence[str] | None) -> None:
         catalog, db_name = split_catalog(dbName)
-        table = self.ctx.store.get_table(catalog, db_name, lower(tableName, "table"))
+        table = copy.deepcopy(self.ctx.store.get_table(catalog, db_name, lower(tableName, "table")))
         if is_external(table) or is_view(table):
             raise hms.MetaException(message=f"Cannot truncate non-managed table {db_name}.{table.tableName}")
         if table.partitionKeys:
             names = partNames or self.ctx.store.get_partition_names(catalog, db_name, table.tableName)
-            parts = self.ctx.store.get_partitions_by_names(catalog, db_name, table.tableName, names)
+            parts = copy.deepcopy(self.ctx.store.get_partitions_by_names(catalog, db_name, table.tableName, names))
             for part in parts:
                 _empty_directory(part.sd.location)
                 update_quick_stats(part.parameters, part.sd.location, new_dir=False, force=True, env={})

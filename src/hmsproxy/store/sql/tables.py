@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from sqlalchemy import Connection, delete, insert, select, update
 
 from hmsproxy.idl import hms
+from hmsproxy.store.rawstore import DroppedTable
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.descriptors import (
@@ -16,14 +16,6 @@ from hmsproxy.store.sql.descriptors import (
 from hmsproxy.store.sql.lookups import (
     TableRef, database_id, find_table, no_such_object, principal_type_name, principal_type_value, table_ref,
 )
-
-
-@dataclass
-class DroppedTable:
-    """What was removed, so the caller can delete managed data after the commit."""
-
-    table: Any
-    partition_locations: list[str] = field(default_factory=list)
 
 
 def current_columns(conn: Connection, cd_id: int | None) -> list[tuple[str, str, str | None]]:
