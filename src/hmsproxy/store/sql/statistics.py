@@ -57,16 +57,8 @@ class StatisticsStore:
             ref = table_ref(conn, cat, desc.dbName, desc.tableName)
             known = {c[0]: c[1] for c in current_columns(conn, ref.cd_id)}
             rows = self._rows(stats, known, f"table {desc.dbName}.{desc.tableName}")
-            names = [r["COLUMN_NAME"] for r in rows]
-            conn.execute(delete(s.TAB_COL_STATS).where(s.TAB_COL_STATS.c.TBL_ID == ref.tbl_id,
-                                                       s.TAB_COL_STATS.c.COLUMN_NAME.in_(names)))
-            first = self.db.allocate_ids(conn, "MTableColumnStatistics", len(rows))
-            conn.execute(insert(s.TAB_COL_STATS), [
-                {**r, "CS_ID": first + i, "CAT_NAME": cat, "DB_NAME": desc.dbName, "TABLE_NAME": desc.tableName,
-                 "TBL_ID": ref.tbl_id} for i, r in enumerate(rows)])
-            current = _get_param(conn, s.TABLE_PARAMS, s.TABLE_PARAMS.c.TBL_ID, ref.tbl_id, ACCURATE)
-            _set_param(conn, s.TABLE_PARAMS, s.TABLE_PARAMS.c.TBL_ID, ref.tbl_id, ACCURATE,
-                       mark_columns_accurate(current, names))
+            self._write(conn, s.TAB_COL_STATS, s.TABLE_PARAMS, "TBL_ID", ref.tbl_id, "MTableColumnStatistics", rows,
+                        {"CAT_NAME": cat, "DB_NAME": desc.dbName, "TABLE_NAME": desc.tableName})
 
     def update_partition_column_statistics(self, cat: str, stats: Any, values: Sequence[str]) -> None:
         desc = stats.statsDesc
@@ -80,16 +72,21 @@ class StatisticsStore:
                 raise no_such_object(f"partition {part_name} of {desc.dbName}.{desc.tableName} not found")
             known = {c[0]: c[1] for c in current_columns(conn, part.CD_ID)}
             rows = self._rows(stats, known, f"partition {part_name} of {desc.dbName}.{desc.tableName}")
-            names = [r["COLUMN_NAME"] for r in rows]
-            conn.execute(delete(s.PART_COL_STATS).where(s.PART_COL_STATS.c.PART_ID == part.PART_ID,
-                                                        s.PART_COL_STATS.c.COLUMN_NAME.in_(names)))
-            first = self.db.allocate_ids(conn, "MPartitionColumnStatistics", len(rows))
-            conn.execute(insert(s.PART_COL_STATS), [
-                {**r, "CS_ID": first + i, "CAT_NAME": cat, "DB_NAME": desc.dbName, "TABLE_NAME": desc.tableName,
-                 "PARTITION_NAME": part_name, "PART_ID": part.PART_ID} for i, r in enumerate(rows)])
-            current = _get_param(conn, s.PARTITION_PARAMS, s.PARTITION_PARAMS.c.PART_ID, part.PART_ID, ACCURATE)
-            _set_param(conn, s.PARTITION_PARAMS, s.PARTITION_PARAMS.c.PART_ID, part.PART_ID, ACCURATE,
-                       mark_columns_accurate(current, names))
+            self._write(conn, s.PART_COL_STATS, s.PARTITION_PARAMS, "PART_ID", part.PART_ID,
+                        "MPartitionColumnStatistics", rows,
+                        {"CAT_NAME": cat, "DB_NAME": desc.dbName, "TABLE_NAME": desc.tableName,
+                         "PARTITION_NAME": part_name})
+
+    def _write(self, conn: Connection, stats_table, params_table, owner: str, owner_id: int, model: str,
+               rows: list[dict[str, Any]], fixed: dict[str, Any]) -> None:
+        """Replaces the given columns' statistics rows of one table or partition and marks them accurate."""
+        names = [r["COLUMN_NAME"] for r in rows]
+        conn.execute(delete(stats_table).where(stats_table.c[owner] == owner_id, stats_table.c.COLUMN_NAME.in_(names)))
+        first = self.db.allocate_ids(conn, model, len(rows))
+        conn.execute(insert(stats_table), [{**r, **fixed, owner: owner_id, "CS_ID": first + i} for i, r in enumerate(rows)])
+        owner_col = params_table.c[owner]
+        current = _get_param(conn, params_table, owner_col, owner_id, ACCURATE)
+        _set_param(conn, params_table, owner_col, owner_id, ACCURATE, mark_columns_accurate(current, names))
 
     @staticmethod
     def _rows(stats: Any, known_columns: dict[str, str], owner: str) -> list[dict[str, Any]]:
