@@ -14,24 +14,18 @@ from support.hmsproxy_server import start_hmsproxy
 from support.running import RunningServer
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
+@pytest.fixture(scope="module", params=[*BACKENDS, "sqlite-nocache"])
 def backend_server(request, tmp_path_factory) -> Iterator[RunningServer]:
-    """An hmsproxy on a fresh database of each backend (sqlite, mariadb, postgres)."""
+    """An hmsproxy (cache on) on a fresh database of each backend (sqlite, mariadb, postgres), and one on
+    SQLite with the cache off."""
+    backend, _, variant = request.param.partition("-")
     workdir = tmp_path_factory.mktemp(f"hmsproxy-{request.param}")
-    with fresh_database(request.param, workdir) as url:
-        server = start_hmsproxy(workdir, url)
+    with fresh_database(backend, workdir) as url:
+        server = start_hmsproxy(workdir, url, cache=variant != "nocache")
         try:
             yield server
         finally:
             server.stop()
-
-
-@pytest.fixture(scope="module")
-def hmsproxy_server(tmp_path_factory) -> Iterator[RunningServer]:
-    """An hmsproxy on the embedded SQLite default."""
-    server = start_hmsproxy(tmp_path_factory.mktemp("hmsproxy"))
-    yield server
-    server.stop()
 
 
 def thrift_client(server: RunningServer):

@@ -25,6 +25,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--framed", action="store_const", const=True, help="use the framed transport")
     serve.add_argument("--max-connections", type=int, help="cap on concurrent client connections (default 256)")
     serve.add_argument("--log-level", help="DEBUG, INFO, WARNING ... (default INFO)")
+    serve.add_argument("--no-cache", dest="cache", action="store_const", const=False,
+                       help="serve every call from the database (no server-side cache)")
+    serve.add_argument("--cache-max-bytes", help="memory bound of the cache, e.g. 2gb (default 1gb)")
+    serve.add_argument("--cache-whitelist", help="comma-separated db.table regexes to cache (default .*)")
+    serve.add_argument("--cache-blacklist", help="comma-separated db.table regexes never to cache")
     schema = commands.add_parser("schema", help="create or inspect the metastore schema")
     schema.add_argument("action", choices=["init", "info"])
     schema.add_argument("--db", help="SQLAlchemy URL of the metastore database")

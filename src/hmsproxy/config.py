@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -22,7 +23,14 @@ HIVE_KEY_ALIASES: dict[str, str] = {
     "metastore.server.max.threads": "max_connections",
     "hive.metastore.server.max.threads": "max_connections",
     "metastore.thrift.framed": "framed",
+    "metastore.cached.rawstore.max.cache.memory": "cache_max_bytes",
+    "hive.metastore.cached.rawstore.max.cache.memory": "cache_max_bytes",
+    "metastore.cached.rawstore.cached.object.whitelist": "cache_whitelist",
+    "hive.metastore.cached.rawstore.cached.object.whitelist": "cache_whitelist",
+    "metastore.cached.rawstore.cached.object.blacklist": "cache_blacklist",
+    "hive.metastore.cached.rawstore.cached.object.blacklist": "cache_blacklist",
 }
+SIZE_UNITS = {"": 1, "b": 1, "kb": 1 << 10, "k": 1 << 10, "mb": 1 << 20, "m": 1 << 20, "gb": 1 << 30, "g": 1 << 30}
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,10 @@ class Settings:
     framed: bool = False
     max_connections: int = 256
     log_level: str = "INFO"
+    cache: bool = True
+    cache_max_bytes: int = 1 << 30
+    cache_whitelist: str = ".*"
+    cache_blacklist: str = ""
 
     @property
     def warehouse_path(self) -> Path:
@@ -53,12 +65,22 @@ def _coerce(name: str, value: Any) -> Any:
         if text in ("0", "false", "no", "off"):
             return False
         raise ValueError(f"setting {name!r}: expected a boolean, got {value!r}")
+    if name == "cache_max_bytes":
+        return _size(value)
     if field_type == "int":
         try:
             return int(value)
         except (TypeError, ValueError):
             raise ValueError(f"setting {name!r}: expected an integer, got {value!r}") from None
     return str(value)
+
+
+def _size(value: Any) -> int:
+    """Bytes from `1073741824`, `512mb`, `1Gb` (Hive writes sizes with units)."""
+    match = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", str(value))
+    if not match or match.group(2).lower() not in SIZE_UNITS:
+        raise ValueError(f"setting 'cache_max_bytes': expected a size such as 512mb or 2gb, got {value!r}")
+    return int(match.group(1)) * SIZE_UNITS[match.group(2).lower()]
 
 
 def _normalise_keys(raw: Mapping[str, Any], source: str) -> dict[str, Any]:

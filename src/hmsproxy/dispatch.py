@@ -8,16 +8,24 @@ connection stays usable.
 """
 from __future__ import annotations
 
+import contextvars
+import copy
 import logging
+import struct
 import time
 from typing import Any
 
-from thriftpy2.thrift import TApplicationException, TException, TProcessor
+from thriftpy2.thrift import TApplicationException, TException, TMessageType, TProcessor, TType
+
+from hmsproxy.codec import EncodedList, encode
 
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
 
 log = logging.getLogger(__name__)
+
+# The Thrift method being answered on this thread, for metrics further down (e.g. cache hits per method).
+current_method: contextvars.ContextVar[str] = contextvars.ContextVar("current_method", default="internal")
 
 # Methods whose Hive 2.3 IDL declared MetaException where Hive 4 declares NoSuchObjectException (field 1):
 # Spark's 2.3 client reads field 1 only, so failures must travel there.
@@ -47,6 +55,31 @@ def to_declared(api: str, exc: Exception, result: Any) -> Exception:
     return TApplicationException(TApplicationException.INTERNAL_ERROR, message)
 
 
+def _encoded_list_bytes(field_id: int, items: EncodedList) -> list[bytes]:
+    header = struct.pack("!bhbi", TType.LIST, field_id, TType.STRUCT, len(items))
+    return [header, *(piece for item in items.items for piece in item)]
+
+
+def encoded_reply(success: Any) -> list[bytes] | None:
+    """The result struct of a call as byte pieces when the answer holds pre-encoded lists (field 0 is
+    `success`), or None when it holds none and ordinary serialization applies."""
+    if isinstance(success, EncodedList):
+        return _encoded_list_bytes(0, success) + [b"\x00"]
+    spec = getattr(success, "thrift_spec", None)
+    if spec is None:
+        return None
+    lists = {fid: getattr(success, f[1]) for fid, f in spec.items() if isinstance(getattr(success, f[1]), EncodedList)}
+    if not lists:
+        return None
+    rest = copy.copy(success)
+    for fid in lists:
+        setattr(rest, spec[fid][1], None)
+    pieces = [struct.pack("!bh", TType.STRUCT, 0), encode(rest)[:-1]]
+    for fid, items in lists.items():
+        pieces += _encoded_list_bytes(fid, items)
+    return pieces + [b"\x00", b"\x00"]
+
+
 class MetastoreProcessor(TProcessor):
     def __init__(self, handler: Any, metrics: Metrics) -> None:
         super().__init__(hms.ThriftHiveMetastore, handler)
@@ -59,6 +92,7 @@ class MetastoreProcessor(TProcessor):
             return self.send_exception(oprot, api, result, seqid)
         started = time.perf_counter()
         outcome = "ok"
+        current_method.set(api)
         try:
             if not hasattr(self._handler, api):
                 raise TApplicationException(TApplicationException.UNKNOWN_METHOD, f"hmsproxy does not implement {api}")
@@ -76,3 +110,13 @@ class MetastoreProcessor(TProcessor):
         self._metrics.observe(api, outcome, time.perf_counter() - started)
         if not result.oneway:
             self.send_result(oprot, api, result, seqid)
+
+    def send_result(self, oprot: Any, api: str, result: Any, seqid: int) -> None:
+        pieces = encoded_reply(getattr(result, "success", None))
+        if pieces is None:
+            return super().send_result(oprot, api, result, seqid)
+        oprot.write_message_begin(api, TMessageType.REPLY, seqid)
+        for piece in pieces:
+            oprot.trans.write(piece)
+        oprot.write_message_end()
+        oprot.trans.flush()

@@ -24,6 +24,24 @@ class Metrics:
         self.refused = Counter("hmsproxy_refused_connections", "Connections refused because the cap was reached",
                                registry=self.registry)
 
+        self.cache_lookups = Counter("hmsproxy_cache_lookups", "Store reads by Thrift method, object kind and result "
+                                     "(hit: answered from memory, miss: from the database)",
+                                     ["method", "kind", "result"], registry=self.registry)
+        self.cache_evictions = Counter("hmsproxy_cache_evictions", "Tables evicted from the cache to stay within "
+                                       "the memory bound", registry=self.registry)
+        self.cache_objects = Gauge("hmsproxy_cache_objects", "Objects held in the cache", ["kind"],
+                                   registry=self.registry)
+        self.cache_bytes = Gauge("hmsproxy_cache_bytes", "Estimated bytes held by cached tables",
+                                 registry=self.registry)
+        self.prewarm_tables = Gauge("hmsproxy_prewarm_tables", "Prewarm progress in tables", ["state"],
+                                    registry=self.registry)
+        self.prewarm_partitions = Gauge("hmsproxy_prewarm_partitions_loaded", "Partitions loaded by prewarm",
+                                        registry=self.registry)
+        self.prewarm_seconds = Gauge("hmsproxy_prewarm_duration_seconds", "Time prewarm took (so far)",
+                                     registry=self.registry)
+        self.prewarm_complete = Gauge("hmsproxy_prewarm_complete", "1 once prewarm has loaded everything",
+                                      registry=self.registry)
+
     def observe(self, method: str, outcome: str, seconds: float) -> None:
         self.requests.labels(method, outcome).inc()
         self.latency.labels(method).observe(seconds)

@@ -10,6 +10,11 @@ from hmsproxy.handler import Handler, HandlerContext
 from hmsproxy.handler.common import now
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics, MetricsServer
+from hmsproxy.store.cache.cached_store import CachedStore
+from hmsproxy.store.cache.policy import CachePolicy
+from hmsproxy.store.cache.prewarm import Loader
+from hmsproxy.store.cache.shared_cache import SharedCache
+from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.sql.database import Database, init_schema, schema_version
 from hmsproxy.store.sql.store import SqlStore
 from hmsproxy.thrift_server import ThriftServer
@@ -49,11 +54,26 @@ def open_store(settings: Settings, warehouse: Warehouse) -> SqlStore:
     return store
 
 
+def cached(store: SqlStore, settings: Settings, metrics: Metrics) -> tuple[CachedStore, Loader]:
+    """Wraps the store in the cache and starts prewarming it in the background."""
+    cache = SharedCache(settings.cache_max_bytes, on_evict=lambda key: metrics.cache_evictions.inc())
+    policy = CachePolicy.from_patterns(settings.cache_whitelist, settings.cache_blacklist)
+    cached_store = CachedStore(store, cache, policy, metrics)
+    loader = Loader(cached_store, metrics)
+    cached_store.request_load = loader.request
+    metrics.cache_bytes.set_function(cache.bytes_used)
+    metrics.cache_objects.labels("table").set_function(lambda: len(cache.tables))
+    metrics.cache_objects.labels("database").set_function(lambda: len(cache.databases))
+    loader.start()
+    return cached_store, loader
+
+
 @dataclass
 class RunningServer:
     thrift: ThriftServer
     metrics_server: MetricsServer | None
-    store: SqlStore
+    store: RawStore
+    loader: Loader | None
 
     @property
     def port(self) -> int:
@@ -61,6 +81,8 @@ class RunningServer:
 
     def stop(self) -> None:
         self.thrift.stop()
+        if self.loader is not None:
+            self.loader.stop()
         if self.metrics_server is not None:
             self.metrics_server.stop()
         self.store.close()
@@ -69,18 +91,22 @@ class RunningServer:
 def start(settings: Settings) -> RunningServer:
     warehouse = Warehouse(settings.warehouse_path)
     warehouse.root.mkdir(parents=True, exist_ok=True)
-    store = open_store(settings, warehouse)
     metrics = Metrics()
+    store: RawStore = open_store(settings, warehouse)
+    loader = None
+    if settings.cache:
+        store, loader = cached(store, settings, metrics)
     context = HandlerContext(store=store, warehouse=warehouse, server_conf=server_conf(settings), started_at=now())
     handler = Handler(context)
     thrift = ThriftServer(lambda: MetastoreProcessor(handler, metrics), settings.host, settings.port,
                           framed=settings.framed, max_connections=settings.max_connections, metrics=metrics)
     metrics_server = None
     if settings.metrics_port:
-        metrics_server = MetricsServer(metrics, settings.host, settings.metrics_port, ready=lambda: True)
+        ready = loader.complete.is_set if loader else (lambda: True)
+        metrics_server = MetricsServer(metrics, settings.host, settings.metrics_port, ready=ready)
         metrics_server.start()
     thrift.start()
-    log.info("hmsproxy serving thrift://%s:%d (%s), warehouse %s, metrics %s", settings.host, thrift.port,
-             "framed" if settings.framed else "unframed", warehouse.root,
+    log.info("hmsproxy serving thrift://%s:%d (%s, cache %s), warehouse %s, metrics %s", settings.host, thrift.port,
+             "framed" if settings.framed else "unframed", "on" if settings.cache else "off", warehouse.root,
              f"http://{settings.host}:{metrics_server.port}/metrics" if metrics_server else "off")
-    return RunningServer(thrift, metrics_server, store)
+    return RunningServer(thrift, metrics_server, store, loader)

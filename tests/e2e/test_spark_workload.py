@@ -24,6 +24,7 @@ SCRIPT = HERE / "spark_workload.py"
 sys.path.insert(0, str(HERE))
 import spark_workload as wl  # noqa: E402
 
+from support.hmsproxy_server import start_hmsproxy  # noqa: E402
 from support.reference_hms import start_reference_hms  # noqa: E402
 
 pytestmark = pytest.mark.spark
@@ -86,10 +87,12 @@ def reference_run(reference_server, tmp_path_factory) -> dict:
     return run_workload(reference_server, tmp_path_factory.mktemp("workload-reference"))
 
 
-@pytest.fixture(scope="module")
-def metastore_under_test(request):
-    """The metastore the workload is checked against: hmsproxy (fixture provided by tests/conftest.py)."""
-    return request.getfixturevalue("hmsproxy_server")
+@pytest.fixture(scope="module", params=["cache-on", "cache-off"])
+def metastore_under_test(request, tmp_path_factory):
+    """The metastore the workload is checked against: hmsproxy with its cache on, and with it off."""
+    server = start_hmsproxy(tmp_path_factory.mktemp(f"hmsproxy-{request.param}"), cache=request.param == "cache-on")
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="module")

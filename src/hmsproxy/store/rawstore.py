@@ -18,6 +18,16 @@ class DroppedTable:
     partition_locations: list[str] = field(default_factory=list)
 
 
+@dataclass
+class TableBundle:
+    """A table with everything hanging off it, read in one transaction: what the cache loads."""
+
+    table: Any
+    partitions: list[Any]
+    table_stats: dict[str, Any]                  # column -> ColumnStatisticsObj
+    partition_stats: dict[str, dict[str, Any]]   # partition name -> column -> ColumnStatisticsObj
+
+
 class RawStore(Protocol):
     # catalogs and databases
     def get_catalog(self, name: str) -> Any: ...
@@ -37,6 +47,7 @@ class RawStore(Protocol):
     def alter_table(self, cat: str, db_name: str, tbl_name: str, new_table: Any,
                     partition_location_moves: tuple[str, str] | None = None, cascade: bool = False) -> None: ...
     def drop_table(self, cat: str, db_name: str, tbl_name: str) -> DroppedTable: ...
+    def get_table_bundle(self, cat: str, db_name: str, tbl_name: str) -> TableBundle: ...
 
     # partitions
     def add_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any],

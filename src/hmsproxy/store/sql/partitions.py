@@ -12,6 +12,7 @@ from sqlalchemy import Connection, Select, delete, insert, select, update
 
 from hmsproxy.idl import hms
 from hmsproxy.names import make_partition_name
+from hmsproxy.store.canonical import write_id
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.descriptors import (
@@ -38,6 +39,10 @@ class PartitionStore:
         partition is AlreadyExistsException, or skipped with if_not_exists. Returns what was added."""
         with self.db.transaction() as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
+            for part in parts:
+                if len(part.values or []) != len(ref.partition_keys) or not ref.partition_keys:
+                    raise hms.MetaException(message=f"partition values {part.values} do not match the partition "
+                                                    f"keys {list(ref.partition_keys)} of {db_name}.{tbl_name}")
             names = [make_partition_name(ref.partition_keys, p.values) for p in parts]
             seen: set[str] = set()
             for name in names:
@@ -74,7 +79,7 @@ class PartitionStore:
             part_id = first + i
             rows.append({"PART_ID": part_id, "TBL_ID": ref.tbl_id, "SD_ID": sd_id, "PART_NAME": name,
                          "CREATE_TIME": part.createTime or 0, "LAST_ACCESS_TIME": part.lastAccessTime or 0,
-                         "WRITE_ID": max(part.writeId or 0, 0)})
+                         "WRITE_ID": write_id(part.writeId)})
             values += [{"PART_ID": part_id, "PART_KEY_VAL": v, "INTEGER_IDX": j} for j, v in enumerate(part.values)]
             params += params_rows("PART_ID", part_id, part.parameters)
         conn.execute(insert(s.PARTITIONS), rows)
@@ -110,8 +115,8 @@ class PartitionStore:
             [sd_id] = insert_descriptors(self.db, conn, [part.sd], [cd_id])
             new_name = make_partition_name(ref.partition_keys, part.values)
             conn.execute(update(s.PARTITIONS).where(s.PARTITIONS.c.PART_ID == row.PART_ID).values(
-                PART_NAME=new_name, SD_ID=sd_id, LAST_ACCESS_TIME=part.lastAccessTime or 0,
-                WRITE_ID=max(part.writeId or 0, 0)))
+                PART_NAME=new_name, SD_ID=sd_id, CREATE_TIME=part.createTime or 0, LAST_ACCESS_TIME=part.lastAccessTime or 0,
+                WRITE_ID=write_id(part.writeId)))
             delete_descriptors(conn, [row.SD_ID])
             conn.execute(delete(s.PARTITION_PARAMS).where(s.PARTITION_PARAMS.c.PART_ID == row.PART_ID))
             conn.execute(delete(s.PARTITION_KEY_VALS).where(s.PARTITION_KEY_VALS.c.PART_ID == row.PART_ID))

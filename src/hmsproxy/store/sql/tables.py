@@ -7,6 +7,7 @@ from typing import Any, Sequence
 from sqlalchemy import Connection, delete, insert, select, update
 
 from hmsproxy.idl import hms
+from hmsproxy.store.canonical import write_id
 from hmsproxy.store.rawstore import DroppedTable
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
@@ -224,5 +225,5 @@ def _table_columns(table: Any) -> dict[str, Any]:
         "CREATE_TIME": table.createTime or 0, "LAST_ACCESS_TIME": table.lastAccessTime or 0,
         "RETENTION": table.retention or 0, "TBL_TYPE": table.tableType,
         "VIEW_ORIGINAL_TEXT": table.viewOriginalText, "VIEW_EXPANDED_TEXT": table.viewExpandedText,
-        "IS_REWRITE_ENABLED": bool(table.rewriteEnabled), "WRITE_ID": table.writeId or 0,
+        "IS_REWRITE_ENABLED": bool(table.rewriteEnabled), "WRITE_ID": write_id(table.writeId),
     }

@@ -1,0 +1,57 @@
+"""Thrift binary encoding of single objects, and lists of objects kept as bytes.
+
+The cache keeps partitions as bytes (a fraction of the memory of object graphs, and invisible to the
+garbage collector) and the server can send such a list without building objects: see EncodedList.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, Sequence
+
+from thriftpy2.protocol.cybin import TCyBinaryProtocol
+from thriftpy2.transport.memory import TCyMemoryBuffer
+
+
+def encode(obj: Any) -> bytes:
+    buffer = TCyMemoryBuffer()
+    TCyBinaryProtocol(buffer).write_struct(obj)
+    return buffer.getvalue()
+
+
+def decode(cls: type, data: bytes, tolerant: bool = False) -> Any:
+    """Decodes one struct. `tolerant` takes the slower path that can read list-keyed maps (see idl.py)."""
+    protocol = TCyBinaryProtocol(TCyMemoryBuffer(data))
+    obj = cls()
+    if tolerant:
+        obj.read(protocol)
+    else:
+        protocol.read_struct(obj)
+    return obj
+
+
+class EncodedList(Sequence[Any]):
+    """A list of structs held as encoded bytes (each item a tuple of byte pieces that concatenate to one
+    struct); items decode on access.
+
+    The Thrift processor writes the pieces straight to the socket when such a list is the answer of a
+    call, so a 100k-partition listing costs a byte copy instead of building and serializing 100k objects."""
+
+    def __init__(self, items: list[tuple[bytes, ...]], decode_item: Callable[[tuple[bytes, ...]], Any]) -> None:
+        self.items = items
+        self._decode_item = decode_item
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return EncodedList(self.items[index], self._decode_item)
+        return self._decode_item(self.items[index])
+
+    def __iter__(self) -> Iterator[Any]:
+        return map(self._decode_item, self.items)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    def __deepcopy__(self, memo: dict) -> list[Any]:
+        return list(self)

@@ -1,0 +1,475 @@
+"""CachedStore: a RawStore that answers reads from memory and writes through to the store it wraps.
+
+Reads: from the shared cache when it holds the answer; otherwise from the delegate (a miss), and the table
+is queued for loading. A catalog's databases, functions and table names are authoritative once prewarmed,
+so looking up something that does not exist costs no database round trip either.
+
+Writes: to the delegate first (one database transaction); only after it committed is the cache updated,
+from the canonical form of what was written (store/canonical.py), never by reading it back. A failed write
+leaves the cache untouched. Renames and cascading column changes drop the table entry and queue a reload.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Sequence
+
+from hmsproxy.dispatch import current_method
+from hmsproxy.idl import hms
+from hmsproxy.metrics import Metrics
+from hmsproxy.names import make_partition_name
+from hmsproxy.store import canonical
+from hmsproxy.store.cache.partitions import PartitionSet
+from hmsproxy.store.cache.policy import CachePolicy
+from hmsproxy.store.cache.shared_cache import DbKey, SharedCache, TableEntry, TableKey
+from hmsproxy.store.rawstore import DroppedTable, RawStore, TableBundle
+from hmsproxy.store.sql.statistics import ACCURATE, mark_columns_accurate
+from hmsproxy.store.sql.stats_codec import obj_to_row, row_to_obj
+
+log = logging.getLogger(__name__)
+
+
+def _no_table(db: str, tbl: str) -> Exception:
+    return hms.NoSuchObjectException(message=f"{db}.{tbl} table not found")
+
+
+def _canonical_stats(objs: Sequence[Any]) -> dict[str, Any]:
+    """Statistics objects as the database returns them (column name lower-cased, values round-tripped)."""
+    result = {}
+    for obj in objs:
+        name = obj.colName.lower()
+        result[name] = row_to_obj({**obj_to_row(obj), "COLUMN_NAME": name, "COLUMN_TYPE": obj.colType})
+    return result
+
+
+class CachedStore:
+    def __init__(self, delegate: RawStore, cache: SharedCache, policy: CachePolicy, metrics: Metrics,
+                 request_load: Callable[[TableKey], None] = lambda key: None) -> None:
+        self.delegate = delegate
+        self.cache = cache
+        self.policy = policy
+        self.metrics = metrics
+        self.request_load = request_load
+
+    # ---- bookkeeping -------------------------------------------------------------------------------
+
+    def _count(self, kind: str, hit: bool) -> None:
+        self.metrics.cache_lookups.labels(current_method.get(), kind, "hit" if hit else "miss").inc()
+
+    def _entry(self, cat: str, db: str, tbl: str, kind: str) -> TableEntry | None:
+        """The cached entry, or None (counted as a miss, and the table queued for loading).
+        Raises NoSuchObjectException when the complete name index says the table does not exist."""
+        key = (cat, db, tbl)
+        entry = self.cache.get_table(key)
+        if entry is not None:
+            self._count(kind, True)
+            return entry
+        names = self.cache.table_index.get((cat, db))
+        if names is not None and tbl not in names:
+            self._count(kind, True)
+            raise _no_table(db, tbl)
+        if cat in self.cache.complete_catalogs and (cat, db) not in self.cache.databases:
+            self._count(kind, True)
+            raise _no_table(db, tbl)
+        self._count(kind, False)
+        if self.policy.allows(db, tbl) and key not in self.cache.oversized:
+            self.request_load(key)
+        return None
+
+    def load_table(self, key: TableKey) -> int:
+        """Loads one table into the cache (prewarm and reloads); returns the partitions loaded."""
+        if not self.policy.allows(key[1], key[2]):
+            return 0
+        generation = self.cache.generation(key)
+        try:
+            bundle = self.delegate.get_table_bundle(*key)
+        except hms.NoSuchObjectException:
+            return 0
+        self.cache.put_table(key, _entry_from_bundle(bundle), loaded_at_generation=generation)
+        return len(bundle.partitions)
+
+    def load_catalog(self, cat: str) -> list[TableKey]:
+        """Loads a catalog's databases, functions and table name index; returns its tables to load.
+        Reads again if a write in the catalog overlapped the reads, so no name list misses it."""
+        while True:
+            generation = self.cache.catalog_generations.get(cat, 0)
+            databases = {name: self.delegate.get_database(cat, name) for name in self.delegate.get_database_names(cat)}
+            meta = self.delegate.get_table_meta(cat)
+            functions = self.delegate.get_functions(cat)
+            with self.cache.lock:
+                if self.cache.catalog_generations.get(cat, 0) != generation:
+                    continue
+                for name, database in databases.items():
+                    self.cache.databases[(cat, name)] = database
+                    self.cache.table_index[(cat, name)] = {}
+                    self.cache.functions[(cat, name)] = {}
+                for db, tbl, kind, comment in meta:
+                    self.cache.table_index[(cat, db)][tbl] = (kind, comment)
+                for function in functions:
+                    self.cache.functions[(cat, function.dbName)][function.functionName] = function
+                self.cache.complete_catalogs.add(cat)
+            return [(cat, db, tbl) for db, tbl, _, _ in meta if self.policy.allows(db, tbl)]
+
+    # ---- catalogs and databases --------------------------------------------------------------------
+
+    def get_catalog(self, name: str) -> Any:
+        return self.delegate.get_catalog(name)
+
+    def get_catalog_names(self) -> list[str]:
+        return self.delegate.get_catalog_names()
+
+    def create_database(self, database: Any) -> None:
+        self.delegate.create_database(database)
+        key = (database.catalogName, database.name)
+        with self.cache.lock:
+            self.cache.bump_catalog(database.catalogName)
+            self.cache.databases[key] = canonical.database(database)
+            self.cache.table_index[key] = {}
+            self.cache.functions[key] = {}
+
+    def get_database(self, cat: str, name: str) -> Any:
+        database = self.cache.databases.get((cat, name))
+        if database is not None or cat in self.cache.complete_catalogs:
+            self._count("database", True)
+            if database is None:
+                raise hms.NoSuchObjectException(message=f"database {cat}.{name} does not exist")
+            return database
+        self._count("database", False)
+        return self.delegate.get_database(cat, name)
+
+    def get_database_names(self, cat: str) -> list[str]:
+        if cat in self.cache.complete_catalogs:
+            self._count("database", True)
+            with self.cache.lock:
+                return sorted(db for c, db in self.cache.databases if c == cat)
+        self._count("database", False)
+        return self.delegate.get_database_names(cat)
+
+    def alter_database(self, cat: str, name: str, database: Any) -> None:
+        self.delegate.alter_database(cat, name, database)
+        with self.cache.lock:
+            self.cache.bump_catalog(cat)
+            old = self.cache.databases.get((cat, name))
+            if old is not None:
+                new = canonical.database(old)
+                new.parameters = canonical.database(database).parameters
+                new.ownerName, new.ownerType = database.ownerName, canonical.database(database).ownerType
+                self.cache.databases[(cat, name)] = new
+
+    def drop_database(self, cat: str, name: str, cascade: bool) -> list[DroppedTable]:
+        key: DbKey = (cat, name)
+        with self.cache.lock:
+            table_keys = [(cat, name, t) for t in self.cache.table_index.get(key, {})]
+        dropped = self.delegate.drop_database(cat, name, cascade)
+        with self.cache.lock:
+            for table_key in table_keys + list(self.cache.table_keys(key)):
+                self.cache.drop_table(table_key)
+                self.cache.bump(table_key)
+            self.cache.bump_catalog(cat)
+            self.cache.databases.pop(key, None)
+            self.cache.table_index.pop(key, None)
+            self.cache.functions.pop(key, None)
+        return dropped
+
+    # ---- tables ------------------------------------------------------------------------------------
+
+    def create_table(self, table: Any) -> int:
+        key = (table.catName, table.dbName, table.tableName)
+        with self.cache.writing(key):
+            tbl_id = self.delegate.create_table(table)
+            stored = canonical.table(table, tbl_id, table.catName)
+            self.cache.index_table(key, stored)
+            if self.policy.allows(table.dbName, table.tableName):
+                keys = tuple(k.name for k in stored.partitionKeys)
+                self.cache.put_table(key, TableEntry(stored, PartitionSet(keys=keys)))
+        return tbl_id
+
+    def get_table(self, cat: str, db_name: str, tbl_name: str) -> Any:
+        entry = self._entry(cat, db_name, tbl_name, "table")
+        return entry.table if entry else self.delegate.get_table(cat, db_name, tbl_name)
+
+    def get_table_bundle(self, cat: str, db_name: str, tbl_name: str) -> TableBundle:
+        return self.delegate.get_table_bundle(cat, db_name, tbl_name)
+
+    def get_table_objects(self, cat: str, db_name: str, tbl_names: Sequence[str]) -> list[Any]:
+        if (cat, db_name) not in self.cache.table_index:
+            self._count("table", False)
+            return self.delegate.get_table_objects(cat, db_name, tbl_names)
+        tables = []
+        for name in sorted(set(tbl_names)):
+            try:
+                tables.append(self.get_table(cat, db_name, name))
+            except hms.NoSuchObjectException:
+                continue
+        return tables
+
+    def get_table_names(self, cat: str, db_name: str, table_type: str | None = None) -> list[str]:
+        names = self.cache.table_index.get((cat, db_name))
+        if names is None:
+            self._count("table_names", False)
+            return self.delegate.get_table_names(cat, db_name, table_type)
+        self._count("table_names", True)
+        with self.cache.lock:
+            return sorted(n for n, (kind, _) in names.items() if table_type is None or kind == table_type)
+
+    def get_table_meta(self, cat: str) -> list[tuple[str, str, str, str | None]]:
+        if cat not in self.cache.complete_catalogs:
+            self._count("table_names", False)
+            return self.delegate.get_table_meta(cat)
+        self._count("table_names", True)
+        with self.cache.lock:
+            return sorted((db, name, kind, comment) for (c, db), names in self.cache.table_index.items() if c == cat
+                          for name, (kind, comment) in names.items())
+
+    def alter_table(self, cat: str, db_name: str, tbl_name: str, new_table: Any,
+                    partition_location_moves: tuple[str, str] | None = None, cascade: bool = False) -> None:
+        key = (cat, db_name, tbl_name)
+        new_key = (cat, new_table.dbName, new_table.tableName)
+        with self.cache.writing(key):
+            old = self.cache.get_table(key)
+            self.delegate.alter_table(cat, db_name, tbl_name, new_table, partition_location_moves, cascade)
+            if new_key != key or cascade or old is None:
+                self._forget(key)
+                self.cache.index_table(new_key, new_table)
+                self.cache.bump(new_key)
+                self.request_load(new_key)
+                return
+            stored = canonical.table(new_table, old.table_id, cat)
+            columns = {c.name for c in stored.sd.cols or []}
+            table_stats = {c: s for c, s in old.table_stats.items() if c in columns}
+            self.cache.index_table(key, stored)
+            self.cache.put_table(key, old.but(table=stored, table_stats=table_stats))
+
+    def _forget(self, key: TableKey) -> None:
+        self.cache.drop_table(key)
+        self.cache.unindex_table(key)
+
+    def drop_table(self, cat: str, db_name: str, tbl_name: str) -> DroppedTable:
+        key = (cat, db_name, tbl_name)
+        with self.cache.writing(key):
+            dropped = self.delegate.drop_table(cat, db_name, tbl_name)
+            self._forget(key)
+        return dropped
+
+    # ---- partitions --------------------------------------------------------------------------------
+
+    def _update_entry(self, key: TableKey, change: Callable[[TableEntry], TableEntry]) -> None:
+        """Applies a committed write to the cached entry, if the table is cached."""
+        entry = self.cache.get_table(key)
+        if entry is not None:
+            self.cache.put_table(key, change(entry))
+
+    def _canonical_parts(self, key: TableKey, parts: Sequence[Any]) -> list[Any]:
+        return [canonical.partition(p, key[0], key[1], key[2]) for p in parts]
+
+    def add_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any],
+                       if_not_exists: bool = False) -> list[Any]:
+        key = (cat, db_name, tbl_name)
+        with self.cache.writing(key):
+            added = self.delegate.add_partitions(cat, db_name, tbl_name, parts, if_not_exists)
+            stored = self._canonical_parts(key, added)
+            self._update_entry(key, lambda e: e.but(partitions=e.partitions.with_partitions(stored)))
+        return added
+
+    def alter_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any]) -> None:
+        key = (cat, db_name, tbl_name)
+        with self.cache.writing(key):
+            self.delegate.alter_partitions(cat, db_name, tbl_name, parts)
+            stored = self._canonical_parts(key, parts)
+            self._update_entry(key, lambda e: e.but(partitions=e.partitions.with_partitions(stored)))
+
+    def rename_partition(self, cat: str, db_name: str, tbl_name: str, old_values: Sequence[str], part: Any) -> None:
+        key = (cat, db_name, tbl_name)
+        with self.cache.writing(key):
+            self.delegate.rename_partition(cat, db_name, tbl_name, old_values, part)
+            [stored] = self._canonical_parts(key, [part])
+
+            def change(entry: TableEntry) -> TableEntry:
+                old_name = make_partition_name(entry.partitions.keys, old_values)
+                new_name = make_partition_name(entry.partitions.keys, part.values)
+                stats = dict(entry.partition_stats)
+                if old_name in stats:
+                    stats[new_name] = stats.pop(old_name)
+                return entry.but(partitions=entry.partitions.without([old_name]).with_partitions([stored]),
+                                 partition_stats=stats)
+
+            self._update_entry(key, change)
+
+    def drop_partitions(self, cat: str, db_name: str, tbl_name: str, names: Sequence[str],
+                        if_exists: bool = False) -> list[Any]:
+        key = (cat, db_name, tbl_name)
+        with self.cache.writing(key):
+            dropped = self.delegate.drop_partitions(cat, db_name, tbl_name, names, if_exists)
+
+            def change(entry: TableEntry) -> TableEntry:
+                stats = {n: s for n, s in entry.partition_stats.items() if n not in set(names)}
+                return entry.but(partitions=entry.partitions.without(names), partition_stats=stats)
+
+            self._update_entry(key, change)
+        return dropped
+
+    def get_partitions(self, cat: str, db_name: str, tbl_name: str, max_parts: int = -1) -> Any:
+        entry = self._entry(cat, db_name, tbl_name, "partition")
+        if entry is None:
+            return self.delegate.get_partitions(cat, db_name, tbl_name, max_parts)
+        return entry.partitions.all(max_parts)
+
+    def get_partitions_by_names(self, cat: str, db_name: str, tbl_name: str, names: Sequence[str]) -> Any:
+        entry = self._entry(cat, db_name, tbl_name, "partition")
+        if entry is None:
+            return self.delegate.get_partitions_by_names(cat, db_name, tbl_name, names)
+        return entry.partitions.by_names(names)
+
+    def get_partition(self, cat: str, db_name: str, tbl_name: str, values: Sequence[str]) -> Any:
+        entry = self._entry(cat, db_name, tbl_name, "partition")
+        if entry is None:
+            return self.delegate.get_partition(cat, db_name, tbl_name, values)
+        found = entry.partitions.by_names([make_partition_name(entry.partitions.keys, values)])
+        if not found:
+            raise hms.NoSuchObjectException(message=f"partition values={list(values)} of {db_name}.{tbl_name} not found")
+        return found[0]
+
+    def get_partition_names(self, cat: str, db_name: str, tbl_name: str) -> list[str]:
+        entry = self._entry(cat, db_name, tbl_name, "partition_names")
+        if entry is None:
+            return self.delegate.get_partition_names(cat, db_name, tbl_name)
+        return list(entry.partitions.names)
+
+    def get_partition_values(self, cat: str, db_name: str, tbl_name: str) -> list[tuple[str, list[str]]]:
+        entry = self._entry(cat, db_name, tbl_name, "partition_names")
+        if entry is None:
+            return self.delegate.get_partition_values(cat, db_name, tbl_name)
+        return [(name, list(values)) for name, values in zip(entry.partitions.names, entry.partitions.values)]
+
+    # ---- functions ---------------------------------------------------------------------------------
+
+    def create_function(self, function: Any) -> None:
+        self.delegate.create_function(function)
+        with self.cache.lock:
+            self.cache.bump_catalog(function.catName)
+            functions = self.cache.functions.get((function.catName, function.dbName))
+            if functions is not None:
+                functions[function.functionName] = canonical.function(function, function.catName)
+
+    def get_function(self, cat: str, db_name: str, name: str) -> Any:
+        functions = self.cache.functions.get((cat, db_name))
+        if functions is None:
+            self._count("function", False)
+            return self.delegate.get_function(cat, db_name, name)
+        self._count("function", True)
+        function = functions.get(name)
+        if function is None:
+            raise hms.NoSuchObjectException(message=f"Function {db_name}.{name} does not exist")
+        return function
+
+    def get_functions(self, cat: str, db_name: str | None = None) -> list[Any]:
+        if cat not in self.cache.complete_catalogs or (db_name is not None and (cat, db_name) not in self.cache.functions):
+            self._count("function", False)
+            return self.delegate.get_functions(cat, db_name)
+        self._count("function", True)
+        with self.cache.lock:
+            found = [f for (c, db), functions in self.cache.functions.items()
+                     if c == cat and (db_name is None or db == db_name) for f in functions.values()]
+        return sorted(found, key=lambda f: (f.dbName, f.functionName))
+
+    def alter_function(self, cat: str, db_name: str, name: str, function: Any) -> None:
+        self.delegate.alter_function(cat, db_name, name, function)
+        with self.cache.lock:
+            self.cache.bump_catalog(cat)
+            self.cache.functions.get((cat, db_name), {}).pop(name, None)
+            target = self.cache.functions.get((cat, function.dbName))
+            if target is not None:
+                target[function.functionName] = canonical.function(function, cat)
+
+    def drop_function(self, cat: str, db_name: str, name: str) -> None:
+        self.delegate.drop_function(cat, db_name, name)
+        with self.cache.lock:
+            self.cache.bump_catalog(cat)
+            self.cache.functions.get((cat, db_name), {}).pop(name, None)
+
+    # ---- column statistics -------------------------------------------------------------------------
+
+    def update_table_column_statistics(self, cat: str, stats: Any) -> None:
+        desc = stats.statsDesc
+        key = (cat, desc.dbName, desc.tableName)
+        with self.cache.writing(key):
+            self.delegate.update_table_column_statistics(cat, stats)
+            new_stats = _canonical_stats(stats.statsObj)
+
+            def change(entry: TableEntry) -> TableEntry:
+                table = canonical.table(entry.table, entry.table_id, cat)
+                table.parameters[ACCURATE] = mark_columns_accurate(table.parameters.get(ACCURATE), list(new_stats))
+                self.cache.index_table(key, table)
+                return entry.but(table=table, table_stats={**entry.table_stats, **new_stats})
+
+            self._update_entry(key, change)
+
+    def update_partition_column_statistics(self, cat: str, stats: Any, values: Sequence[str]) -> None:
+        desc = stats.statsDesc
+        key = (cat, desc.dbName, desc.tableName)
+        with self.cache.writing(key):
+            self.delegate.update_partition_column_statistics(cat, stats, values)
+            new_stats = _canonical_stats(stats.statsObj)
+
+            def change(entry: TableEntry) -> TableEntry:
+                name = make_partition_name(entry.partitions.keys, values)
+                [part] = entry.partitions.by_names([name])
+                part.parameters[ACCURATE] = mark_columns_accurate(part.parameters.get(ACCURATE), list(new_stats))
+                merged = {**entry.partition_stats.get(name, {}), **new_stats}
+                return entry.but(partitions=entry.partitions.with_partitions([part]),
+                                 partition_stats={**entry.partition_stats, name: merged})
+
+            self._update_entry(key, change)
+
+    def get_table_column_statistics(self, cat: str, db_name: str, tbl_name: str, col_names: Sequence[str]) -> list[Any]:
+        entry = self._entry(cat, db_name, tbl_name, "table_stats")
+        if entry is None:
+            return self.delegate.get_table_column_statistics(cat, db_name, tbl_name, col_names)
+        return [entry.table_stats[c] for c in col_names if c in entry.table_stats]
+
+    def get_partition_column_statistics(self, cat: str, db_name: str, tbl_name: str, part_names: Sequence[str],
+                                        col_names: Sequence[str]) -> dict[str, list[Any]]:
+        entry = self._entry(cat, db_name, tbl_name, "partition_stats")
+        if entry is None:
+            return self.delegate.get_partition_column_statistics(cat, db_name, tbl_name, part_names, col_names)
+        result = {}
+        for name in dict.fromkeys(part_names):
+            columns = entry.partition_stats.get(name, {})
+            found = [columns[c] for c in col_names if c in columns]
+            if found:
+                result[name] = found
+        return result
+
+    def delete_table_column_statistics(self, cat: str, db_name: str, tbl_name: str, col_name: str | None) -> None:
+        key = (cat, db_name, tbl_name)
+        with self.cache.writing(key):
+            self.delegate.delete_table_column_statistics(cat, db_name, tbl_name, col_name)
+            self._update_entry(key, lambda e: e.but(
+                table_stats={} if col_name is None else {c: s for c, s in e.table_stats.items() if c != col_name}))
+
+    def delete_partition_column_statistics(self, cat: str, db_name: str, tbl_name: str, part_name: str,
+                                           col_name: str | None) -> None:
+        key = (cat, db_name, tbl_name)
+        with self.cache.writing(key):
+            self.delegate.delete_partition_column_statistics(cat, db_name, tbl_name, part_name, col_name)
+
+            def change(entry: TableEntry) -> TableEntry:
+                stats = dict(entry.partition_stats)
+                kept = {} if col_name is None else {c: s for c, s in stats.get(part_name, {}).items() if c != col_name}
+                if kept:
+                    stats[part_name] = kept
+                else:
+                    stats.pop(part_name, None)
+                return entry.but(partition_stats=stats)
+
+            self._update_entry(key, change)
+
+    def close(self) -> None:
+        self.delegate.close()
+
+
+def _entry_from_bundle(bundle: TableBundle) -> TableEntry:
+    keys = tuple(k.name for k in bundle.table.partitionKeys or [])
+    return TableEntry(
+        table=bundle.table, partitions=PartitionSet(keys=keys).with_partitions(bundle.partitions),
+        table_stats=bundle.table_stats, partition_stats=bundle.partition_stats,
+    )

@@ -1,0 +1,130 @@
+"""A table's partitions in a compact, immutable form.
+
+Each partition is kept as Thrift bytes in two pieces: its own fields (values, parameters, times and the
+start of its storage descriptor with the location) and the rest of the storage descriptor, which the
+partitions of a table almost always share and which is therefore stored once. Thrift decoders accept
+fields in any order, so the two pieces concatenate to a valid Partition struct. Partition values are
+interned so that every partition with ds=2024-01-01 shares one string.
+
+A PartitionSet never changes: writes build a new one, so readers need no lock.
+"""
+from __future__ import annotations
+
+import bisect
+import struct
+import sys
+from array import array
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from hmsproxy.codec import EncodedList, decode, encode
+from hmsproxy.idl import hms
+from hmsproxy.names import make_partition_name
+
+_SD_FIELD = b"\x0c\x00\x06"         # struct, field 6 (Partition.sd)
+_LOCATION_FIELD = b"\x0b\x00\x02"   # string, field 2 (StorageDescriptor.location)
+_NO_SD_TAIL = b"\x00"               # end of Partition when it has no storage descriptor
+
+
+def encode_partition(part: Any) -> tuple[bytes, bytes, bool]:
+    """(own bytes, shared tail, needs the tolerant decoder) of a canonical Partition the caller owns.
+
+    The object is changed during encoding and restored before returning (cheaper than copies)."""
+    sd = part.sd
+    part.sd = None
+    try:
+        own = encode(part)[:-1]  # drop the struct's STOP byte
+    finally:
+        part.sd = sd
+    if sd is None:
+        return own, _NO_SD_TAIL, False
+    location = sd.location
+    sd.location = None
+    try:
+        tail = encode(sd)[:-1] + b"\x00\x00"  # end of the descriptor, end of the partition
+    finally:
+        sd.location = location
+    own += _SD_FIELD
+    if location is not None:
+        data = location.encode("utf-8")
+        own += _LOCATION_FIELD + struct.pack("!i", len(data)) + data
+    tolerant = bool(sd.skewedInfo and sd.skewedInfo.skewedColValueLocationMaps)
+    return own, tail, tolerant
+
+
+@dataclass(frozen=True)
+class PartitionSet:
+    keys: tuple[str, ...]
+    names: tuple[str, ...] = ()                  # sorted
+    own: tuple[bytes, ...] = ()                  # parallel to names
+    tail_refs: array = field(default_factory=lambda: array("I"))  # parallel: index into tails
+    values: tuple[tuple[str, ...], ...] = ()     # parallel, interned strings
+    tails: tuple[bytes, ...] = ()
+    tolerant_tails: frozenset[bytes] = frozenset()  # tails holding list-keyed skew maps
+
+    # ---- reads -------------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def index_of(self, name: str) -> int | None:
+        i = bisect.bisect_left(self.names, name)
+        return i if i < len(self.names) and self.names[i] == name else None
+
+    def _item(self, i: int) -> tuple[bytes, bytes]:
+        return self.own[i], self.tails[self.tail_refs[i]]
+
+    def _decode(self, item: tuple[bytes, ...]) -> Any:
+        return decode(hms.Partition, b"".join(item), tolerant=item[1] in self.tolerant_tails)
+
+    def encoded(self, indexes: Iterable[int]) -> EncodedList:
+        return EncodedList([self._item(i) for i in indexes], self._decode)
+
+    def all(self, limit: int | None = None) -> EncodedList:
+        count = len(self.names) if limit is None or limit < 0 else min(limit, len(self.names))
+        return self.encoded(range(count))
+
+    def by_names(self, names: Sequence[str]) -> EncodedList:
+        """The named partitions that exist, sorted by name (as the database answers)."""
+        found = sorted({i for i in (self.index_of(n) for n in names) if i is not None})
+        return self.encoded(found)
+
+    def size_bytes(self) -> int:
+        """Estimated memory: the bytes objects, the shared strings and the containers holding them."""
+        per_item = sum(sys.getsizeof(b) for b in self.own) + sum(sys.getsizeof(n) for n in self.names)
+        containers = 3 * 8 * len(self.names) + self.tail_refs.itemsize * len(self.names)
+        values = sum(sys.getsizeof(v) for v in self.values)
+        return per_item + containers + values + sum(sys.getsizeof(t) for t in self.tails)
+
+    # ---- writes (each returns a new set) -----------------------------------------------------------
+
+    def with_partitions(self, parts: Sequence[Any]) -> "PartitionSet":
+        """Adds or replaces partitions (matched by name)."""
+        rows = dict(zip(self.names, zip(self.own, (self.tails[r] for r in self.tail_refs), self.values)))
+        tolerant = set(self.tolerant_tails)
+        for part in parts:
+            own, tail, needs_tolerant = encode_partition(part)
+            if needs_tolerant:
+                tolerant.add(tail)
+            values = tuple(sys.intern(v) for v in part.values)
+            rows[make_partition_name(self.keys, part.values)] = (own, tail, values)
+        return self._from_rows(rows, tolerant)
+
+    def without(self, names: Iterable[str]) -> "PartitionSet":
+        drop = set(names)
+        rows = {n: (o, self.tails[r], v) for n, o, r, v in zip(self.names, self.own, self.tail_refs, self.values)
+                if n not in drop}
+        return self._from_rows(rows, set(self.tolerant_tails))
+
+    def _from_rows(self, rows: dict[str, tuple[bytes, bytes, tuple[str, ...]]], tolerant: set[bytes]) -> "PartitionSet":
+        names = sorted(rows)
+        tail_index: dict[bytes, int] = {}
+        refs = array("I")
+        for name in names:
+            refs.append(tail_index.setdefault(rows[name][1], len(tail_index)))
+        tails = tuple(tail_index)
+        return PartitionSet(
+            keys=self.keys, names=tuple(names), own=tuple(rows[n][0] for n in names), tail_refs=refs,
+            values=tuple(rows[n][2] for n in names), tails=tails,
+            tolerant_tails=frozenset(t for t in tails if t in tolerant),
+        )

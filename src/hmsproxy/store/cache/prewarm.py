@@ -1,0 +1,107 @@
+"""The loader thread: prewarms the cache at start, then (re)loads tables on request.
+
+Prewarm loads every catalog's databases, functions and table names, then every table with its partitions
+and statistics, one table per database transaction. Requests for a table that is not loaded yet move it to
+the front of the queue. Progress is logged and exported as metrics; `complete` drives /readyz.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+
+from hmsproxy.metrics import Metrics
+from hmsproxy.store.cache.cached_store import CachedStore
+from hmsproxy.store.cache.shared_cache import TableKey
+
+log = logging.getLogger(__name__)
+PROGRESS_INTERVAL_S = 5.0
+
+
+class Loader:
+    def __init__(self, store: CachedStore, metrics: Metrics) -> None:
+        self.store = store
+        self.metrics = metrics
+        self.complete = threading.Event()
+        self._queue: deque[TableKey] = deque()
+        self._queued: set[TableKey] = set()
+        self._wakeup = threading.Condition()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="cache-loader", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._wakeup:
+            self._stopping = True
+            self._wakeup.notify()
+        self._thread.join(timeout=10)
+
+    def request(self, key: TableKey, urgent: bool = True) -> None:
+        """Queues a table for loading; urgent requests (a client is waiting) go to the front."""
+        with self._wakeup:
+            if key in self._queued:
+                if urgent:
+                    self._queue.remove(key)
+                    self._queue.appendleft(key)
+                return
+            self._queued.add(key)
+            self._queue.appendleft(key) if urgent else self._queue.append(key)
+            self._wakeup.notify()
+
+    def _next(self) -> TableKey | None:
+        with self._wakeup:
+            while not self._queue and not self._stopping:
+                if not self.complete.is_set():
+                    return None
+                self._wakeup.wait()
+            if self._stopping:
+                return None
+            key = self._queue.popleft()
+            self._queued.discard(key)
+            return key
+
+    def _run(self) -> None:
+        try:
+            self._prewarm()
+        except Exception:
+            log.exception("prewarm failed; the cache serves what it loaded and the database the rest")
+        self.complete.set()
+        self.metrics.prewarm_complete.set(1)
+        while (key := self._next()) is not None:
+            self._load(key)
+
+    def _load(self, key: TableKey) -> int:
+        try:
+            return self.store.load_table(key)
+        except Exception:
+            log.exception("could not load %s into the cache", ".".join(key))
+            return 0
+
+    def _prewarm(self) -> None:
+        started = time.monotonic()
+        tables: list[TableKey] = []
+        for catalog in self.store.delegate.get_catalog_names():
+            tables += self.store.load_catalog(catalog)
+        for key in tables:
+            self.request(key, urgent=False)
+        total, done, partitions = len(tables), 0, 0
+        self.metrics.prewarm_tables.labels("total").set(total)
+        log.info("prewarm: %d databases, %d tables to load", len(self.store.cache.databases), total)
+        last_report = started
+        while (key := self._next()) is not None:
+            partitions += self._load(key)
+            done += 1
+            self.metrics.prewarm_tables.labels("done").set(done)
+            self.metrics.prewarm_partitions.set(partitions)
+            self.metrics.prewarm_seconds.set(time.monotonic() - started)
+            if time.monotonic() - last_report >= PROGRESS_INTERVAL_S:
+                last_report = time.monotonic()
+                elapsed = last_report - started
+                log.info("prewarm: %d/%d tables, %d partitions in %.1f s (%.0f partitions/s)", done, total,
+                         partitions, elapsed, partitions / elapsed if elapsed else 0.0)
+        elapsed = time.monotonic() - started
+        self.metrics.prewarm_seconds.set(elapsed)
+        log.info("prewarm complete: %d tables, %d partitions in %.1f s", done, partitions, elapsed)
