@@ -47,6 +47,7 @@ class Settings:
     cache_max_bytes: int = 1 << 30
     cache_whitelist: str = ".*"
     cache_blacklist: str = ""
+    db_latency_ms: float = 0.0
 
     @property
     def warehouse_path(self) -> Path:
@@ -67,6 +68,11 @@ def _coerce(name: str, value: Any) -> Any:
         raise ValueError(f"setting {name!r}: expected a boolean, got {value!r}")
     if name == "cache_max_bytes":
         return _size(value)
+    if field_type == "float":
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"setting {name!r}: expected a number, got {value!r}") from None
     if field_type == "int":
         try:
             return int(value)

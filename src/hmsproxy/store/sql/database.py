@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from typing import Iterator
 
 from sqlalchemy import Connection, Engine, create_engine, event, func, insert, inspect, select, update
@@ -49,7 +50,7 @@ def normalise_url(url: str) -> str:
 class Database:
     """Owns the engine; `transaction()` is the only way the store talks to the database."""
 
-    def __init__(self, url: str, pool_size: int = 16) -> None:
+    def __init__(self, url: str, pool_size: int = 16, added_latency_ms: float = 0.0) -> None:
         self.url = normalise_url(url)
         self.is_sqlite = self.url.startswith("sqlite")
         if self.is_sqlite:
@@ -59,6 +60,8 @@ class Database:
             self.engine = create_engine(self.url, pool_size=pool_size, max_overflow=pool_size,
                                         pool_pre_ping=True, pool_recycle=3600)
         self._sqlite_lock = threading.RLock()
+        if added_latency_ms > 0:
+            _add_round_trip_latency(self.engine, added_latency_ms / 1000.0)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Connection]:
@@ -81,6 +84,15 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def _add_round_trip_latency(engine: Engine, seconds: float) -> None:
+    """Models a remote database (benchmarks): every statement and every commit waits `seconds` more."""
+    def wait(*_args: object) -> None:
+        time.sleep(seconds)
+
+    event.listen(engine, "before_cursor_execute", wait)
+    event.listen(engine, "commit", wait)
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
