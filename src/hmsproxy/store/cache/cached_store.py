@@ -84,7 +84,7 @@ class CachedStore:
             bundle = self.delegate.get_table_bundle(*key)
         except hms.NoSuchObjectException:
             return 0
-        self.cache.put_table(key, _entry_from_bundle(bundle), loaded_at_generation=generation)
+        self.cache.put_table(key, entry_from_bundle(bundle), loaded_at_generation=generation)
         return len(bundle.partitions)
 
     def load_catalog(self, cat: str) -> list[TableKey]:
@@ -467,7 +467,7 @@ class CachedStore:
         self.delegate.close()
 
 
-def _entry_from_bundle(bundle: TableBundle) -> TableEntry:
+def entry_from_bundle(bundle: TableBundle) -> TableEntry:
     keys = tuple(k.name for k in bundle.table.partitionKeys or [])
     return TableEntry(
         table=bundle.table, partitions=PartitionSet(keys=keys).with_partitions(bundle.partitions),
