@@ -2,9 +2,9 @@
 records metrics.
 
 thriftpy2 drops the connection when a handler raises something the IDL does not declare for that method
-(the client sees "TSocket read 0 bytes"). Here such failures become the method's MetaException (or another
-declared exception with a message), or a TApplicationException when it declares none, and the
-connection stays usable.
+(the client sees "TSocket read 0 bytes"). Here such failures become the method's MetaException, or a
+TApplicationException (as the Java server answers undeclared errors) when it declares none; the
+connection stays usable either way.
 """
 from __future__ import annotations
 
@@ -37,7 +37,8 @@ def declared_exceptions(result: Any) -> list[type]:
 
 
 def to_declared(api: str, exc: Exception, result: Any) -> Exception:
-    """The exception to send for a failed call: itself if declared, else the closest declared one."""
+    """The exception to send for a failed call: itself if declared, else MetaException, else an
+    application error."""
     declared = declared_exceptions(result)
     legacy = FIELD_ONE_FOR_LEGACY_CLIENTS.get(api)
     if legacy is not None and isinstance(exc, TException) and not isinstance(exc, legacy):
@@ -49,9 +50,8 @@ def to_declared(api: str, exc: Exception, result: Any) -> Exception:
     else:
         log.exception("internal error in %s", api)
         message = f"{type(exc).__name__}: {exc}"
-    for kind in [hms.MetaException] + declared:
-        if kind in declared and "message" in {spec[1] for spec in kind.thrift_spec.values()}:
-            return kind(message=message)
+    if hms.MetaException in declared:
+        return hms.MetaException(message=message)
     return TApplicationException(TApplicationException.INTERNAL_ERROR, message)
 
 
