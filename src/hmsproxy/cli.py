@@ -30,6 +30,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--cache-max-bytes", help="memory bound of the cache, e.g. 2gb (default 1gb)")
     serve.add_argument("--cache-whitelist", help="comma-separated db.table regexes to cache (default .*)")
     serve.add_argument("--cache-blacklist", help="comma-separated db.table regexes never to cache")
+    serve.add_argument("--strict-snapshots", action="store_const", const=True,
+                       help="refuse cached reads of transactional tables that carry no validWriteIdList")
     serve.add_argument("--db-latency-ms", type=float, help="benchmarks only: delay added to every database round trip")
     schema = commands.add_parser("schema", help="create or inspect the metastore schema")
     schema.add_argument("action", choices=["init", "info"])

@@ -47,6 +47,7 @@ class Settings:
     cache_max_bytes: int = 1 << 30
     cache_whitelist: str = ".*"
     cache_blacklist: str = ""
+    strict_snapshots: bool = False
     db_latency_ms: float = 0.0
 
     @property

@@ -27,6 +27,10 @@ class Metrics:
         self.cache_lookups = Counter("hmsproxy_cache_lookups", "Store reads by Thrift method, object kind and result "
                                      "(hit: answered from memory, miss: from the database)",
                                      ["method", "kind", "result"], registry=self.registry)
+        self.cache_snapshot_fallbacks = Counter(
+            "hmsproxy_cache_snapshot_fallbacks", "Cached tables not used because of the request's snapshot, by reason "
+            "(stale: older than the snapshot, table_id: another table of that name, no_snapshot: transactional "
+            "table read without one)", ["reason"], registry=self.registry)
         self.cache_evictions = Counter("hmsproxy_cache_evictions", "Tables evicted from the cache to stay within "
                                        "the memory bound", registry=self.registry)
         self.cache_objects = Gauge("hmsproxy_cache_objects", "Objects held in the cache", ["kind"],

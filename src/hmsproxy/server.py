@@ -59,7 +59,7 @@ def cached(store: SqlStore, settings: Settings, metrics: Metrics) -> tuple[Cache
     """Wraps the store in the cache and starts prewarming it in the background."""
     cache = SharedCache(settings.cache_max_bytes, on_evict=lambda key: metrics.cache_evictions.inc())
     policy = CachePolicy.from_patterns(settings.cache_whitelist, settings.cache_blacklist)
-    cached_store = CachedStore(store, cache, policy, metrics)
+    cached_store = CachedStore(store, cache, policy, metrics, strict_snapshots=settings.strict_snapshots)
     loader = Loader(cached_store, metrics)
     cached_store.request_load = loader.request
     metrics.cache_bytes.set_function(cache.bytes_used)

@@ -9,9 +9,11 @@ from hmsproxy.handler.partitions import PartitionCalls
 from hmsproxy.handler.service import ServiceCalls
 from hmsproxy.handler.statistics import StatisticsCalls
 from hmsproxy.handler.tables import TableCalls
+from hmsproxy.handler.transactions import TransactionCalls
 
 
-class Handler(DatabaseCalls, TableCalls, PartitionCalls, FunctionCalls, StatisticsCalls, ServiceCalls):
+class Handler(DatabaseCalls, TableCalls, PartitionCalls, FunctionCalls, StatisticsCalls, TransactionCalls,
+              ServiceCalls):
     def __init__(self, ctx: HandlerContext) -> None:
         self.ctx = ctx
 

@@ -1,12 +1,14 @@
 """What every group of Thrift calls shares: the store, the warehouse, name parsing and HMS's errors."""
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from hmsproxy.idl import hms
 from hmsproxy.names import DEFAULT_CATALOG, is_valid_identifier, normalise_partition_value
+from hmsproxy.store.snapshot import reading_at
 from hmsproxy.warehouse import Warehouse
 
 DDL_TIME = "transient_lastDdlTime"
@@ -69,3 +71,12 @@ def check_partition_values(table: Any, values: Sequence[str] | None) -> list[str
         raise hms.MetaException(
             message=f"Invalid partition key & values; keys {keys}, values {values} of {table.dbName}.{table.tableName}")
     return [normalise_partition_value(v) for v in values]
+
+
+def with_snapshot(method: Callable) -> Callable:
+    """For request-style reads: the request's validWriteIdList and table id hold for the whole call."""
+    @functools.wraps(method)
+    def call(self: Any, request: Any, *args: Any) -> Any:
+        with reading_at(getattr(request, "validWriteIdList", None), getattr(request, "id", None)):
+            return method(self, request, *args)
+    return call

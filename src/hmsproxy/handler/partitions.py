@@ -5,6 +5,7 @@ import copy
 from typing import Any, Sequence
 
 from hmsproxy.handler.common import (
+    with_snapshot,
     DDL_TIME, HandlerContext, check_partition_values, env_properties, lower, now, split_catalog,
 )
 from hmsproxy.handler.quick_stats import (
@@ -175,6 +176,7 @@ class PartitionCalls:
         catalog, db, table = self._table(db_name, tbl_name)
         return self.ctx.store.get_partition(catalog, db, table.tableName, check_partition_values(table, part_vals))
 
+    @with_snapshot
     def get_partition_req(self, req: Any) -> Any:
         catalog, db, table = self._table(req.dbName, req.tblName, req.catName)
         part = self.ctx.store.get_partition(catalog, db, table.tableName, check_partition_values(table, req.partVals))
@@ -196,6 +198,7 @@ class PartitionCalls:
                                  group_names: Sequence[str] = ()) -> list[Any]:
         return self.get_partitions(db_name, tbl_name, max_parts)
 
+    @with_snapshot
     def get_partitions_req(self, req: Any) -> Any:
         catalog, db, table = self._table(req.dbName, req.tblName, req.catName)
         return hms.PartitionsResponse(
@@ -226,6 +229,7 @@ class PartitionCalls:
                                     user_name: str = "", group_names: Sequence[str] = ()) -> list[Any]:
         return self._partitions_by_spec(db_name, tbl_name, None, part_vals, max_parts)
 
+    @with_snapshot
     def get_partitions_ps_with_auth_req(self, req: Any) -> Any:
         parts = self._partitions_by_spec(req.dbName, req.tblName, req.catName, req.partVals, req.maxParts)
         return hms.GetPartitionsPsWithAuthResponse(partitions=parts)
@@ -234,6 +238,7 @@ class PartitionCalls:
         catalog, db, table = self._table(db_name, tbl_name)
         return _limit(self._names_by_spec(catalog, db, table, part_vals), max_parts)
 
+    @with_snapshot
     def get_partition_names_ps_req(self, req: Any) -> Any:
         catalog, db, table = self._table(req.dbName, req.tblName, req.catName)
         return hms.GetPartitionNamesPsResponse(
@@ -265,6 +270,7 @@ class PartitionCalls:
         catalog, db, table = self._table(db_name, tbl_name)
         return self.ctx.store.get_partitions_by_names(catalog, db, table.tableName, list(names or []))
 
+    @with_snapshot
     def get_partitions_by_names_req(self, req: Any) -> Any:
         catalog, db, table = self._table(req.db_name, req.tbl_name)
         parts = self.ctx.store.get_partitions_by_names(catalog, db, table.tableName, list(req.names or []))
@@ -287,7 +293,12 @@ class PartitionCalls:
         self._alter_partitions(db_name, tbl_name, None, new_parts, environment_context)
 
     def alter_partitions_req(self, req: Any) -> Any:
-        self._alter_partitions(req.dbName, req.tableName, req.catName, req.partitions, req.environmentContext)
+        parts = list(req.partitions or [])
+        if req.writeId is not None and req.writeId > 0:
+            parts = [copy.copy(p) for p in parts]
+            for part in parts:
+                part.writeId = req.writeId
+        self._alter_partitions(req.dbName, req.tableName, req.catName, parts, req.environmentContext)
         return hms.AlterPartitionsResponse()
 
     def _alter_partitions(self, db_name: str, tbl_name: str, cat: str | None, new_parts: Sequence[Any], env: Any) -> None:

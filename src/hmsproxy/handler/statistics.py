@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from hmsproxy.handler.common import HandlerContext, lower, split_catalog
+from hmsproxy.handler.common import HandlerContext, lower, split_catalog, with_snapshot
 from hmsproxy.idl import hms
 from hmsproxy.names import parse_partition_name
 from hmsproxy.stats_aggregate import aggregate_column
@@ -77,12 +77,14 @@ class StatisticsCalls:
                                                catName=catalog),
             statsObj=found[part_name])
 
+    @with_snapshot
     def get_table_statistics_req(self, request: Any) -> Any:
         catalog, db = split_catalog(request.dbName, request.catName)
         cols = [c.lower() for c in request.colNames or []]
         objs = self.ctx.store.get_table_column_statistics(catalog, db, lower(request.tblName, "table"), cols)
         return hms.TableStatsResult(tableStats=objs)
 
+    @with_snapshot
     def get_partitions_statistics_req(self, request: Any) -> Any:
         catalog, db = split_catalog(request.dbName, request.catName)
         cols = [c.lower() for c in request.colNames or []]
@@ -90,6 +92,7 @@ class StatisticsCalls:
             catalog, db, lower(request.tblName, "table"), list(request.partNames or []), cols)
         return hms.PartitionsStatsResult(partStats=found)
 
+    @with_snapshot
     def get_aggr_stats_for(self, request: Any) -> Any:
         catalog, db = split_catalog(request.dbName, request.catName)
         cols = [c.lower() for c in request.colNames or []]

@@ -6,6 +6,7 @@ import logging
 from typing import Any, Sequence
 
 from hmsproxy.handler.common import (
+    with_snapshot,
     DDL_TIME, HandlerContext, env_properties, lower, now, require_valid_name, split_catalog,
 )
 from hmsproxy.handler.quick_stats import DO_NOT_UPDATE_STATS, strip_marker, update_quick_stats
@@ -99,6 +100,7 @@ class TableCalls:
         catalog, db_name = split_catalog(dbname)
         return self.ctx.store.get_table(catalog, db_name, lower(tbl_name, "table"))
 
+    @with_snapshot
     def get_table_req(self, req: Any) -> Any:
         catalog, db_name = split_catalog(req.dbName, req.catName)
         table = self.ctx.store.get_table(catalog, db_name, lower(req.tblName, "table"))
@@ -195,7 +197,11 @@ class TableCalls:
 
     def alter_table_req(self, req: Any) -> Any:
         cascade = env_properties(req.environmentContext).get("CASCADE", "").lower() == "true"
-        self._alter_table(req.dbName, req.catName, req.tableName, req.table, req.environmentContext, cascade)
+        table = req.table
+        if table is not None and req.writeId is not None and req.writeId > 0:
+            table = copy.copy(table)
+            table.writeId = req.writeId  # a write inside a transaction advances the table's write id
+        self._alter_table(req.dbName, req.catName, req.tableName, table, req.environmentContext, cascade)
         return hms.AlterTableResponse()
 
     def _alter_table(self, dbname: str, cat: str | None, tbl_name: str, new_tbl: Any, env: Any, cascade: bool) -> None:

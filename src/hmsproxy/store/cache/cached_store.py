@@ -7,6 +7,11 @@ so looking up something that does not exist costs no database round trip either.
 Writes: to the delegate first (one database transaction); only after it committed is the cache updated,
 from the canonical form of what was written (store/canonical.py), never by reading it back. A failed write
 leaves the cache untouched. Renames and cascading column changes drop the table entry and queue a reload.
+
+Snapshots: an entry of a transactional table carries the ValidWriteIdList it reflects, kept current by the
+write-id allocations, commits and aborts that pass through here. A read that carries a snapshot (see
+store/snapshot.py) is answered from the entry only if the entry is as fresh as the snapshot or newer
+(TxnIdUtils.compare >= 0) and has the table id the client expects; otherwise from the database.
 """
 from __future__ import annotations
 
@@ -21,9 +26,12 @@ from hmsproxy.store import canonical
 from hmsproxy.store.cache.partitions import PartitionSet
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import DbKey, SharedCache, TableEntry, TableKey
-from hmsproxy.store.rawstore import DroppedTable, RawStore, TableBundle
+from hmsproxy.store.rawstore import DroppedTable, RawStore, TableBundle, is_transactional
+from hmsproxy.store.snapshot import request_snapshot
 from hmsproxy.store.sql.statistics import ACCURATE, mark_columns_accurate
 from hmsproxy.store.sql.stats_codec import obj_to_row, row_to_obj
+from hmsproxy.store.sql.transactions import TableWrite
+from hmsproxy.txn.write_ids import ValidWriteIdList, is_fresh_or_newer
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +51,13 @@ def _canonical_stats(objs: Sequence[Any]) -> dict[str, Any]:
 
 class CachedStore:
     def __init__(self, delegate: RawStore, cache: SharedCache, policy: CachePolicy, metrics: Metrics,
-                 request_load: Callable[[TableKey], None] = lambda key: None) -> None:
+                 request_load: Callable[[TableKey], None] = lambda key: None, strict_snapshots: bool = False) -> None:
         self.delegate = delegate
         self.cache = cache
         self.policy = policy
         self.metrics = metrics
         self.request_load = request_load
+        self.strict_snapshots = strict_snapshots
 
     # ---- bookkeeping -------------------------------------------------------------------------------
 
@@ -61,8 +70,9 @@ class CachedStore:
         key = (cat, db, tbl)
         entry = self.cache.get_table(key)
         if entry is not None:
-            self._count(kind, True)
-            return entry
+            usable = self._serves_snapshot(entry, f"{db}.{tbl}")
+            self._count(kind, usable)
+            return entry if usable else None
         names = self.cache.table_index.get((cat, db))
         if names is not None and tbl not in names:
             self._count(kind, True)
@@ -74,6 +84,31 @@ class CachedStore:
         if self.policy.allows(db, tbl) and key not in self.cache.oversized:
             self.request_load(key)
         return None
+
+    def _serves_snapshot(self, entry: TableEntry, full_name: str) -> bool:
+        """Whether the entry may answer the current request's snapshot (see the module docstring)."""
+        snapshot = request_snapshot.get()
+        reason = None
+        if snapshot.table_id is not None and snapshot.table_id != entry.table_id:
+            reason = "table_id"
+        elif entry.write_ids is None:
+            return True  # not transactional: eventually consistent, as in Hive
+        elif snapshot.valid_write_ids is None:
+            if self.strict_snapshots:
+                raise hms.MetaException(message=f"{full_name} is transactional: reads must carry a validWriteIdList "
+                                                "(the server runs in strict snapshot mode)")
+            reason = "no_snapshot"
+        else:
+            try:
+                requested = ValidWriteIdList.parse(snapshot.valid_write_ids)
+            except ValueError as exc:
+                raise hms.MetaException(message=f"invalid validWriteIdList: {exc}") from None
+            if not is_fresh_or_newer(entry.write_ids, requested):
+                reason = "stale" if requested.table_name == full_name else "other_table"
+        if reason is None:
+            return True
+        self.metrics.cache_snapshot_fallbacks.labels(reason).inc()
+        return False
 
     def load_table(self, key: TableKey) -> int:
         """Loads one table into the cache (prewarm and reloads); returns the partitions loaded."""
@@ -180,7 +215,9 @@ class CachedStore:
             self.cache.index_table(key, stored)
             if self.policy.allows(table.dbName, table.tableName):
                 keys = tuple(k.name for k in stored.partitionKeys)
-                self.cache.put_table(key, TableEntry(stored, PartitionSet(keys=keys)))
+                write_ids = ValidWriteIdList.of(f"{table.dbName}.{table.tableName}", 0) \
+                    if is_transactional(stored) else None
+                self.cache.put_table(key, TableEntry(stored, PartitionSet(keys=keys), write_ids=write_ids))
         return tbl_id
 
     def get_table(self, cat: str, db_name: str, tbl_name: str) -> Any:
@@ -227,7 +264,8 @@ class CachedStore:
         with self.cache.writing(key):
             old = self.cache.get_table(key)
             self.delegate.alter_table(cat, db_name, tbl_name, new_table, partition_location_moves, cascade)
-            if new_key != key or cascade or old is None:
+            changes_kind = old is not None and is_transactional(new_table) != (old.write_ids is not None)
+            if new_key != key or cascade or old is None or changes_kind:
                 self._forget(key)
                 self.cache.index_table(new_key, new_table)
                 self.cache.bump(new_key)
@@ -463,13 +501,98 @@ class CachedStore:
 
             self._update_entry(key, change)
 
+    # ---- transactions: pass through, keeping the entries' write ids current --------------------------
+
+    def open_txns(self, count: int, user: str, host: str, agent: str | None, txn_type: int | None) -> list[int]:
+        return self.delegate.open_txns(count, user, host, agent, txn_type)
+
+    def get_open_txns(self) -> tuple[int, list[Any]]:
+        return self.delegate.get_open_txns()
+
+    def current_txn_list(self) -> Any:
+        return self.delegate.current_txn_list()
+
+    def valid_write_ids(self, full_names: Sequence[str], snapshot: Any) -> list[ValidWriteIdList]:
+        return self.delegate.valid_write_ids(full_names, snapshot)
+
+    def allocate_write_ids(self, db_name: str, table: str, txn_ids: Sequence[int]) -> list[tuple[int, int]]:
+        key = ("hive", db_name, table)
+        with self.cache.writing(key):
+            allocated = self.delegate.allocate_write_ids(db_name, table, txn_ids)
+            self._update_write_ids(key, [w for _, w in allocated], "open")
+        return allocated
+
+    def commit_txn(self, txn_id: int) -> list[TableWrite]:
+        writes = self.delegate.commit_txn(txn_id)
+        self._apply_txn_end(writes, "committed")
+        return writes
+
+    def abort_txns(self, txn_ids: Sequence[int]) -> list[TableWrite]:
+        writes = self.delegate.abort_txns(txn_ids)
+        self._apply_txn_end(writes, "aborted")
+        return writes
+
+    def _apply_txn_end(self, writes: Sequence[TableWrite], outcome: str) -> None:
+        by_table: dict[TableKey, list[int]] = {}
+        for write in writes:
+            by_table.setdefault(("hive", write.db, write.table), []).append(write.write_id)
+        for key, write_ids in by_table.items():
+            with self.cache.writing(key):
+                self._update_write_ids(key, write_ids, outcome)
+
+    def _update_write_ids(self, key: TableKey, write_ids: Sequence[int], outcome: str) -> None:
+        def change(entry: TableEntry) -> TableEntry:
+            if entry.write_ids is None:
+                return entry
+            return entry.but(write_ids=with_write_ids(entry.write_ids, write_ids, outcome))
+
+        self._update_entry(key, change)
+
+    def lock(self, components: Sequence[Any], txn_id: int | None, user: str, host: str,
+             agent: str | None) -> tuple[int, int]:
+        return self.delegate.lock(components, txn_id, user, host, agent)
+
+    def check_lock(self, lock_id: int) -> int:
+        return self.delegate.check_lock(lock_id)
+
+    def unlock(self, lock_id: int) -> None:
+        self.delegate.unlock(lock_id)
+
+    def show_locks(self, db_name: str | None, table: str | None, partition: str | None,
+                   txn_id: int | None) -> list[Any]:
+        return self.delegate.show_locks(db_name, table, partition, txn_id)
+
+    def heartbeat(self, lock_id: int | None, txn_id: int | None) -> None:
+        self.delegate.heartbeat(lock_id, txn_id)
+
+    def heartbeat_txn_range(self, low: int, high: int) -> tuple[set[int], set[int]]:
+        return self.delegate.heartbeat_txn_range(low, high)
+
     def close(self) -> None:
         self.delegate.close()
+
+
+def with_write_ids(current: ValidWriteIdList, write_ids: Sequence[int], outcome: str) -> ValidWriteIdList:
+    """The entry's write ids after `write_ids` became open (allocated), committed or aborted here.
+
+    Ids between the old high watermark and a new one that this instance has not seen (allocated by
+    another client or instance) count as open: unknown is never treated as committed."""
+    high = max([current.high_watermark, *write_ids])
+    open_ids = set(current.open_ids) | set(range(current.high_watermark + 1, high + 1))
+    aborted = set(current.aborted_ids)
+    for write_id in write_ids:
+        open_ids.discard(write_id)
+        aborted.discard(write_id)
+        if outcome == "open":
+            open_ids.add(write_id)
+        elif outcome == "aborted":
+            aborted.add(write_id)
+    return ValidWriteIdList.of(current.table_name, high, sorted(open_ids), sorted(aborted))
 
 
 def entry_from_bundle(bundle: TableBundle) -> TableEntry:
     keys = tuple(k.name for k in bundle.table.partitionKeys or [])
     return TableEntry(
         table=bundle.table, partitions=PartitionSet(keys=keys).with_partitions(bundle.partitions),
-        table_stats=bundle.table_stats, partition_stats=bundle.partition_stats,
+        table_stats=bundle.table_stats, partition_stats=bundle.partition_stats, write_ids=bundle.write_ids,
     )

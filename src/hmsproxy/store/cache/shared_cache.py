@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 import cachetools
 
 from hmsproxy.store.cache.partitions import PartitionSet
+from hmsproxy.txn.write_ids import ValidWriteIdList
 
 TableKey = tuple[str, str, str]   # catalog, database, table
 DbKey = tuple[str, str]           # catalog, database
@@ -30,6 +31,7 @@ class TableEntry:
     partitions: PartitionSet
     table_stats: dict[str, Any] = field(default_factory=dict)              # column -> stats object
     partition_stats: dict[str, dict[str, Any]] = field(default_factory=dict)  # partition name -> column -> stats
+    write_ids: ValidWriteIdList | None = None  # transactional tables: the write ids this entry reflects
 
     @property
     def table_id(self) -> int:

@@ -130,18 +130,22 @@ def schema_version(db: Database) -> str | None:
 
 
 def init_schema(db: Database, default_catalog_location: str) -> bool:
-    """Creates the Hive schema with its VERSION row, sequences and the default catalog; False if present."""
-    if schema_exists(db):
-        return False
+    """Creates the Hive schema with its VERSION row, sequences and the default catalog; False if it was
+    already there. Tables a newer hmsproxy added to an existing schema are created either way."""
+    created = not schema_exists(db)
     s.metadata.create_all(db.engine)
     with db.transaction() as conn:
-        conn.execute(insert(s.VERSION).values(VER_ID=1, SCHEMA_VERSION=s.SCHEMA_VERSION,
-                                              VERSION_COMMENT="Hive release version " + s.SCHEMA_VERSION))
-        conn.execute(insert(s.SEQUENCE_TABLE), [
-            {"SEQUENCE_NAME": MODEL_PREFIX + model, "NEXT_VAL": 1} for model in ID_COLUMNS
-        ])
-        conn.execute(insert(s.NOTIFICATION_SEQUENCE).values(NNI_ID=1, NEXT_EVENT_ID=1))
-        ctlg_id = _reserve(conn, "MCatalog", 1)
-        conn.execute(insert(s.CTLGS).values(CTLG_ID=ctlg_id, NAME="hive", DESC="Default catalog for Hive",
-                                            LOCATION_URI=default_catalog_location))
-    return True
+        if created:
+            conn.execute(insert(s.VERSION).values(VER_ID=1, SCHEMA_VERSION=s.SCHEMA_VERSION,
+                                                  VERSION_COMMENT="Hive release version " + s.SCHEMA_VERSION))
+            conn.execute(insert(s.SEQUENCE_TABLE), [
+                {"SEQUENCE_NAME": MODEL_PREFIX + model, "NEXT_VAL": 1} for model in ID_COLUMNS
+            ])
+            ctlg_id = _reserve(conn, "MCatalog", 1)
+            conn.execute(insert(s.CTLGS).values(CTLG_ID=ctlg_id, NAME="hive", DESC="Default catalog for Hive",
+                                                LOCATION_URI=default_catalog_location))
+        for table, row in ((s.NOTIFICATION_SEQUENCE, {"NNI_ID": 1, "NEXT_EVENT_ID": 1}),
+                           (s.NEXT_TXN_ID, {"NTXN_NEXT": 1}), (s.NEXT_LOCK_ID, {"NL_NEXT": 1})):
+            if conn.execute(select(func.count()).select_from(table)).scalar() == 0:
+                conn.execute(insert(table).values(**row))
+    return created

@@ -342,3 +342,84 @@ NOTIFICATION_SEQUENCE = _table(
     _id("NNI_ID"),
     Column("NEXT_EVENT_ID", BigInteger, nullable=False),
 )
+
+# ---- transactions, write ids and locks (Hive's TxnHandler tables) ------------------------------------
+
+TXNS = _table(
+    "TXNS",
+    _id("TXN_ID"),
+    Column("TXN_STATE", String(1), nullable=False),          # o = open, a = aborted (committed rows are deleted)
+    Column("TXN_STARTED", BigInteger, nullable=False),
+    Column("TXN_LAST_HEARTBEAT", BigInteger, nullable=False),
+    Column("TXN_USER", String(128), nullable=False),
+    Column("TXN_HOST", String(128), nullable=False),
+    Column("TXN_AGENT_INFO", String(128)),
+    Column("TXN_META_INFO", String(128)),
+    Column("TXN_HEARTBEAT_COUNT", Integer),
+    Column("TXN_TYPE", Integer),
+)
+
+NEXT_TXN_ID = _table("NEXT_TXN_ID", Column("NTXN_NEXT", BigInteger, primary_key=True, autoincrement=False))
+
+TXN_COMPONENTS = _table(
+    "TXN_COMPONENTS",
+    Column("TC_TXNID", BigInteger, nullable=False),
+    Column("TC_DATABASE", String(128), nullable=False),
+    Column("TC_TABLE", String(256)),
+    Column("TC_PARTITION", String(767)),
+    Column("TC_OPERATION_TYPE", String(1), nullable=False),
+    Column("TC_WRITEID", BigInteger),
+    Index("TC_TXNID_INDEX", "TC_TXNID"),
+)
+
+COMPLETED_TXN_COMPONENTS = _table(
+    "COMPLETED_TXN_COMPONENTS",
+    Column("CTC_TXNID", BigInteger, nullable=False),
+    Column("CTC_DATABASE", String(128), nullable=False),
+    Column("CTC_TABLE", String(256)),
+    Column("CTC_PARTITION", String(767)),
+    Column("CTC_TIMESTAMP", BigInteger),
+    Column("CTC_WRITEID", BigInteger),
+    Column("CTC_UPDATE_DELETE", String(1), nullable=False),
+)
+
+TXN_TO_WRITE_ID = _table(
+    "TXN_TO_WRITE_ID",
+    Column("T2W_TXNID", BigInteger, nullable=False),
+    Column("T2W_DATABASE", String(128), nullable=False),
+    Column("T2W_TABLE", String(256), nullable=False),
+    Column("T2W_WRITEID", BigInteger, nullable=False),
+    Index("TBL_TO_TXN_ID_IDX", "T2W_DATABASE", "T2W_TABLE", "T2W_TXNID"),
+)
+
+NEXT_WRITE_ID = _table(
+    "NEXT_WRITE_ID",
+    Column("NWI_DATABASE", String(128), nullable=False),
+    Column("NWI_TABLE", String(256), nullable=False),
+    Column("NWI_NEXT", BigInteger, nullable=False),
+    PrimaryKeyConstraint("NWI_DATABASE", "NWI_TABLE"),
+)
+
+HIVE_LOCKS = _table(
+    "HIVE_LOCKS",
+    Column("HL_LOCK_EXT_ID", BigInteger, nullable=False),
+    Column("HL_LOCK_INT_ID", BigInteger, nullable=False),
+    Column("HL_TXNID", BigInteger, nullable=False),           # 0 = not in a transaction
+    Column("HL_DB", String(128), nullable=False),
+    Column("HL_TABLE", String(256)),
+    Column("HL_PARTITION", String(767)),
+    Column("HL_LOCK_STATE", String(1), nullable=False),       # a = acquired, w = waiting
+    Column("HL_LOCK_TYPE", String(1), nullable=False),        # r shared read, w shared write, x excl write, e exclusive
+    Column("HL_LAST_HEARTBEAT", BigInteger, nullable=False),
+    Column("HL_ACQUIRED_AT", BigInteger),
+    Column("HL_USER", String(128), nullable=False),
+    Column("HL_HOST", String(128), nullable=False),
+    Column("HL_HEARTBEAT_COUNT", Integer),
+    Column("HL_AGENT_INFO", String(128)),
+    Column("HL_BLOCKEDBY_EXT_ID", BigInteger),
+    Column("HL_BLOCKEDBY_INT_ID", BigInteger),
+    PrimaryKeyConstraint("HL_LOCK_EXT_ID", "HL_LOCK_INT_ID"),
+    Index("HL_TXNID_INDEX", "HL_TXNID"),
+)
+
+NEXT_LOCK_ID = _table("NEXT_LOCK_ID", Column("NL_NEXT", BigInteger, primary_key=True, autoincrement=False))

@@ -5,7 +5,7 @@ from collections import defaultdict
 
 from sqlalchemy import select
 
-from hmsproxy.store.rawstore import TableBundle
+from hmsproxy.store.rawstore import TableBundle, is_transactional
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.databases import DatabaseStore
@@ -15,9 +15,10 @@ from hmsproxy.store.sql.partitions import PartitionStore
 from hmsproxy.store.sql.statistics import StatisticsStore
 from hmsproxy.store.sql.stats_codec import row_to_obj
 from hmsproxy.store.sql.tables import TableStore
+from hmsproxy.store.sql.transactions import TransactionStore
 
 
-class SqlStore(DatabaseStore, TableStore, PartitionStore, FunctionStore, StatisticsStore):
+class SqlStore(DatabaseStore, TableStore, PartitionStore, FunctionStore, StatisticsStore, TransactionStore):
     """Every method is one database transaction; objects in and out are the IDL's types."""
 
     def __init__(self, db: Database) -> None:
@@ -36,7 +37,8 @@ class SqlStore(DatabaseStore, TableStore, PartitionStore, FunctionStore, Statist
             for r in conn.execute(select(s.PART_COL_STATS).join(s.PARTITIONS, s.PARTITIONS.c.PART_ID == s.PART_COL_STATS.c.PART_ID)
                                   .where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)):
                 partition_stats[r.PARTITION_NAME][r.COLUMN_NAME] = row_to_obj(r._mapping)
-        return TableBundle(tables[0], partitions, table_stats, dict(partition_stats))
+            write_ids = self.table_write_ids(conn, db_name, tbl_name) if is_transactional(tables[0]) else None
+        return TableBundle(tables[0], partitions, table_stats, dict(partition_stats), write_ids)
 
     def close(self) -> None:
         self.db.dispose()

@@ -1,0 +1,103 @@
+"""Thrift calls on transactions, table write ids and locks."""
+from __future__ import annotations
+
+from typing import Any
+
+from hmsproxy.handler.common import HandlerContext
+from hmsproxy.idl import hms
+from hmsproxy.store.sql.transactions import LOCK_CODE_TYPES
+from hmsproxy.txn.write_ids import ValidTxnList
+
+_TXN_STATES = {"o": hms.TxnState.OPEN, "a": hms.TxnState.ABORTED}
+_LOCK_STATES = {"a": hms.LockState.ACQUIRED, "w": hms.LockState.WAITING}
+
+
+def _bits(flags: list[bool]) -> bytes:
+    """java.util.BitSet.toByteArray: bit i is bit (i % 8) of byte i // 8, trailing zero bytes dropped."""
+    data = bytearray((len(flags) + 7) // 8)
+    for i, flag in enumerate(flags):
+        if flag:
+            data[i // 8] |= 1 << (i % 8)
+    return bytes(data).rstrip(b"\x00")
+
+
+class TransactionCalls:
+    ctx: HandlerContext
+
+    def open_txns(self, rqst: Any) -> Any:
+        ids = self.ctx.store.open_txns(rqst.num_txns, rqst.user, rqst.hostname, rqst.agentInfo, rqst.txn_type)
+        return hms.OpenTxnsResponse(txn_ids=ids)
+
+    def commit_txn(self, rqst: Any) -> None:
+        self.ctx.store.commit_txn(rqst.txnid)
+
+    def abort_txn(self, rqst: Any) -> None:
+        self.ctx.store.abort_txns([rqst.txnid])
+
+    def abort_txns(self, rqst: Any) -> None:
+        self.ctx.store.abort_txns(list(rqst.txn_ids or []))
+
+    def get_open_txns(self) -> Any:
+        high, rows = self.ctx.store.get_open_txns()
+        open_ids = [r.TXN_ID for r in rows if r.TXN_STATE == "o"]
+        return hms.GetOpenTxnsResponse(
+            txn_high_water_mark=high, open_txns=[r.TXN_ID for r in rows], min_open_txn=min(open_ids, default=None),
+            abortedBits=_bits([r.TXN_STATE == "a" for r in rows]))
+
+    def get_open_txns_req(self, getOpenTxnsRequest: Any) -> Any:
+        return self.get_open_txns()
+
+    def get_open_txns_info(self) -> Any:
+        high, rows = self.ctx.store.get_open_txns()
+        return hms.GetOpenTxnsInfoResponse(txn_high_water_mark=high, open_txns=[
+            hms.TxnInfo(id=r.TXN_ID, state=_TXN_STATES[r.TXN_STATE], user=r.TXN_USER, hostname=r.TXN_HOST,
+                        agentInfo=r.TXN_AGENT_INFO or "Unknown", heartbeatCount=r.TXN_HEARTBEAT_COUNT or 0,
+                        startedTime=r.TXN_STARTED, lastHeartbeatTime=r.TXN_LAST_HEARTBEAT) for r in rows])
+
+    def allocate_table_write_ids(self, rqst: Any) -> Any:
+        if not rqst.txnIds:
+            raise hms.MetaException(message="allocate_table_write_ids needs txnIds (replication is not supported)")
+        allocated = self.ctx.store.allocate_write_ids(rqst.dbName.lower(), rqst.tableName.lower(), rqst.txnIds)
+        return hms.AllocateTableWriteIdsResponse(
+            txnToWriteIds=[hms.TxnToWriteId(txnId=t, writeId=w) for t, w in allocated])
+
+    def get_valid_write_ids(self, rqst: Any) -> Any:
+        try:
+            snapshot = ValidTxnList.parse(rqst.validTxnList) if rqst.validTxnList else None
+        except ValueError as exc:
+            raise hms.MetaException(message=f"invalid validTxnList: {exc}") from None
+        lists = self.ctx.store.valid_write_ids(list(rqst.fullTableNames or []), snapshot)
+        return hms.GetValidWriteIdsResponse(tblValidWriteIds=[
+            hms.TableValidWriteIds(
+                fullTableName=w.table_name, writeIdHighWaterMark=w.high_watermark,
+                invalidWriteIds=list(w.exceptions), minOpenWriteId=min(w.open_ids, default=None),
+                abortedBits=_bits([w.is_aborted(i) for i in w.exceptions])) for w in lists])
+
+    def lock(self, rqst: Any) -> Any:
+        lock_id, state = self.ctx.store.lock(rqst.component or [], rqst.txnid, rqst.user, rqst.hostname,
+                                             rqst.agentInfo)
+        return hms.LockResponse(lockid=lock_id, state=state)
+
+    def check_lock(self, rqst: Any) -> Any:
+        return hms.LockResponse(lockid=rqst.lockid, state=self.ctx.store.check_lock(rqst.lockid))
+
+    def unlock(self, rqst: Any) -> None:
+        self.ctx.store.unlock(rqst.lockid)
+
+    def show_locks(self, rqst: Any) -> Any:
+        rows = self.ctx.store.show_locks(rqst.dbname, rqst.tablename, rqst.partname, rqst.txnid)
+        return hms.ShowLocksResponse(locks=[
+            hms.ShowLocksResponseElement(
+                lockid=r.HL_LOCK_EXT_ID, dbname=r.HL_DB, tablename=r.HL_TABLE, partname=r.HL_PARTITION,
+                state=_LOCK_STATES[r.HL_LOCK_STATE], type=LOCK_CODE_TYPES[r.HL_LOCK_TYPE], txnid=r.HL_TXNID or None,
+                lastheartbeat=r.HL_LAST_HEARTBEAT, acquiredat=r.HL_ACQUIRED_AT, user=r.HL_USER, hostname=r.HL_HOST,
+                heartbeatCount=r.HL_HEARTBEAT_COUNT or 0, agentInfo=r.HL_AGENT_INFO,
+                blockedByExtId=r.HL_BLOCKEDBY_EXT_ID, blockedByIntId=r.HL_BLOCKEDBY_INT_ID,
+                lockIdInternal=r.HL_LOCK_INT_ID) for r in rows])
+
+    def heartbeat(self, ids: Any) -> None:
+        self.ctx.store.heartbeat(ids.lockid, ids.txnid)
+
+    def heartbeat_txn_range(self, txns: Any) -> Any:
+        aborted, nosuch = self.ctx.store.heartbeat_txn_range(txns.min, txns.max)
+        return hms.HeartbeatTxnRangeResponse(aborted=aborted, nosuch=nosuch)

@@ -1,0 +1,339 @@
+"""Transactions, table write ids and locks in Hive's tables (TXNS, TXN_TO_WRITE_ID, HIVE_LOCKS, ...).
+
+Ids come from the single-row NEXT_TXN_ID / NEXT_LOCK_ID tables and NEXT_WRITE_ID per table, read with
+SELECT ... FOR UPDATE inside the call's transaction, so several metastore instances on one database hand
+out unique ids and see one lock table. Committed transactions are deleted from TXNS; aborted ones stay
+(their write ids remain invalid). A transaction or a lock not heartbeated within the timeout is aborted
+or released at the next lock or transaction call.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from sqlalchemy import Connection, delete, insert, select, update
+
+from hmsproxy.idl import hms
+from hmsproxy.store.sql import schema as s
+from hmsproxy.store.sql.database import Database
+from hmsproxy.txn.write_ids import LONG_MAX, ValidTxnList, ValidWriteIdList
+
+OPEN, ABORTED = "o", "a"
+ACQUIRED, WAITING = "a", "w"
+LOCK_TYPE_CODES = {hms.LockType.SHARED_READ: "r", hms.LockType.SHARED_WRITE: "w",
+                   hms.LockType.EXCL_WRITE: "x", hms.LockType.EXCLUSIVE: "e"}
+LOCK_CODE_TYPES = {code: kind for kind, code in LOCK_TYPE_CODES.items()}
+# Which held lock types a requested type can live with (Hive's lock compatibility matrix).
+COMPATIBLE = {"r": {"r", "w", "x"}, "w": {"r", "w"}, "x": {"r"}, "e": set()}
+MAX_HEARTBEAT_RANGE = 100_000
+WRITE_OPERATIONS = {hms.DataOperationType.INSERT: "i", hms.DataOperationType.UPDATE: "u",
+                    hms.DataOperationType.DELETE: "d"}
+
+
+@dataclass(frozen=True)
+class TableWrite:
+    """A write id of a table that a transaction allocated: what commit or abort changes for readers."""
+
+    db: str
+    table: str
+    write_id: int
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _next(conn: Connection, table, column, count: int = 1) -> int:
+    """Reserves `count` ids from a single-row counter table; returns the first."""
+    first = conn.execute(select(column).with_for_update()).scalar_one()
+    conn.execute(update(table).values({column.name: first + count}))
+    return first
+
+
+def _scope_overlaps(a: Any, b: Any) -> bool:
+    if a.HL_DB != b.HL_DB:
+        return False
+    if a.HL_TABLE is None or b.HL_TABLE is None:
+        return True
+    if a.HL_TABLE != b.HL_TABLE:
+        return False
+    return a.HL_PARTITION is None or b.HL_PARTITION is None or a.HL_PARTITION == b.HL_PARTITION
+
+
+def _conflicts(wanted: Any, held: Any) -> bool:
+    if wanted.HL_TXNID and wanted.HL_TXNID == held.HL_TXNID:
+        return False  # a transaction's own locks never block it
+    return _scope_overlaps(wanted, held) and (
+        held.HL_LOCK_TYPE not in COMPATIBLE[wanted.HL_LOCK_TYPE]
+        or wanted.HL_LOCK_TYPE not in COMPATIBLE[held.HL_LOCK_TYPE])
+
+
+class TransactionStore:
+    db: Database
+    txn_timeout_ms: int = 300_000
+
+    # ---- transactions ------------------------------------------------------------------------------
+
+    def open_txns(self, count: int, user: str, host: str, agent: str | None, txn_type: int | None) -> list[int]:
+        if count is None or count <= 0:
+            raise hms.MetaException(message=f"num_txns must be positive, got {count}")
+        with self.db.transaction() as conn:
+            self._expire(conn)
+            first = _next(conn, s.NEXT_TXN_ID, s.NEXT_TXN_ID.c.NTXN_NEXT, count)
+            now = _now_ms()
+            conn.execute(insert(s.TXNS), [
+                {"TXN_ID": first + i, "TXN_STATE": OPEN, "TXN_STARTED": now, "TXN_LAST_HEARTBEAT": now,
+                 "TXN_USER": user or "", "TXN_HOST": host or "", "TXN_AGENT_INFO": agent, "TXN_HEARTBEAT_COUNT": 0,
+                 "TXN_TYPE": txn_type or 0} for i in range(count)])
+        return list(range(first, first + count))
+
+    def commit_txn(self, txn_id: int) -> list[TableWrite]:
+        """Commits; returns the table write ids that became valid."""
+        with self.db.transaction() as conn:
+            state = self._txn_state(conn, txn_id)
+            if state == ABORTED:
+                raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
+            components = conn.execute(select(s.TXN_COMPONENTS).where(s.TXN_COMPONENTS.c.TC_TXNID == txn_id)).all()
+            if components:
+                now = _now_ms()
+                conn.execute(insert(s.COMPLETED_TXN_COMPONENTS), [
+                    {"CTC_TXNID": txn_id, "CTC_DATABASE": c.TC_DATABASE, "CTC_TABLE": c.TC_TABLE,
+                     "CTC_PARTITION": c.TC_PARTITION, "CTC_TIMESTAMP": now, "CTC_WRITEID": c.TC_WRITEID,
+                     "CTC_UPDATE_DELETE": "Y" if c.TC_OPERATION_TYPE in ("u", "d") else "N"} for c in components])
+            conn.execute(delete(s.TXN_COMPONENTS).where(s.TXN_COMPONENTS.c.TC_TXNID == txn_id))
+            conn.execute(delete(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_TXNID == txn_id))
+            conn.execute(delete(s.TXNS).where(s.TXNS.c.TXN_ID == txn_id))
+            return self._writes_of(conn, [txn_id])
+
+    def abort_txns(self, txn_ids: Sequence[int]) -> list[TableWrite]:
+        """Aborts open transactions (aborting an aborted one again is a no-op); returns their write ids."""
+        with self.db.transaction() as conn:
+            for txn_id in txn_ids:
+                self._txn_state(conn, txn_id)
+            self._abort(conn, txn_ids)
+            return self._writes_of(conn, txn_ids)
+
+    def _abort(self, conn: Connection, txn_ids: Iterable[int]) -> None:
+        ids = list(txn_ids)
+        conn.execute(update(s.TXNS).where(s.TXNS.c.TXN_ID.in_(ids)).values(TXN_STATE=ABORTED))
+        conn.execute(delete(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_TXNID.in_(ids)))
+
+    @staticmethod
+    def _txn_state(conn: Connection, txn_id: int) -> str:
+        state = conn.execute(select(s.TXNS.c.TXN_STATE).where(s.TXNS.c.TXN_ID == txn_id).with_for_update()).scalar()
+        if state is None:
+            raise hms.NoSuchTxnException(message=f"No such transaction txnid:{txn_id}")
+        return state
+
+    @staticmethod
+    def _writes_of(conn: Connection, txn_ids: Sequence[int]) -> list[TableWrite]:
+        rows = conn.execute(select(s.TXN_TO_WRITE_ID.c.T2W_DATABASE, s.TXN_TO_WRITE_ID.c.T2W_TABLE,
+                                   s.TXN_TO_WRITE_ID.c.T2W_WRITEID)
+                            .where(s.TXN_TO_WRITE_ID.c.T2W_TXNID.in_(list(txn_ids)))).all()
+        return [TableWrite(db, table, write_id) for db, table, write_id in rows]
+
+    def get_open_txns(self) -> tuple[int, list[Any]]:
+        """(high watermark, the TXNS rows of open and aborted transactions sorted by id)."""
+        with self.db.transaction() as conn:
+            return self._open_txns(conn)
+
+    @staticmethod
+    def _open_txns(conn: Connection) -> tuple[int, list[Any]]:
+        high = conn.execute(select(s.NEXT_TXN_ID.c.NTXN_NEXT)).scalar_one() - 1
+        rows = conn.execute(select(s.TXNS).where(s.TXNS.c.TXN_ID <= high).order_by(s.TXNS.c.TXN_ID)).all()
+        return high, rows
+
+    def current_txn_list(self) -> ValidTxnList:
+        high, rows = self.get_open_txns()
+        return _txn_list(high, rows)
+
+    # ---- write ids ---------------------------------------------------------------------------------
+
+    def allocate_write_ids(self, db_name: str, table: str, txn_ids: Sequence[int]) -> list[tuple[int, int]]:
+        """A write id per transaction for the table (the one it already has, or the next)."""
+        with self.db.transaction() as conn:
+            for txn_id in txn_ids:
+                if self._txn_state(conn, txn_id) == ABORTED:
+                    raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
+            t2w = s.TXN_TO_WRITE_ID
+            existing = dict(conn.execute(select(t2w.c.T2W_TXNID, t2w.c.T2W_WRITEID).where(
+                t2w.c.T2W_DATABASE == db_name, t2w.c.T2W_TABLE == table, t2w.c.T2W_TXNID.in_(list(txn_ids)))).all())
+            missing = [t for t in txn_ids if t not in existing]
+            if missing:
+                nwi = s.NEXT_WRITE_ID
+                where = (nwi.c.NWI_DATABASE == db_name) & (nwi.c.NWI_TABLE == table)
+                first = conn.execute(select(nwi.c.NWI_NEXT).where(where).with_for_update()).scalar()
+                if first is None:
+                    first = 1
+                    conn.execute(insert(nwi).values(NWI_DATABASE=db_name, NWI_TABLE=table, NWI_NEXT=1 + len(missing)))
+                else:
+                    conn.execute(update(nwi).where(where).values(NWI_NEXT=first + len(missing)))
+                for i, txn_id in enumerate(missing):
+                    existing[txn_id] = first + i
+                conn.execute(insert(t2w), [{"T2W_TXNID": t, "T2W_DATABASE": db_name, "T2W_TABLE": table,
+                                            "T2W_WRITEID": existing[t]} for t in missing])
+            return [(t, existing[t]) for t in txn_ids]
+
+    def valid_write_ids(self, full_names: Sequence[str], snapshot: ValidTxnList | None) -> list[ValidWriteIdList]:
+        """Each table's write ids as seen by the transaction snapshot (the current one when None)."""
+        with self.db.transaction() as conn:
+            snapshot = snapshot or _txn_list(*self._open_txns(conn))
+            aborted_now = set(conn.execute(select(s.TXNS.c.TXN_ID).where(s.TXNS.c.TXN_STATE == ABORTED)).scalars())
+            return [self._table_write_ids(conn, name, snapshot, aborted_now) for name in full_names]
+
+    def table_write_ids(self, conn: Connection, db_name: str, table: str) -> ValidWriteIdList:
+        """The table's write ids as of now, inside the caller's transaction (for cache loads)."""
+        snapshot = _txn_list(*self._open_txns(conn))
+        return self._table_write_ids(conn, f"{db_name}.{table}", snapshot, set(snapshot.aborted_ids))
+
+    @staticmethod
+    def _table_write_ids(conn: Connection, full_name: str, snapshot: ValidTxnList,
+                         aborted_now: set[int]) -> ValidWriteIdList:
+        db_name, _, table = full_name.partition(".")
+        if not table:
+            raise hms.MetaException(message=f"table name {full_name!r} must be <db>.<table>")
+        t2w = s.TXN_TO_WRITE_ID
+        rows = conn.execute(select(t2w.c.T2W_TXNID, t2w.c.T2W_WRITEID).where(
+            t2w.c.T2W_DATABASE == db_name.lower(), t2w.c.T2W_TABLE == table.lower())).all()
+        visible = [w for txn, w in rows if txn <= snapshot.high_watermark]
+        high = max(visible, default=0)
+        open_ids, aborted = [], []
+        for txn, w in rows:
+            if w > high or snapshot.is_valid(txn):
+                continue
+            (aborted if snapshot.is_aborted(txn) or txn in aborted_now else open_ids).append(w)
+        return ValidWriteIdList.of(full_name.lower(), high, open_ids, aborted)
+
+    # ---- locks -------------------------------------------------------------------------------------
+
+    def lock(self, components: Sequence[Any], txn_id: int | None, user: str, host: str,
+             agent: str | None) -> tuple[int, int]:
+        """Records a lock request and acquires it if nothing conflicts; returns (lock id, LockState)."""
+        if not components:
+            raise hms.MetaException(message="a lock request needs at least one component")
+        with self.db.transaction() as conn:
+            self._expire(conn)
+            if txn_id:
+                if self._txn_state(conn, txn_id) == ABORTED:
+                    raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
+            lock_id = _next(conn, s.NEXT_LOCK_ID, s.NEXT_LOCK_ID.c.NL_NEXT)
+            now = _now_ms()
+            rows, writes = [], []
+            for i, c in enumerate(components):
+                if c.type not in LOCK_TYPE_CODES or not c.dbname:
+                    raise hms.MetaException(message=f"invalid lock component {c}")
+                table = c.tablename.lower() if c.tablename else None
+                if c.level == hms.LockLevel.PARTITION and not (table and c.partitionname):
+                    raise hms.MetaException(message="a partition lock needs a table and a partition name")
+                if c.level == hms.LockLevel.TABLE and not table:
+                    raise hms.MetaException(message="a table lock needs a table name")
+                rows.append({"HL_LOCK_EXT_ID": lock_id, "HL_LOCK_INT_ID": i + 1, "HL_TXNID": txn_id or 0,
+                             "HL_DB": c.dbname.lower(), "HL_TABLE": table, "HL_PARTITION": c.partitionname,
+                             "HL_LOCK_STATE": WAITING, "HL_LOCK_TYPE": LOCK_TYPE_CODES[c.type],
+                             "HL_LAST_HEARTBEAT": now, "HL_USER": user or "", "HL_HOST": host or "",
+                             "HL_HEARTBEAT_COUNT": 0, "HL_AGENT_INFO": agent})
+                if txn_id and c.operationType in WRITE_OPERATIONS:
+                    writes.append({"TC_TXNID": txn_id, "TC_DATABASE": c.dbname.lower(), "TC_TABLE": table,
+                                   "TC_PARTITION": c.partitionname, "TC_OPERATION_TYPE": WRITE_OPERATIONS[c.operationType]})
+            conn.execute(insert(s.HIVE_LOCKS), rows)
+            if writes:
+                conn.execute(insert(s.TXN_COMPONENTS), writes)
+            return lock_id, self._try_acquire(conn, lock_id)
+
+    def check_lock(self, lock_id: int) -> int:
+        with self.db.transaction() as conn:
+            self._expire(conn)
+            _next(conn, s.NEXT_LOCK_ID, s.NEXT_LOCK_ID.c.NL_NEXT, 0)  # serializes lock decisions
+            rows = self._lock_rows(conn, lock_id)
+            if rows[0].HL_TXNID and self._txn_state(conn, rows[0].HL_TXNID) == ABORTED:
+                raise hms.TxnAbortedException(message=f"Transaction txnid:{rows[0].HL_TXNID} already aborted")
+            return self._try_acquire(conn, lock_id)
+
+    @staticmethod
+    def _lock_rows(conn: Connection, lock_id: int) -> list[Any]:
+        rows = conn.execute(select(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == lock_id)).all()
+        if not rows:
+            raise hms.NoSuchLockException(message=f"No such lock lockid:{lock_id}")
+        return rows
+
+    def _try_acquire(self, conn: Connection, lock_id: int) -> int:
+        """Acquires every component at once if none conflicts with a held lock or an older waiting one."""
+        mine = self._lock_rows(conn, lock_id)
+        if all(r.HL_LOCK_STATE == ACQUIRED for r in mine):
+            return hms.LockState.ACQUIRED
+        others = conn.execute(select(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_LOCK_EXT_ID != lock_id)).all()
+        for wanted in mine:
+            for held in others:
+                blocking = held.HL_LOCK_STATE == ACQUIRED or held.HL_LOCK_EXT_ID < lock_id
+                if blocking and _conflicts(wanted, held):
+                    conn.execute(update(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == lock_id).values(
+                        HL_BLOCKEDBY_EXT_ID=held.HL_LOCK_EXT_ID, HL_BLOCKEDBY_INT_ID=held.HL_LOCK_INT_ID))
+                    return hms.LockState.WAITING
+        conn.execute(update(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == lock_id).values(
+            HL_LOCK_STATE=ACQUIRED, HL_ACQUIRED_AT=_now_ms(), HL_BLOCKEDBY_EXT_ID=None, HL_BLOCKEDBY_INT_ID=None))
+        return hms.LockState.ACQUIRED
+
+    def unlock(self, lock_id: int) -> None:
+        with self.db.transaction() as conn:
+            rows = self._lock_rows(conn, lock_id)
+            if rows[0].HL_TXNID:
+                raise hms.TxnOpenException(
+                    message=f"Unlocking locks associated with transaction not permitted. lockid:{lock_id} "
+                            f"txnid:{rows[0].HL_TXNID}")
+            conn.execute(delete(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == lock_id))
+
+    def show_locks(self, db_name: str | None, table: str | None, partition: str | None,
+                   txn_id: int | None) -> list[Any]:
+        locks = s.HIVE_LOCKS
+        query = select(locks).order_by(locks.c.HL_LOCK_EXT_ID, locks.c.HL_LOCK_INT_ID)
+        for column, value in ((locks.c.HL_DB, db_name and db_name.lower()), (locks.c.HL_TABLE, table and table.lower()),
+                              (locks.c.HL_PARTITION, partition), (locks.c.HL_TXNID, txn_id)):
+            if value:
+                query = query.where(column == value)
+        with self.db.transaction() as conn:
+            return conn.execute(query).all()
+
+    def heartbeat(self, lock_id: int | None, txn_id: int | None) -> None:
+        with self.db.transaction() as conn:
+            now = _now_ms()
+            if txn_id:
+                if self._txn_state(conn, txn_id) == ABORTED:
+                    raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
+                conn.execute(update(s.TXNS).where(s.TXNS.c.TXN_ID == txn_id).values(
+                    TXN_LAST_HEARTBEAT=now, TXN_HEARTBEAT_COUNT=s.TXNS.c.TXN_HEARTBEAT_COUNT + 1))
+                conn.execute(update(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_TXNID == txn_id).values(HL_LAST_HEARTBEAT=now))
+            if lock_id:
+                self._lock_rows(conn, lock_id)
+                conn.execute(update(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == lock_id).values(
+                    HL_LAST_HEARTBEAT=now, HL_HEARTBEAT_COUNT=s.HIVE_LOCKS.c.HL_HEARTBEAT_COUNT + 1))
+
+    def heartbeat_txn_range(self, low: int, high: int) -> tuple[set[int], set[int]]:
+        """Heartbeats the open transactions in [low, high]; returns (aborted ids, unknown ids)."""
+        if high - low > MAX_HEARTBEAT_RANGE:
+            raise hms.MetaException(message=f"heartbeat range {low}..{high} is larger than {MAX_HEARTBEAT_RANGE}")
+        with self.db.transaction() as conn:
+            states = dict(conn.execute(select(s.TXNS.c.TXN_ID, s.TXNS.c.TXN_STATE).where(
+                s.TXNS.c.TXN_ID >= low, s.TXNS.c.TXN_ID <= high)).all())
+            open_ids = [t for t, state in states.items() if state == OPEN]
+            if open_ids:
+                conn.execute(update(s.TXNS).where(s.TXNS.c.TXN_ID.in_(open_ids)).values(TXN_LAST_HEARTBEAT=_now_ms()))
+            aborted = {t for t, state in states.items() if state == ABORTED}
+            return aborted, {t for t in range(low, high + 1) if t not in states}
+
+    def _expire(self, conn: Connection) -> None:
+        """Aborts transactions and releases locks whose clients stopped heartbeating."""
+        cutoff = _now_ms() - self.txn_timeout_ms
+        stale = list(conn.execute(select(s.TXNS.c.TXN_ID).where(
+            s.TXNS.c.TXN_STATE == OPEN, s.TXNS.c.TXN_LAST_HEARTBEAT < cutoff)).scalars())
+        if stale:
+            self._abort(conn, stale)
+        conn.execute(delete(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_TXNID == 0,
+                                                s.HIVE_LOCKS.c.HL_LAST_HEARTBEAT < cutoff))
+
+
+def _txn_list(high: int, rows: Sequence[Any]) -> ValidTxnList:
+    open_ids = [r.TXN_ID for r in rows if r.TXN_STATE == OPEN]
+    aborted = [r.TXN_ID for r in rows if r.TXN_STATE == ABORTED]
+    return ValidTxnList(high_watermark=high, min_open_id=min(open_ids, default=LONG_MAX), open_ids=tuple(open_ids),
+                        aborted_ids=tuple(aborted))
