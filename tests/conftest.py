@@ -1,7 +1,6 @@
 """Shared fixtures: hmsproxy servers on each database backend and clients that talk to them."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Iterator
 
 import pytest

@@ -7,7 +7,7 @@ is shared and read-only (copy it before changing it). Each write is one database
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from hmsproxy.txn.write_ids import ValidTxnList, ValidWriteIdList
 
@@ -30,7 +30,7 @@ class TableBundle:
     """A table with everything hanging off it, read in one transaction: what the cache loads."""
 
     table: Any
-    partitions: list[Any]
+    partitions: list[Any]                        # empty when they went to a partition sink
     table_stats: dict[str, Any]                  # column -> ColumnStatisticsObj
     partition_stats: dict[str, dict[str, Any]]   # partition name -> column -> ColumnStatisticsObj
     write_ids: ValidWriteIdList | None = None    # transactional tables: the write ids as of the read
@@ -55,7 +55,9 @@ class RawStore(Protocol):
     def alter_table(self, cat: str, db_name: str, tbl_name: str, new_table: Any,
                     partition_location_moves: tuple[str, str] | None = None, cascade: bool = False) -> None: ...
     def drop_table(self, cat: str, db_name: str, tbl_name: str) -> DroppedTable: ...
-    def get_table_bundle(self, cat: str, db_name: str, tbl_name: str) -> TableBundle: ...
+    def get_table_bundle(self, cat: str, db_name: str, tbl_name: str,
+                         partition_sink: Callable[[Any, list[Any]], None] | None = None) -> TableBundle:
+        """With a sink, the partitions go to it as (table, chunk) and the bundle's list stays empty."""
 
     # partitions
     def add_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any],

@@ -23,14 +23,13 @@ from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
 from hmsproxy.names import make_partition_name
 from hmsproxy.store import canonical
-from hmsproxy.store.cache.partitions import PartitionSet
+from hmsproxy.store.cache.partitions import PartitionSet, PartitionSetBuilder
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import DbKey, SharedCache, TableEntry, TableKey
+from hmsproxy.store.cache.statistics import CachedStatistics
+from hmsproxy.store.cache.transactions import CachedTransactions
 from hmsproxy.store.rawstore import DroppedTable, RawStore, TableBundle, is_transactional
 from hmsproxy.store.snapshot import request_snapshot
-from hmsproxy.store.sql.statistics import ACCURATE, mark_columns_accurate
-from hmsproxy.store.sql.stats_codec import obj_to_row, row_to_obj
-from hmsproxy.store.sql.transactions import TableWrite
 from hmsproxy.txn.write_ids import ValidWriteIdList, is_fresh_or_newer
 
 log = logging.getLogger(__name__)
@@ -40,16 +39,7 @@ def _no_table(db: str, tbl: str) -> Exception:
     return hms.NoSuchObjectException(message=f"{db}.{tbl} table not found")
 
 
-def _canonical_stats(objs: Sequence[Any]) -> dict[str, Any]:
-    """Statistics objects as the database returns them (column name lower-cased, values round-tripped)."""
-    result = {}
-    for obj in objs:
-        name = obj.colName.lower()
-        result[name] = row_to_obj({**obj_to_row(obj), "COLUMN_NAME": name, "COLUMN_TYPE": obj.colType})
-    return result
-
-
-class CachedStore:
+class CachedStore(CachedStatistics, CachedTransactions):
     def __init__(self, delegate: RawStore, cache: SharedCache, policy: CachePolicy, metrics: Metrics,
                  request_load: Callable[[TableKey], None] = lambda key: None, strict_snapshots: bool = False) -> None:
         self.delegate = delegate
@@ -115,12 +105,21 @@ class CachedStore:
         if not self.policy.allows(key[1], key[2]):
             return 0
         generation = self.cache.generation(key)
+        builder: PartitionSetBuilder | None = None
+
+        def collect(table: Any, chunk: list[Any]) -> None:
+            nonlocal builder
+            if builder is None:
+                builder = PartitionSetBuilder(PartitionSet(keys=tuple(k.name for k in table.partitionKeys)))
+            builder.add(chunk)
+
         try:
-            bundle = self.delegate.get_table_bundle(*key)
+            bundle = self.delegate.get_table_bundle(*key, partition_sink=collect)
         except hms.NoSuchObjectException:
             return 0
-        self.cache.put_table(key, entry_from_bundle(bundle), loaded_at_generation=generation)
-        return len(bundle.partitions)
+        entry = entry_from_bundle(bundle, builder)
+        self.cache.put_table(key, entry, loaded_at_generation=generation)
+        return len(entry.partitions)
 
     def load_catalog(self, cat: str) -> list[TableKey]:
         """Loads a catalog's databases, functions and table name index; returns its tables to load.
@@ -224,8 +223,9 @@ class CachedStore:
         entry = self._entry(cat, db_name, tbl_name, "table")
         return entry.table if entry else self.delegate.get_table(cat, db_name, tbl_name)
 
-    def get_table_bundle(self, cat: str, db_name: str, tbl_name: str) -> TableBundle:
-        return self.delegate.get_table_bundle(cat, db_name, tbl_name)
+    def get_table_bundle(self, cat: str, db_name: str, tbl_name: str,
+                         partition_sink: Callable[[Any, list[Any]], None] | None = None) -> TableBundle:
+        return self.delegate.get_table_bundle(cat, db_name, tbl_name, partition_sink)
 
     def get_table_objects(self, cat: str, db_name: str, tbl_names: Sequence[str]) -> list[Any]:
         if (cat, db_name) not in self.cache.table_index:
@@ -424,175 +424,17 @@ class CachedStore:
             self.cache.bump_catalog(cat)
             self.cache.functions.get((cat, db_name), {}).pop(name, None)
 
-    # ---- column statistics -------------------------------------------------------------------------
-
-    def update_table_column_statistics(self, cat: str, stats: Any) -> None:
-        desc = stats.statsDesc
-        key = (cat, desc.dbName, desc.tableName)
-        with self.cache.writing(key):
-            self.delegate.update_table_column_statistics(cat, stats)
-            new_stats = _canonical_stats(stats.statsObj)
-
-            def change(entry: TableEntry) -> TableEntry:
-                table = canonical.table(entry.table, entry.table_id, cat)
-                table.parameters[ACCURATE] = mark_columns_accurate(table.parameters.get(ACCURATE), list(new_stats))
-                self.cache.index_table(key, table)
-                return entry.but(table=table, table_stats={**entry.table_stats, **new_stats})
-
-            self._update_entry(key, change)
-
-    def update_partition_column_statistics(self, cat: str, stats: Any, values: Sequence[str]) -> None:
-        desc = stats.statsDesc
-        key = (cat, desc.dbName, desc.tableName)
-        with self.cache.writing(key):
-            self.delegate.update_partition_column_statistics(cat, stats, values)
-            new_stats = _canonical_stats(stats.statsObj)
-
-            def change(entry: TableEntry) -> TableEntry:
-                name = make_partition_name(entry.partitions.keys, values)
-                [part] = entry.partitions.by_names([name])
-                part.parameters[ACCURATE] = mark_columns_accurate(part.parameters.get(ACCURATE), list(new_stats))
-                merged = {**entry.partition_stats.get(name, {}), **new_stats}
-                return entry.but(partitions=entry.partitions.with_partitions([part]),
-                                 partition_stats={**entry.partition_stats, name: merged})
-
-            self._update_entry(key, change)
-
-    def get_table_column_statistics(self, cat: str, db_name: str, tbl_name: str, col_names: Sequence[str]) -> list[Any]:
-        entry = self._entry(cat, db_name, tbl_name, "table_stats")
-        if entry is None:
-            return self.delegate.get_table_column_statistics(cat, db_name, tbl_name, col_names)
-        return [entry.table_stats[c] for c in col_names if c in entry.table_stats]
-
-    def get_partition_column_statistics(self, cat: str, db_name: str, tbl_name: str, part_names: Sequence[str],
-                                        col_names: Sequence[str]) -> dict[str, list[Any]]:
-        entry = self._entry(cat, db_name, tbl_name, "partition_stats")
-        if entry is None:
-            return self.delegate.get_partition_column_statistics(cat, db_name, tbl_name, part_names, col_names)
-        result = {}
-        for name in dict.fromkeys(part_names):
-            columns = entry.partition_stats.get(name, {})
-            found = [columns[c] for c in col_names if c in columns]
-            if found:
-                result[name] = found
-        return result
-
-    def delete_table_column_statistics(self, cat: str, db_name: str, tbl_name: str, col_name: str | None) -> None:
-        key = (cat, db_name, tbl_name)
-        with self.cache.writing(key):
-            self.delegate.delete_table_column_statistics(cat, db_name, tbl_name, col_name)
-            self._update_entry(key, lambda e: e.but(
-                table_stats={} if col_name is None else {c: s for c, s in e.table_stats.items() if c != col_name}))
-
-    def delete_partition_column_statistics(self, cat: str, db_name: str, tbl_name: str, part_name: str,
-                                           col_name: str | None) -> None:
-        key = (cat, db_name, tbl_name)
-        with self.cache.writing(key):
-            self.delegate.delete_partition_column_statistics(cat, db_name, tbl_name, part_name, col_name)
-
-            def change(entry: TableEntry) -> TableEntry:
-                stats = dict(entry.partition_stats)
-                kept = {} if col_name is None else {c: s for c, s in stats.get(part_name, {}).items() if c != col_name}
-                if kept:
-                    stats[part_name] = kept
-                else:
-                    stats.pop(part_name, None)
-                return entry.but(partition_stats=stats)
-
-            self._update_entry(key, change)
-
-    # ---- transactions: pass through, keeping the entries' write ids current --------------------------
-
-    def open_txns(self, count: int, user: str, host: str, agent: str | None, txn_type: int | None) -> list[int]:
-        return self.delegate.open_txns(count, user, host, agent, txn_type)
-
-    def get_open_txns(self) -> tuple[int, list[Any]]:
-        return self.delegate.get_open_txns()
-
-    def current_txn_list(self) -> Any:
-        return self.delegate.current_txn_list()
-
-    def valid_write_ids(self, full_names: Sequence[str], snapshot: Any) -> list[ValidWriteIdList]:
-        return self.delegate.valid_write_ids(full_names, snapshot)
-
-    def allocate_write_ids(self, db_name: str, table: str, txn_ids: Sequence[int]) -> list[tuple[int, int]]:
-        key = ("hive", db_name, table)
-        with self.cache.writing(key):
-            allocated = self.delegate.allocate_write_ids(db_name, table, txn_ids)
-            self._update_write_ids(key, [w for _, w in allocated], "open")
-        return allocated
-
-    def commit_txn(self, txn_id: int) -> list[TableWrite]:
-        writes = self.delegate.commit_txn(txn_id)
-        self._apply_txn_end(writes, "committed")
-        return writes
-
-    def abort_txns(self, txn_ids: Sequence[int]) -> list[TableWrite]:
-        writes = self.delegate.abort_txns(txn_ids)
-        self._apply_txn_end(writes, "aborted")
-        return writes
-
-    def _apply_txn_end(self, writes: Sequence[TableWrite], outcome: str) -> None:
-        by_table: dict[TableKey, list[int]] = {}
-        for write in writes:
-            by_table.setdefault(("hive", write.db, write.table), []).append(write.write_id)
-        for key, write_ids in by_table.items():
-            with self.cache.writing(key):
-                self._update_write_ids(key, write_ids, outcome)
-
-    def _update_write_ids(self, key: TableKey, write_ids: Sequence[int], outcome: str) -> None:
-        def change(entry: TableEntry) -> TableEntry:
-            if entry.write_ids is None:
-                return entry
-            return entry.but(write_ids=with_write_ids(entry.write_ids, write_ids, outcome))
-
-        self._update_entry(key, change)
-
-    def lock(self, components: Sequence[Any], txn_id: int | None, user: str, host: str,
-             agent: str | None) -> tuple[int, int]:
-        return self.delegate.lock(components, txn_id, user, host, agent)
-
-    def check_lock(self, lock_id: int) -> int:
-        return self.delegate.check_lock(lock_id)
-
-    def unlock(self, lock_id: int) -> None:
-        self.delegate.unlock(lock_id)
-
-    def show_locks(self, db_name: str | None, table: str | None, partition: str | None,
-                   txn_id: int | None) -> list[Any]:
-        return self.delegate.show_locks(db_name, table, partition, txn_id)
-
-    def heartbeat(self, lock_id: int | None, txn_id: int | None) -> None:
-        self.delegate.heartbeat(lock_id, txn_id)
-
-    def heartbeat_txn_range(self, low: int, high: int) -> tuple[set[int], set[int]]:
-        return self.delegate.heartbeat_txn_range(low, high)
-
     def close(self) -> None:
         self.delegate.close()
 
 
-def with_write_ids(current: ValidWriteIdList, write_ids: Sequence[int], outcome: str) -> ValidWriteIdList:
-    """The entry's write ids after `write_ids` became open (allocated), committed or aborted here.
-
-    Ids between the old high watermark and a new one that this instance has not seen (allocated by
-    another client or instance) count as open: unknown is never treated as committed."""
-    high = max([current.high_watermark, *write_ids])
-    open_ids = set(current.open_ids) | set(range(current.high_watermark + 1, high + 1))
-    aborted = set(current.aborted_ids)
-    for write_id in write_ids:
-        open_ids.discard(write_id)
-        aborted.discard(write_id)
-        if outcome == "open":
-            open_ids.add(write_id)
-        elif outcome == "aborted":
-            aborted.add(write_id)
-    return ValidWriteIdList.of(current.table_name, high, sorted(open_ids), sorted(aborted))
-
-
-def entry_from_bundle(bundle: TableBundle) -> TableEntry:
+def entry_from_bundle(bundle: TableBundle, partitions: PartitionSetBuilder | None = None) -> TableEntry:
+    """The cache entry of a loaded table; its partitions come from the builder they streamed into, or from
+    the bundle's list."""
     keys = tuple(k.name for k in bundle.table.partitionKeys or [])
+    builder = partitions or PartitionSetBuilder(PartitionSet(keys=keys))
+    builder.add(bundle.partitions)
     return TableEntry(
-        table=bundle.table, partitions=PartitionSet(keys=keys).with_partitions(bundle.partitions),
-        table_stats=bundle.table_stats, partition_stats=bundle.partition_stats, write_ids=bundle.write_ids,
+        table=bundle.table, partitions=builder.build(), table_stats=bundle.table_stats,
+        partition_stats=bundle.partition_stats, write_ids=bundle.write_ids,
     )

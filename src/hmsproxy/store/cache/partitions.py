@@ -100,31 +100,50 @@ class PartitionSet:
 
     def with_partitions(self, parts: Sequence[Any]) -> "PartitionSet":
         """Adds or replaces partitions (matched by name)."""
-        rows = dict(zip(self.names, zip(self.own, (self.tails[r] for r in self.tail_refs), self.values)))
-        tolerant = set(self.tolerant_tails)
-        for part in parts:
-            own, tail, needs_tolerant = encode_partition(part)
-            if needs_tolerant:
-                tolerant.add(tail)
-            values = tuple(sys.intern(v) for v in part.values)
-            rows[make_partition_name(self.keys, part.values)] = (own, tail, values)
-        return self._from_rows(rows, tolerant)
+        builder = PartitionSetBuilder(self)
+        builder.add(parts)
+        return builder.build()
+
+    def _rows(self) -> dict[str, tuple[bytes, bytes, tuple[str, ...]]]:
+        return dict(zip(self.names, zip(self.own, (self.tails[r] for r in self.tail_refs), self.values)))
 
     def without(self, names: Iterable[str]) -> "PartitionSet":
         drop = set(names)
-        rows = {n: (o, self.tails[r], v) for n, o, r, v in zip(self.names, self.own, self.tail_refs, self.values)
-                if n not in drop}
-        return self._from_rows(rows, set(self.tolerant_tails))
+        rows = {n: row for n, row in self._rows().items() if n not in drop}
+        return _from_rows(self.keys, rows, set(self.tolerant_tails))
 
-    def _from_rows(self, rows: dict[str, tuple[bytes, bytes, tuple[str, ...]]], tolerant: set[bytes]) -> "PartitionSet":
-        names = sorted(rows)
-        tail_index: dict[bytes, int] = {}
-        refs = array("I")
-        for name in names:
-            refs.append(tail_index.setdefault(rows[name][1], len(tail_index)))
-        tails = tuple(tail_index)
-        return PartitionSet(
-            keys=self.keys, names=tuple(names), own=tuple(rows[n][0] for n in names), tail_refs=refs,
-            values=tuple(rows[n][2] for n in names), tails=tails,
-            tolerant_tails=frozenset(t for t in tails if t in tolerant),
-        )
+
+class PartitionSetBuilder:
+    """Adds partitions to a set chunk by chunk, encoding each chunk as it comes, so that a table's partitions
+    never all exist as objects at once (prewarm of a million-partition table)."""
+
+    def __init__(self, base: PartitionSet) -> None:
+        self.keys = base.keys
+        self._rows = base._rows()
+        self._tolerant = set(base.tolerant_tails)
+
+    def add(self, parts: Sequence[Any]) -> None:
+        for part in parts:
+            own, tail, needs_tolerant = encode_partition(part)
+            if needs_tolerant:
+                self._tolerant.add(tail)
+            values = tuple(sys.intern(v) for v in part.values)
+            self._rows[make_partition_name(self.keys, part.values)] = (own, tail, values)
+
+    def build(self) -> PartitionSet:
+        return _from_rows(self.keys, self._rows, self._tolerant)
+
+
+def _from_rows(keys: tuple[str, ...], rows: dict[str, tuple[bytes, bytes, tuple[str, ...]]],
+               tolerant: set[bytes]) -> PartitionSet:
+    names = sorted(rows)
+    tail_index: dict[bytes, int] = {}
+    refs = array("I")
+    for name in names:
+        refs.append(tail_index.setdefault(rows[name][1], len(tail_index)))
+    tails = tuple(tail_index)
+    return PartitionSet(
+        keys=keys, names=tuple(names), own=tuple(rows[n][0] for n in names), tail_refs=refs,
+        values=tuple(rows[n][2] for n in names), tails=tails,
+        tolerant_tails=frozenset(t for t in tails if t in tolerant),
+    )

@@ -22,6 +22,7 @@ from hmsproxy.store.sql.lookups import TableRef, no_such_object, table_ref
 from hmsproxy.store.sql.tables import column_tuples, current_columns
 
 CHUNK = 900
+LOAD_CHUNK = 10_000  # partitions read per step when a whole table is loaded
 
 
 def _chunks(items: Sequence[Any]) -> list[Sequence[Any]]:
@@ -215,11 +216,21 @@ class PartitionStore:
             values[part_id].append(value)
         return values
 
+    @staticmethod
+    def _partition_id_ranges(conn: Connection, ref: TableRef) -> list[Select]:
+        """The table's partitions as selects of consecutive id ranges of LOAD_CHUNK partitions each."""
+        ids = sorted(conn.execute(select(s.PARTITIONS.c.PART_ID).where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)).scalars())
+        return [select(s.PARTITIONS.c.PART_ID).where(s.PARTITIONS.c.TBL_ID == ref.tbl_id,
+                                                     s.PARTITIONS.c.PART_ID.between(ids[i], ids[min(i + LOAD_CHUNK, len(ids)) - 1]))
+                for i in range(0, len(ids), LOAD_CHUNK)]
+
     def _load_partitions(self, conn: Connection, cat: str, db_name: str, tbl_name: str, ref: TableRef,
-                         part_ids: Sequence[int] | None) -> list[Any]:
-        """Partitions by id (None = all of the table), sorted by name."""
+                         part_ids: Select | Sequence[int] | None) -> list[Any]:
+        """Partitions by id (a select of ids, a list of ids, or None = all of the table), sorted by name."""
         if part_ids is None:
             batches: list[Any] = [select(s.PARTITIONS.c.PART_ID).where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)]
+        elif isinstance(part_ids, Select):
+            batches = [part_ids]
         else:
             batches = _chunks(list(part_ids))
         result: list[tuple[str, Any]] = []

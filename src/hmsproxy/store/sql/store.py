@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any, Callable
 
 from sqlalchemy import select
 
@@ -24,13 +25,21 @@ class SqlStore(DatabaseStore, TableStore, PartitionStore, FunctionStore, Statist
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def get_table_bundle(self, cat: str, db_name: str, tbl_name: str) -> TableBundle:
+    def get_table_bundle(self, cat: str, db_name: str, tbl_name: str,
+                         partition_sink: Callable[[Any, list[Any]], None] | None = None) -> TableBundle:
         with self.db.transaction() as conn:
             tables = self._load_tables(conn, cat, db_name, [tbl_name])
             if not tables:
                 raise no_such_object(f"{db_name}.{tbl_name} table not found")
             ref = table_ref(conn, cat, db_name, tbl_name)
-            partitions = self._load_partitions(conn, cat, db_name, tbl_name, ref, None) if ref.partition_keys else []
+            partitions: list[Any] = []
+            if ref.partition_keys:
+                for chunk in self._partition_id_ranges(conn, ref):
+                    loaded = self._load_partitions(conn, cat, db_name, tbl_name, ref, chunk)
+                    if partition_sink is None:
+                        partitions += loaded
+                    else:
+                        partition_sink(tables[0], loaded)
             table_stats = {r.COLUMN_NAME: row_to_obj(r._mapping) for r in conn.execute(
                 select(s.TAB_COL_STATS).where(s.TAB_COL_STATS.c.TBL_ID == ref.tbl_id))}
             partition_stats: dict[str, dict[str, object]] = defaultdict(dict)

@@ -1,0 +1,98 @@
+"""Column statistics in the cache: served from the table entry, updated after each committed write."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from hmsproxy.names import make_partition_name
+from hmsproxy.store import canonical
+from hmsproxy.store.cache.shared_cache import TableEntry
+from hmsproxy.store.sql.statistics import ACCURATE, mark_columns_accurate
+from hmsproxy.store.sql.stats_codec import obj_to_row, row_to_obj
+
+
+def _canonical_stats(objs: Sequence[Any]) -> dict[str, Any]:
+    """Statistics objects as the database returns them (column name lower-cased, values round-tripped)."""
+    result = {}
+    for obj in objs:
+        name = obj.colName.lower()
+        result[name] = row_to_obj({**obj_to_row(obj), "COLUMN_NAME": name, "COLUMN_TYPE": obj.colType})
+    return result
+
+
+class CachedStatistics:
+    """Mixed into CachedStore: relies on its delegate, cache, _entry and _update_entry."""
+
+    def update_table_column_statistics(self, cat: str, stats: Any) -> None:
+        desc = stats.statsDesc
+        key = (cat, desc.dbName, desc.tableName)
+        with self.cache.writing(key):
+            self.delegate.update_table_column_statistics(cat, stats)
+            new_stats = _canonical_stats(stats.statsObj)
+
+            def change(entry: TableEntry) -> TableEntry:
+                table = canonical.table(entry.table, entry.table_id, cat)
+                table.parameters[ACCURATE] = mark_columns_accurate(table.parameters.get(ACCURATE), list(new_stats))
+                self.cache.index_table(key, table)
+                return entry.but(table=table, table_stats={**entry.table_stats, **new_stats})
+
+            self._update_entry(key, change)
+
+    def update_partition_column_statistics(self, cat: str, stats: Any, values: Sequence[str]) -> None:
+        desc = stats.statsDesc
+        key = (cat, desc.dbName, desc.tableName)
+        with self.cache.writing(key):
+            self.delegate.update_partition_column_statistics(cat, stats, values)
+            new_stats = _canonical_stats(stats.statsObj)
+
+            def change(entry: TableEntry) -> TableEntry:
+                name = make_partition_name(entry.partitions.keys, values)
+                [part] = entry.partitions.by_names([name])
+                part.parameters[ACCURATE] = mark_columns_accurate(part.parameters.get(ACCURATE), list(new_stats))
+                merged = {**entry.partition_stats.get(name, {}), **new_stats}
+                return entry.but(partitions=entry.partitions.with_partitions([part]),
+                                 partition_stats={**entry.partition_stats, name: merged})
+
+            self._update_entry(key, change)
+
+    def get_table_column_statistics(self, cat: str, db_name: str, tbl_name: str, col_names: Sequence[str]) -> list[Any]:
+        entry = self._entry(cat, db_name, tbl_name, "table_stats")
+        if entry is None:
+            return self.delegate.get_table_column_statistics(cat, db_name, tbl_name, col_names)
+        return [entry.table_stats[c] for c in col_names if c in entry.table_stats]
+
+    def get_partition_column_statistics(self, cat: str, db_name: str, tbl_name: str, part_names: Sequence[str],
+                                        col_names: Sequence[str]) -> dict[str, list[Any]]:
+        entry = self._entry(cat, db_name, tbl_name, "partition_stats")
+        if entry is None:
+            return self.delegate.get_partition_column_statistics(cat, db_name, tbl_name, part_names, col_names)
+        result = {}
+        for name in dict.fromkeys(part_names):
+            columns = entry.partition_stats.get(name, {})
+            found = [columns[c] for c in col_names if c in columns]
+            if found:
+                result[name] = found
+        return result
+
+    def delete_table_column_statistics(self, cat: str, db_name: str, tbl_name: str, col_name: str | None) -> None:
+        key = (cat, db_name, tbl_name)
+        with self.cache.writing(key):
+            self.delegate.delete_table_column_statistics(cat, db_name, tbl_name, col_name)
+            self._update_entry(key, lambda e: e.but(
+                table_stats={} if col_name is None else {c: s for c, s in e.table_stats.items() if c != col_name}))
+
+    def delete_partition_column_statistics(self, cat: str, db_name: str, tbl_name: str, part_name: str,
+                                           col_name: str | None) -> None:
+        key = (cat, db_name, tbl_name)
+        with self.cache.writing(key):
+            self.delegate.delete_partition_column_statistics(cat, db_name, tbl_name, part_name, col_name)
+
+            def change(entry: TableEntry) -> TableEntry:
+                stats = dict(entry.partition_stats)
+                kept = {} if col_name is None else {c: s for c, s in stats.get(part_name, {}).items() if c != col_name}
+                if kept:
+                    stats[part_name] = kept
+                else:
+                    stats.pop(part_name, None)
+                return entry.but(partition_stats=stats)
+
+            self._update_entry(key, change)

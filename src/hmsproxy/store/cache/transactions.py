@@ -1,0 +1,96 @@
+"""Transactions in the cache: calls pass through to the database; allocations, commits and aborts keep
+the write-id lists of cached transactional tables current."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from hmsproxy.store.cache.shared_cache import TableEntry, TableKey
+from hmsproxy.store.sql.transactions import TableWrite
+from hmsproxy.txn.write_ids import ValidWriteIdList
+
+
+class CachedTransactions:
+    """Mixed into CachedStore: relies on its delegate, cache and _update_entry."""
+
+    def open_txns(self, count: int, user: str, host: str, agent: str | None, txn_type: int | None) -> list[int]:
+        return self.delegate.open_txns(count, user, host, agent, txn_type)
+
+    def get_open_txns(self) -> tuple[int, list[Any]]:
+        return self.delegate.get_open_txns()
+
+    def current_txn_list(self) -> Any:
+        return self.delegate.current_txn_list()
+
+    def valid_write_ids(self, full_names: Sequence[str], snapshot: Any) -> list[ValidWriteIdList]:
+        return self.delegate.valid_write_ids(full_names, snapshot)
+
+    def allocate_write_ids(self, db_name: str, table: str, txn_ids: Sequence[int]) -> list[tuple[int, int]]:
+        key = ("hive", db_name, table)
+        with self.cache.writing(key):
+            allocated = self.delegate.allocate_write_ids(db_name, table, txn_ids)
+            self._update_write_ids(key, [w for _, w in allocated], "open")
+        return allocated
+
+    def commit_txn(self, txn_id: int) -> list[TableWrite]:
+        writes = self.delegate.commit_txn(txn_id)
+        self._apply_txn_end(writes, "committed")
+        return writes
+
+    def abort_txns(self, txn_ids: Sequence[int]) -> list[TableWrite]:
+        writes = self.delegate.abort_txns(txn_ids)
+        self._apply_txn_end(writes, "aborted")
+        return writes
+
+    def _apply_txn_end(self, writes: Sequence[TableWrite], outcome: str) -> None:
+        by_table: dict[TableKey, list[int]] = {}
+        for write in writes:
+            by_table.setdefault(("hive", write.db, write.table), []).append(write.write_id)
+        for key, write_ids in by_table.items():
+            with self.cache.writing(key):
+                self._update_write_ids(key, write_ids, outcome)
+
+    def _update_write_ids(self, key: TableKey, write_ids: Sequence[int], outcome: str) -> None:
+        def change(entry: TableEntry) -> TableEntry:
+            if entry.write_ids is None:
+                return entry
+            return entry.but(write_ids=with_write_ids(entry.write_ids, write_ids, outcome))
+
+        self._update_entry(key, change)
+
+    def lock(self, components: Sequence[Any], txn_id: int | None, user: str, host: str,
+             agent: str | None) -> tuple[int, int]:
+        return self.delegate.lock(components, txn_id, user, host, agent)
+
+    def check_lock(self, lock_id: int) -> int:
+        return self.delegate.check_lock(lock_id)
+
+    def unlock(self, lock_id: int) -> None:
+        self.delegate.unlock(lock_id)
+
+    def show_locks(self, db_name: str | None, table: str | None, partition: str | None,
+                   txn_id: int | None) -> list[Any]:
+        return self.delegate.show_locks(db_name, table, partition, txn_id)
+
+    def heartbeat(self, lock_id: int | None, txn_id: int | None) -> None:
+        self.delegate.heartbeat(lock_id, txn_id)
+
+    def heartbeat_txn_range(self, low: int, high: int) -> tuple[set[int], set[int]]:
+        return self.delegate.heartbeat_txn_range(low, high)
+
+
+def with_write_ids(current: ValidWriteIdList, write_ids: Sequence[int], outcome: str) -> ValidWriteIdList:
+    """The entry's write ids after `write_ids` became open (allocated), committed or aborted here.
+
+    Ids between the old high watermark and a new one that this instance has not seen (allocated by
+    another client or instance) count as open: unknown is never treated as committed."""
+    high = max([current.high_watermark, *write_ids])
+    open_ids = set(current.open_ids) | set(range(current.high_watermark + 1, high + 1))
+    aborted = set(current.aborted_ids)
+    for write_id in write_ids:
+        open_ids.discard(write_id)
+        aborted.discard(write_id)
+        if outcome == "open":
+            open_ids.add(write_id)
+        elif outcome == "aborted":
+            aborted.add(write_id)
+    return ValidWriteIdList.of(current.table_name, high, sorted(open_ids), sorted(aborted))
