@@ -1486,6 +1486,9 @@ struct NotificationEventRequest {
   1: required i64 lastEvent,
   2: optional i32 maxEvents,
   3: optional list<string> eventTypeSkipList,
+  4: optional string catName,
+  5: optional string dbName,
+  6: optional list<string> tableNames,
 }
 
 struct NotificationEvent {

@@ -10,11 +10,12 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from typing import Iterator
+from typing import Callable, Iterator
 
 from sqlalchemy import Connection, Engine, create_engine, event, func, insert, inspect, select, update
 from sqlalchemy.engine import make_url
 
+from hmsproxy.events import log as event_log
 from hmsproxy.store.sql import schema as s
 
 # SEQUENCE_TABLE rows, named after the Java metastore's JDO model classes.
@@ -60,18 +61,24 @@ class Database:
             self.engine = create_engine(self.url, pool_size=pool_size, max_overflow=pool_size,
                                         pool_pre_ping=True, pool_recycle=3600)
         self._sqlite_lock = threading.RLock()
+        self.event_listeners: list[Callable[[list[int]], None]] = []
         if added_latency_ms > 0:
             _add_round_trip_latency(self.engine, added_latency_ms / 1000.0)
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[Connection]:
-        """One database transaction: committed when the block ends, rolled back if it raises."""
-        if self.is_sqlite:
-            with self._sqlite_lock, self.engine.begin() as conn:
-                yield conn
-        else:
-            with self.engine.begin() as conn:
-                yield conn
+    def transaction(self, write: bool = False) -> Iterator[Connection]:
+        """One database transaction: committed when the block ends, rolled back if it raises.
+
+        A write transaction appends the events its caller is emitting (events/log.py) just before it
+        commits, and after the commit tells `event_listeners` their ids."""
+        event_ids: list[int] = []
+        with self._sqlite_lock if self.is_sqlite else contextlib.nullcontext():
+            with event_log.collecting() if write else contextlib.nullcontext([]) as events:
+                with self.engine.begin() as conn:
+                    yield conn
+                    event_ids = event_log.append(conn, events)
+        for listener in self.event_listeners if event_ids else ():
+            listener(event_ids)
 
     def allocate_ids(self, conn: Connection, model: str, count: int) -> int:
         """Reserves `count` consecutive ids for a model class; returns the first."""

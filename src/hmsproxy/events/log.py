@@ -1,0 +1,109 @@
+"""The notification log: events appended in the writing transaction itself, and read back in order.
+
+A handler states the events of its write with `emitting(...)`; the store's write transaction appends
+them just before it commits, so an event exists exactly when its change does. Event ids come from the
+single NOTIFICATION_SEQUENCE row, read with SELECT ... FOR UPDATE: gap-free and unique across every
+instance writing to the database (writers queue on that row only for the end of their transaction).
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import time
+from typing import Any, Iterator, Sequence
+
+from sqlalchemy import Connection, delete, func, insert, select, update
+
+from hmsproxy.events.messages import Event
+from hmsproxy.store.sql import schema as s
+
+_pending: contextvars.ContextVar[tuple[Event, ...]] = contextvars.ContextVar("pending_events", default=())
+_collecting: contextvars.ContextVar[list[Event] | None] = contextvars.ContextVar("collecting_events", default=None)
+
+
+@contextlib.contextmanager
+def emitting(*events: Event) -> Iterator[None]:
+    """The events the next write transaction in this block appends (one store write per block)."""
+    token = _pending.set(tuple(events))
+    try:
+        yield
+    finally:
+        _pending.reset(token)
+
+
+@contextlib.contextmanager
+def collecting() -> Iterator[list[Event]]:
+    """Used by a write transaction: the events to append, starting with those being emitted."""
+    events = list(_pending.get())
+    _pending.set(())
+    token = _collecting.set(events)
+    try:
+        yield events
+    finally:
+        _collecting.reset(token)
+
+
+def log(event: Event) -> None:
+    """Adds an event the store built itself to the write transaction in progress."""
+    events = _collecting.get()
+    if events is None:
+        raise RuntimeError("events can only be logged inside a write transaction")
+    events.append(event)
+
+
+def append(conn: Connection, events: Sequence[Event]) -> list[int]:
+    """Appends events inside the caller's transaction; returns their ids."""
+    if not events:
+        return []
+    seq = s.NOTIFICATION_SEQUENCE
+    first = conn.execute(select(seq.c.NEXT_EVENT_ID).with_for_update()).scalar_one()
+    conn.execute(update(seq).values(NEXT_EVENT_ID=first + len(events)))
+    now = int(time.time())
+    conn.execute(insert(s.NOTIFICATION_LOG), [
+        {"NL_ID": first + i, "EVENT_ID": first + i, "EVENT_TIME": now, "EVENT_TYPE": e.event_type,
+         "CAT_NAME": e.cat_name, "DB_NAME": e.db_name, "TBL_NAME": e.table_name, "MESSAGE": e.message,
+         "MESSAGE_FORMAT": e.message_format} for i, e in enumerate(events)])
+    return [first + i for i in range(len(events))]
+
+
+def current_event_id(conn: Connection) -> int:
+    """The id of the newest event (0 when there is none yet)."""
+    return conn.execute(select(s.NOTIFICATION_SEQUENCE.c.NEXT_EVENT_ID)).scalar_one() - 1
+
+
+def read(conn: Connection, after: int, limit: int | None = None, *, skip_types: Sequence[str] = (),
+         cat: str | None = None, db: str | None = None, tables: Sequence[str] | None = None) -> list[Any]:
+    """Events with ids above `after`, oldest first."""
+    log = s.NOTIFICATION_LOG
+    query = select(log).where(log.c.EVENT_ID > after).order_by(log.c.EVENT_ID)
+    if skip_types:
+        query = query.where(log.c.EVENT_TYPE.not_in(list(skip_types)))
+    if cat:
+        query = query.where(log.c.CAT_NAME == cat)
+    if db:
+        query = query.where(log.c.DB_NAME == db)
+    if tables:
+        query = query.where(log.c.TBL_NAME.in_(list(tables)))
+    if limit is not None and limit > 0:
+        query = query.limit(limit)
+    return conn.execute(query).all()
+
+
+def count(conn: Connection, after: int, db: str, cat: str | None = None, up_to: int | None = None) -> int:
+    log = s.NOTIFICATION_LOG
+    query = select(func.count()).select_from(log).where(log.c.EVENT_ID > after, log.c.DB_NAME == db)
+    if cat:
+        query = query.where(log.c.CAT_NAME == cat)
+    if up_to is not None and up_to > 0:
+        query = query.where(log.c.EVENT_ID <= up_to)
+    return conn.execute(query).scalar_one()
+
+
+def oldest_event_id(conn: Connection) -> int | None:
+    return conn.execute(select(func.min(s.NOTIFICATION_LOG.c.EVENT_ID))).scalar()
+
+
+def clean(conn: Connection, older_than_s: int) -> int:
+    """Deletes events older than the time to live; returns how many."""
+    cutoff = int(time.time()) - older_than_s
+    return conn.execute(delete(s.NOTIFICATION_LOG).where(s.NOTIFICATION_LOG.c.EVENT_TIME < cutoff)).rowcount

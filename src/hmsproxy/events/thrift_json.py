@@ -1,0 +1,330 @@
+"""Apache Thrift's TJSONProtocol for thriftpy2 objects: ``encode(obj)`` and ``decode(cls, text)``.
+
+Hive embeds metadata objects in its notification messages as ``TSerializer(new TJSONProtocol.Factory())``
+output, so this writes the bytes *Java's* TJSONProtocol writes (Hive is Java), driven by thriftpy2's
+``thrift_spec`` rather than generated code::
+
+    struct  {"1":{"str":"t"},"4":{"i32":5}}        fields in field-id order, unset (None) fields left out
+    list    ["rec",2,{...},{...}]                  set: the same with its element type
+    map     ["str","i64",1,{"k":7}]                numbers and bools in key position are quoted: {"3":"x"}
+    bool 1/0, binary base64, double as Java's Double.toString
+
+Where Apache's Python TJSONProtocol differs from Java's we follow Java: doubles (Java writes ``1.0``,
+``0.1``, ``1.0E20`` and ``"NaN"``; Python writes ``1``, ``0.10000000000000001``, ``1e+20`` and a bare
+``nan``), base64 without ``=`` padding, and control characters other than ``\\b\\t\\n\\f\\r`` as
+``\\u00xx`` (Python writes them raw). Both Apache readers accept what we write, and we read both.
+
+Container map keys (Hive's ``SkewedInfo.skewedColValueLocationMaps: map<list<string>,string>``):
+Apache's TJSONProtocol (Java and Python alike) writes the key list as a JSON array in key position,
+``{["str",2,"a","1"]:"loc"}`` -- not valid JSON, but it is what Hive stores and reads back, so we
+write and read the same. Decoded list (and set) keys become tuples, as in :mod:`hmsproxy.idl`.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import re
+from decimal import ROUND_HALF_EVEN, Decimal
+from json.decoder import scanstring
+from typing import Any, NoReturn, TypeVar
+
+from thriftpy2.thrift import TType
+
+T = TypeVar("T")
+
+_NAMES = {
+    TType.BOOL: "tf", TType.BYTE: "i8", TType.I16: "i16", TType.I32: "i32", TType.I64: "i64",
+    TType.DOUBLE: "dbl", TType.STRING: "str", TType.BINARY: "str", TType.STRUCT: "rec",
+    TType.MAP: "map", TType.SET: "set", TType.LIST: "lst",
+}
+_TYPES = {name: ttype for ttype, name in _NAMES.items() if ttype != TType.BINARY}
+_INT_BITS = {TType.BYTE: 8, TType.I16: 16, TType.I32: 32, TType.I64: 64}
+
+# Java's TJSONProtocol.writeJSONString: short escapes for these, \u00xx for the other control characters.
+_ESCAPES = {i: f"\\u{i:04x}" for i in range(0x20)}
+_ESCAPES.update({ord("\b"): "\\b", ord("\t"): "\\t", ord("\n"): "\\n", ord("\f"): "\\f", ord("\r"): "\\r",
+                 ord('"'): '\\"', ord("\\"): "\\\\"})
+_NUMBER = re.compile(r"[-+.0-9Ee]*")
+
+
+def _split(spec: Any) -> tuple[int, Any]:
+    """thriftpy2 element specs are a bare ttype or (ttype, nested spec / struct class)."""
+    return (spec, None) if isinstance(spec, int) else (spec[0], spec[1])
+
+
+def _field_spec(field: tuple) -> tuple[int, str, Any]:
+    """(ttype, name, type argument) from a thrift_spec entry (ttype, name, [arg,] required)."""
+    return field[0], field[1], field[2] if len(field) == 4 else None
+
+
+# --- encoding -------------------------------------------------------------------------------------------------------
+
+def encode(obj: Any) -> str:
+    """TJSONProtocol text of a thriftpy2 struct, as Java's ``TSerializer.toString`` returns it."""
+    out: list[str] = []
+    _write_struct(out, obj)
+    return "".join(out)
+
+
+def java_double(value: float) -> str:
+    """Java's ``Double.toString`` (JDK 19+: the shortest decimal that round-trips; when that has one
+    digit, the closest two-digit one), which TJSONProtocol writes for doubles."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    sign = "-" if value < 0 else ""
+    magnitude = abs(value)
+    shortest = Decimal(repr(magnitude)).normalize()
+    if len(shortest.as_tuple().digits) == 1:
+        exact = Decimal(magnitude)
+        shortest = exact.quantize(Decimal(1).scaleb(exact.adjusted() - 1), ROUND_HALF_EVEN).normalize()
+    _, digit_tuple, exponent = shortest.as_tuple()
+    digits = "".join(map(str, digit_tuple))
+    point = len(digits) + exponent  # digits before the decimal point
+    if 1e-3 <= magnitude < 1e7:
+        if point <= 0:
+            return f"{sign}0.{'0' * -point}{digits}"
+        whole = digits[:point].ljust(point, "0")
+        return f"{sign}{whole}.{digits[point:] or '0'}"
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{point - 1}"
+
+
+def _write_struct(out: list[str], obj: Any) -> None:
+    out.append("{")
+    first = True
+    for fid in sorted(obj.thrift_spec):
+        ttype, name, arg = _field_spec(obj.thrift_spec[fid])
+        value = getattr(obj, name)
+        if value is None:
+            continue
+        out.append(f'"{fid}":{{"{_NAMES[ttype]}":' if first else f',"{fid}":{{"{_NAMES[ttype]}":')
+        first = False
+        _write_value(out, ttype, arg, value, key=False)
+        out.append("}")
+    out.append("}")
+
+
+def _write_value(out: list[str], ttype: int, arg: Any, value: Any, key: bool) -> None:
+    """Append one value; ``key`` marks map-key position, where numbers are written as JSON strings."""
+    if ttype in _INT_BITS or ttype == TType.BOOL:
+        if ttype == TType.BOOL:
+            text = "1" if value else "0"
+        else:
+            bits = _INT_BITS[ttype]
+            if not -(1 << (bits - 1)) <= value < (1 << (bits - 1)):
+                raise ValueError(f"{value} does not fit a {bits}-bit Thrift integer")
+            text = str(int(value))
+        out.append(f'"{text}"' if key else text)
+    elif ttype == TType.DOUBLE:
+        text = java_double(float(value))
+        special = text[-1] in "Ny"  # NaN, Infinity, -Infinity: Java quotes these everywhere
+        out.append(f'"{text}"' if key or special else text)
+    elif ttype == TType.BINARY:
+        out.append('"' + base64.b64encode(bytes(value)).decode("ascii").rstrip("=") + '"')
+    elif ttype == TType.STRING:
+        if isinstance(value, bytes):
+            value = value.decode("utf-8")
+        out.append('"' + value.translate(_ESCAPES) + '"')
+    elif ttype == TType.STRUCT:
+        _write_struct(out, value)
+    elif ttype in (TType.LIST, TType.SET):
+        etype, earg = _split(arg)
+        out.append(f'["{_NAMES[etype]}",{len(value)}')
+        for item in value:
+            out.append(",")
+            _write_value(out, etype, earg, item, key=False)
+        out.append("]")
+    elif ttype == TType.MAP:
+        (ktype, karg), (vtype, varg) = _split(arg[0]), _split(arg[1])
+        out.append(f'["{_NAMES[ktype]}","{_NAMES[vtype]}",{len(value)},{{')
+        for i, (k, v) in enumerate(value.items()):
+            if i:
+                out.append(",")
+            _write_value(out, ktype, karg, k, key=True)
+            out.append(":")
+            _write_value(out, vtype, varg, v, key=False)
+        out.append("}]")
+    else:
+        raise ValueError(f"unsupported Thrift type {ttype}")
+
+
+# --- decoding -------------------------------------------------------------------------------------------------------
+
+def decode(cls: type[T], text: str) -> T:
+    """The ``cls`` object encoded in ``text`` (TJSONProtocol, as written by Java, Python or :func:`encode`).
+
+    Unknown fields and fields of an unexpected type are skipped, as Thrift readers do. Malformed input
+    raises ValueError naming the offset.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"TJSONProtocol text must be str, not {type(text).__name__}")
+    reader = _Reader(text)
+    obj = reader.struct(cls)
+    if reader.pos != len(text):
+        reader.fail("end of input")
+    return obj
+
+
+def _freeze(value: Any) -> Any:
+    """Decoded containers used as map keys must be hashable: lists -> tuples, recursively."""
+    return tuple(_freeze(v) for v in value) if isinstance(value, list) else value
+
+
+class _Reader:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+
+    def fail(self, expected: str) -> NoReturn:
+        found = self.text[self.pos:self.pos + 20] or "end of input"
+        raise ValueError(f"malformed TJSONProtocol text: expected {expected} at offset {self.pos}, "
+                         f"found {found!r}")
+
+    def expect(self, char: str) -> None:
+        if not self.text.startswith(char, self.pos):
+            self.fail(repr(char))
+        self.pos += 1
+
+    def peek(self, char: str) -> bool:
+        return self.text.startswith(char, self.pos)
+
+    def string(self) -> str:
+        self.expect('"')
+        try:
+            value, self.pos = scanstring(self.text, self.pos, False)
+        except ValueError:
+            self.fail("a valid JSON string")
+        return value
+
+    def number(self, quoted: bool) -> str:
+        if quoted:
+            self.expect('"')
+        token = _NUMBER.match(self.text, self.pos).group()
+        if not token:
+            self.fail("a number")
+        self.pos += len(token)
+        if quoted:
+            self.expect('"')
+        return token
+
+    def integer(self, quoted: bool) -> int:
+        start = self.pos
+        try:
+            return int(self.number(quoted))
+        except ValueError:
+            self.pos = start
+            self.fail("an integer")
+
+    def type_name(self) -> int:
+        start = self.pos
+        name = self.string()
+        if name not in _TYPES:
+            self.pos = start
+            self.fail("a Thrift type name (tf, i8, i16, i32, i64, dbl, str, rec, lst, set, map)")
+        return _TYPES[name]
+
+    def struct(self, cls: type | None) -> Any:
+        """Read a struct; with ``cls`` None (an unknown or mistyped field), read it only to skip it."""
+        spec = cls.thrift_spec if cls is not None else {}
+        obj = cls() if cls is not None else None
+        self.expect("{")
+        if self.peek("}"):
+            self.pos += 1
+            return obj
+        while True:
+            fid = self.integer(quoted=True)
+            self.expect(":")
+            self.expect("{")
+            wire_type = self.type_name()
+            self.expect(":")
+            field = spec.get(fid)
+            if field is not None and _matches(wire_type, field[0]):
+                ttype, name, arg = _field_spec(field)
+                setattr(obj, name, self.value(ttype, arg, key=False))
+            else:
+                self.value(wire_type, None, key=False)
+            self.expect("}")
+            if self.peek(","):
+                self.pos += 1
+                continue
+            self.expect("}")
+            return obj
+
+    def value(self, ttype: int, arg: Any, key: bool) -> Any:
+        if ttype == TType.BOOL:
+            return self.integer(quoted=key) != 0
+        if ttype in _INT_BITS:
+            return self.integer(quoted=key)
+        if ttype == TType.DOUBLE:
+            start = self.pos
+            text = self.string() if self.peek('"') else self.number(quoted=False)
+            try:
+                return float(text)
+            except ValueError:
+                self.pos = start
+                self.fail("a double")
+        if ttype == TType.BINARY:
+            start = self.pos
+            text = self.string().rstrip("=")
+            try:
+                return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
+            except (binascii.Error, ValueError):
+                self.pos = start
+                self.fail("base64 data")
+        if ttype == TType.STRING:
+            return self.string()
+        if ttype == TType.STRUCT:
+            return self.struct(arg)
+        if ttype in (TType.LIST, TType.SET):
+            return self.sequence(arg)
+        return self.mapping(arg)
+
+    def sequence(self, arg: Any) -> list:
+        self.expect("[")
+        wire_type = self.type_name()
+        self.expect(",")
+        size = self.integer(quoted=False)
+        etype, earg = _split(arg) if arg is not None else (wire_type, None)
+        keep = _matches(wire_type, etype)
+        if not keep:
+            etype, earg = wire_type, None
+        items = []
+        for _ in range(size):
+            self.expect(",")
+            items.append(self.value(etype, earg, key=False))
+        self.expect("]")
+        return items if keep else []
+
+    def mapping(self, arg: Any) -> dict:
+        self.expect("[")
+        wire_k = self.type_name()
+        self.expect(",")
+        wire_v = self.type_name()
+        self.expect(",")
+        size = self.integer(quoted=False)
+        self.expect(",")
+        self.expect("{")
+        (ktype, karg), (vtype, varg) = (_split(arg[0]), _split(arg[1])) if arg else ((wire_k, None),
+                                                                                     (wire_v, None))
+        keep = _matches(wire_k, ktype) and _matches(wire_v, vtype)
+        if not keep:
+            (ktype, karg), (vtype, varg) = (wire_k, None), (wire_v, None)
+        result = {}
+        for i in range(size):
+            if i:
+                self.expect(",")
+            k = _freeze(self.value(ktype, karg, key=True))
+            self.expect(":")
+            result[k] = self.value(vtype, varg, key=False)
+        self.expect("}")
+        self.expect("]")
+        return result if keep else {}
+
+
+def _matches(wire_type: int, spec_type: int) -> bool:
+    """Binary travels as a Thrift string, so "str" on the wire fits a binary field too."""
+    return wire_type == spec_type or (wire_type == TType.STRING and spec_type == TType.BINARY)
