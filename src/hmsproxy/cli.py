@@ -32,6 +32,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--cache-blacklist", help="comma-separated db.table regexes never to cache")
     serve.add_argument("--strict-snapshots", action="store_const", const=True,
                        help="refuse cached reads of transactional tables that carry no validWriteIdList")
+    serve.add_argument("--poll-interval-s", type=float,
+                       help="how often the notification log is read for other instances' changes (default 0.2)")
+    serve.add_argument("--event-ttl-s", type=int, help="notification events older than this are deleted (default 86400)")
     serve.add_argument("--db-latency-ms", type=float, help="benchmarks only: delay added to every database round trip")
     schema = commands.add_parser("schema", help="create or inspect the metastore schema")
     schema.add_argument("action", choices=["init", "info"])

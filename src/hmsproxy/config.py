@@ -23,6 +23,8 @@ HIVE_KEY_ALIASES: dict[str, str] = {
     "metastore.server.max.threads": "max_connections",
     "hive.metastore.server.max.threads": "max_connections",
     "metastore.thrift.framed": "framed",
+    "metastore.event.db.listener.timetolive": "event_ttl_s",
+    "hive.metastore.event.db.listener.timetolive": "event_ttl_s",
     "metastore.cached.rawstore.max.cache.memory": "cache_max_bytes",
     "hive.metastore.cached.rawstore.max.cache.memory": "cache_max_bytes",
     "metastore.cached.rawstore.cached.object.whitelist": "cache_whitelist",
@@ -48,6 +50,8 @@ class Settings:
     cache_whitelist: str = ".*"
     cache_blacklist: str = ""
     strict_snapshots: bool = False
+    poll_interval_s: float = 0.2
+    event_ttl_s: int = 86400
     db_latency_ms: float = 0.0
 
     @property

@@ -46,6 +46,22 @@ class Metrics:
         self.prewarm_complete = Gauge("hmsproxy_prewarm_complete", "1 once prewarm has loaded everything",
                                       registry=self.registry)
 
+        self.notification_last_applied = Gauge("hmsproxy_notification_last_applied_event_id",
+                                               "The last notification-log event this instance has applied",
+                                               registry=self.registry)
+        self.notification_events_applied = Counter("hmsproxy_notification_events_applied",
+                                                   "Notification-log events applied (or skipped as written "
+                                                   "here), by type", ["type"], registry=self.registry)
+        self.notification_lag_events = Gauge("hmsproxy_notification_lag_events",
+                                             "Events in the log not applied yet", registry=self.registry)
+        self.notification_lag_seconds = Gauge("hmsproxy_notification_lag_seconds",
+                                              "Age of the oldest event not applied yet", registry=self.registry)
+        self.notification_poll_errors = Counter("hmsproxy_notification_poll_errors",
+                                                "Failed reads of the notification log", registry=self.registry)
+        self.cache_pending_entries = Gauge("hmsproxy_cache_pending_entries",
+                                           "Cached transactional tables with write ids not committed yet",
+                                           registry=self.registry)
+
     def observe(self, method: str, outcome: str, seconds: float) -> None:
         self.requests.labels(method, outcome).inc()
         self.latency.labels(method).observe(seconds)

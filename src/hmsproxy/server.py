@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from hmsproxy.config import Settings
 from hmsproxy.dispatch import MetastoreProcessor
+from hmsproxy.events.poller import Poller
 from hmsproxy.handler import Handler, HandlerContext
 from hmsproxy.handler.common import now
 from hmsproxy.idl import hms
@@ -55,8 +56,8 @@ def open_store(settings: Settings, warehouse: Warehouse) -> SqlStore:
     return store
 
 
-def cached(store: SqlStore, settings: Settings, metrics: Metrics) -> tuple[CachedStore, Loader]:
-    """Wraps the store in the cache and starts prewarming it in the background."""
+def cached(store: SqlStore, settings: Settings, metrics: Metrics) -> tuple[CachedStore, Loader, Poller]:
+    """Wraps the store in the cache, starts prewarming it and following the notification log."""
     cache = SharedCache(settings.cache_max_bytes, on_evict=lambda key: metrics.cache_evictions.inc())
     policy = CachePolicy.from_patterns(settings.cache_whitelist, settings.cache_blacklist)
     cached_store = CachedStore(store, cache, policy, metrics, strict_snapshots=settings.strict_snapshots)
@@ -65,8 +66,13 @@ def cached(store: SqlStore, settings: Settings, metrics: Metrics) -> tuple[Cache
     metrics.cache_bytes.set_function(cache.bytes_used)
     metrics.cache_objects.labels("table").set_function(lambda: len(cache.tables))
     metrics.cache_objects.labels("database").set_function(lambda: len(cache.databases))
+    metrics.cache_pending_entries.set_function(cache.pending_entries)
+    poller = Poller(cached_store, metrics, interval_s=settings.poll_interval_s, event_ttl_s=settings.event_ttl_s,
+                    start_after=loader.start_after, reload_everything=loader.prewarm_again)
+    store.db.event_listeners.append(poller.written_here)
     loader.start()
-    return cached_store, loader
+    poller.start()
+    return cached_store, loader, poller
 
 
 @dataclass
@@ -75,6 +81,7 @@ class RunningServer:
     metrics_server: MetricsServer | None
     store: RawStore
     loader: Loader | None
+    poller: Poller | None
 
     @property
     def port(self) -> int:
@@ -82,6 +89,8 @@ class RunningServer:
 
     def stop(self) -> None:
         self.thrift.stop()
+        if self.poller is not None:
+            self.poller.stop()
         if self.loader is not None:
             self.loader.stop()
         if self.metrics_server is not None:
@@ -100,9 +109,9 @@ def start(settings: Settings) -> RunningServer:
     warehouse.root.mkdir(parents=True, exist_ok=True)
     metrics = Metrics()
     store: RawStore = open_store(settings, warehouse)
-    loader = None
+    loader = poller = None
     if settings.cache:
-        store, loader = cached(store, settings, metrics)
+        store, loader, poller = cached(store, settings, metrics)
     context = HandlerContext(store=store, warehouse=warehouse, server_conf=server_conf(settings), started_at=now())
     handler = Handler(context)
     thrift = ThriftServer(lambda: MetastoreProcessor(handler, metrics), settings.host, settings.port,
@@ -116,4 +125,4 @@ def start(settings: Settings) -> RunningServer:
     log.info("hmsproxy serving thrift://%s:%d (%s, cache %s), warehouse %s, metrics %s", settings.host, thrift.port,
              "framed" if settings.framed else "unframed", "on" if settings.cache else "off", warehouse.root,
              f"http://{settings.host}:{metrics_server.port}/metrics" if metrics_server else "off")
-    return RunningServer(thrift, metrics_server, store, loader)
+    return RunningServer(thrift, metrics_server, store, loader, poller)

@@ -50,6 +50,7 @@ COMMIT_TXN = "COMMIT_TXN"
 ABORT_TXN = "ABORT_TXN"
 ALLOC_WRITE_ID = "ALLOC_WRITE_ID_EVENT"
 ACID_WRITE = "ACID_WRITE_EVENT"
+INSERT = "INSERT"
 
 WriteIds = Iterable[tuple[str, str, int]]  # (database, table, write id)
 
@@ -110,6 +111,16 @@ def drop_database(db: Any, *, timestamp: int | None = None) -> Event:
 
 def _table_event(event_type: str, table: Any, body: dict) -> Event:
     return _event(event_type, table.catName or DEFAULT_CATALOG, table.dbName, table.tableName, body)
+
+
+def insert(table: Any, partition: Any | None, files: Sequence[str], checksums: Sequence[str] = (), *,
+           replace: bool = False, timestamp: int | None = None) -> Event:
+    """What fire_listener_event records for data inserted outside the metastore (Hive's JSONInsertMessage)."""
+    body = {**_origin(), "db": table.dbName, "table": table.tableName, "tableType": table.tableType,
+            "tableObjJson": encode(table), "ptnObjJson": encode(partition) if partition is not None else None,
+            "timestamp": _now(timestamp), "replace": "true" if replace else "false",
+            "files": [f"{f}###{c}" if c else f for f, c in zip(files, [*checksums, *[""] * len(files)])]}
+    return _table_event(INSERT, table, body)
 
 
 def create_table(table: Any, *, files: Sequence[str] = (), timestamp: int | None = None) -> Event:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hmsproxy.handler.common import HandlerContext
 from hmsproxy.handler.databases import DatabaseCalls
 from hmsproxy.handler.functions import FunctionCalls
+from hmsproxy.handler.notifications import NotificationCalls
 from hmsproxy.handler.partitions import PartitionCalls
 from hmsproxy.handler.service import ServiceCalls
 from hmsproxy.handler.statistics import StatisticsCalls
@@ -13,7 +14,7 @@ from hmsproxy.handler.transactions import TransactionCalls
 
 
 class Handler(DatabaseCalls, TableCalls, PartitionCalls, FunctionCalls, StatisticsCalls, TransactionCalls,
-              ServiceCalls):
+              NotificationCalls, ServiceCalls):
     def __init__(self, ctx: HandlerContext) -> None:
         self.ctx = ctx
 

@@ -1,9 +1,12 @@
 """Thrift calls on catalogs and databases."""
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from hmsproxy.handler.common import HandlerContext, now, require_valid_name, split_catalog
+from hmsproxy.events import messages
+from hmsproxy.events.log import emitting
 from hmsproxy.idl import hms
 from hmsproxy.names import filter_by_pattern
 from hmsproxy.warehouse import normalise_location
@@ -36,7 +39,8 @@ class DatabaseCalls:
         )
         made = self.ctx.warehouse.mkdirs(location)
         try:
-            self.ctx.store.create_database(stored)
+            with emitting(messages.create_database(stored)):
+                self.ctx.store.create_database(stored)
         except BaseException:
             if made:
                 self.ctx.warehouse.remove(location)
@@ -67,7 +71,11 @@ class DatabaseCalls:
         catalog, db_name = split_catalog(dbname)
         if db is None:
             raise hms.MetaException(message="database must not be null")
-        self.ctx.store.alter_database(catalog, db_name, db)
+        before = self.ctx.store.get_database(catalog, db_name)
+        after = copy.copy(before)
+        after.parameters, after.ownerName, after.ownerType = dict(db.parameters or {}), db.ownerName, db.ownerType
+        with emitting(messages.alter_database(before, after)):
+            self.ctx.store.alter_database(catalog, db_name, db)
 
     def drop_database(self, name: str, deleteData: bool, cascade: bool) -> None:
         catalog, db_name = split_catalog(name)
@@ -87,7 +95,11 @@ class DatabaseCalls:
             if ignore_unknown:
                 return
             raise
-        dropped = self.ctx.store.drop_database(catalog, db_name, cascade)
+        tables = self.ctx.store.get_table_objects(catalog, db_name, self.ctx.store.get_table_names(catalog, db_name))
+        functions = self.ctx.store.get_functions(catalog, db_name)
+        events = [messages.drop_table(t) for t in tables] + [messages.drop_function(f) for f in functions]
+        with emitting(*events, messages.drop_database(database)):
+            dropped = self.ctx.store.drop_database(catalog, db_name, cascade)
         if delete_data:
             for item in dropped:
                 self._delete_table_data(item)

@@ -5,6 +5,8 @@ import copy
 from typing import Any
 
 from hmsproxy.handler.common import HandlerContext, lower, now, require_valid_name, split_catalog
+from hmsproxy.events import messages
+from hmsproxy.events.log import emitting
 from hmsproxy.idl import hms
 from hmsproxy.names import filter_by_pattern
 
@@ -25,7 +27,8 @@ class FunctionCalls:
     def create_function(self, func: Any) -> None:
         function = self._normalised(func)
         function.createTime = now()
-        self.ctx.store.create_function(function)
+        with emitting(messages.create_function(function)):
+            self.ctx.store.create_function(function)
 
     def get_function(self, dbName: str, funcName: str) -> Any:
         catalog, db_name = split_catalog(dbName)
@@ -47,7 +50,8 @@ class FunctionCalls:
         function = self._normalised(newFunc, hms.InvalidOperationException)
         old = self._existing(catalog, db_name, lower(funcName, "function"))
         function.createTime = old.createTime
-        self.ctx.store.alter_function(catalog, db_name, old.functionName, function)
+        with emitting(messages.drop_function(old), messages.create_function(function)):  # Hive has no alter event
+            self.ctx.store.alter_function(catalog, db_name, old.functionName, function)
 
     def _existing(self, catalog: str, db_name: str, name: str) -> Any:
         try:
@@ -57,4 +61,6 @@ class FunctionCalls:
 
     def drop_function(self, dbName: str, funcName: str) -> None:
         catalog, db_name = split_catalog(dbName)
-        self.ctx.store.drop_function(catalog, db_name, lower(funcName, "function"))
+        function = self.ctx.store.get_function(catalog, db_name, lower(funcName, "function"))
+        with emitting(messages.drop_function(function)):
+            self.ctx.store.drop_function(catalog, db_name, function.functionName)

@@ -1,6 +1,7 @@
 """Thrift calls on partitions: add/append, read by values/names/partial spec/filter, alter, rename, drop."""
 from __future__ import annotations
 
+import contextlib
 import copy
 from typing import Any, Sequence
 
@@ -12,6 +13,8 @@ from hmsproxy.handler.quick_stats import (
     DO_NOT_UPDATE_STATS, FAST_STATS, STATS_GENERATED, strip_marker, update_quick_stats,
 )
 from hmsproxy.handler.tables import is_external, is_view
+from hmsproxy.events import messages
+from hmsproxy.events.log import emitting
 from hmsproxy.idl import hms
 from hmsproxy.names import make_partition_name, parse_partition_name
 from hmsproxy.partition_filter import FilterError, compile_filter
@@ -112,7 +115,8 @@ class PartitionCalls:
                 prepared.append(ready)
                 if created:
                     made.append(ready.sd.location)
-            return self.ctx.store.add_partitions(catalog, db_name, table.tableName, prepared, if_not_exists)
+            with emitting(messages.add_partition(table, prepared)) if prepared else contextlib.nullcontext():
+                return self.ctx.store.add_partitions(catalog, db_name, table.tableName, prepared, if_not_exists)
         except BaseException:
             for location in made:
                 self.ctx.warehouse.remove(location)
@@ -307,7 +311,7 @@ class PartitionCalls:
         except hms.NoSuchObjectException as exc:
             raise hms.InvalidOperationException(message=exc.message) from None
         props = env_properties(env)
-        prepared = []
+        prepared, olds = [], []
         for part in new_parts or []:
             if part is None or part.sd is None:
                 raise hms.InvalidOperationException(message="partition and its storage descriptor must be given")
@@ -326,7 +330,9 @@ class PartitionCalls:
                 update_quick_stats(part.parameters, part.sd.location, new_dir=False, force=True, env=props)
             strip_marker(part.parameters)
             prepared.append(part)
-        self.ctx.store.alter_partitions(catalog, db, table.tableName, prepared)
+            olds.append(old)
+        with emitting(*(messages.alter_partition(table, old, new) for old, new in zip(olds, prepared))):
+            self.ctx.store.alter_partitions(catalog, db, table.tableName, prepared)
 
     def rename_partition(self, db_name: str, tbl_name: str, part_vals: Sequence[str], new_part: Any) -> None:
         self._rename_partition(db_name, tbl_name, None, part_vals, new_part)
@@ -369,7 +375,8 @@ class PartitionCalls:
             except FileExistsError as exc:
                 raise hms.InvalidOperationException(message=str(exc)) from None
         try:
-            self.ctx.store.rename_partition(catalog, db, table.tableName, old_values, part)
+            with emitting(messages.alter_partition(table, old, part)):
+                self.ctx.store.rename_partition(catalog, db, table.tableName, old_values, part)
         except BaseException:
             if moved and move:
                 self.ctx.warehouse.move(move[1], move[0])
@@ -416,7 +423,9 @@ class PartitionCalls:
 
     def _drop_by_names(self, catalog: str, db: str, table: Any, names: Sequence[str], delete_data: bool,
                        if_exists: bool) -> list[Any]:
-        dropped = self.ctx.store.drop_partitions(catalog, db, table.tableName, names, if_exists)
+        going = self.ctx.store.get_partitions_by_names(catalog, db, table.tableName, names)
+        with emitting(messages.drop_partition(table, list(going))) if going else contextlib.nullcontext():
+            dropped = self.ctx.store.drop_partitions(catalog, db, table.tableName, names, if_exists)
         if delete_data and not is_external(table):
             for part in dropped:
                 self.ctx.warehouse.remove(part.sd.location if part.sd else None)

@@ -4,6 +4,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from hmsproxy.handler.common import HandlerContext, lower, split_catalog, with_snapshot
+from hmsproxy.events import messages
+from hmsproxy.events.log import emitting
 from hmsproxy.idl import hms
 from hmsproxy.names import parse_partition_name
 from hmsproxy.stats_aggregate import aggregate_column
@@ -18,8 +20,10 @@ class StatisticsCalls:
         desc = stats.statsDesc
         catalog, desc.dbName = split_catalog(desc.dbName, desc.catName)
         desc.tableName = lower(desc.tableName, "table")
+        table = self.ctx.store.get_table(catalog, desc.dbName, desc.tableName)
         if desc.isTblLevel:
-            self.ctx.store.update_table_column_statistics(catalog, stats)
+            with emitting(messages.update_table_column_stat(table, stats, max(table.writeId or 0, 0), None)):
+                self.ctx.store.update_table_column_statistics(catalog, stats)
             return
         if not desc.partName:
             raise hms.InvalidInputException(message="partition statistics need a partition name")
@@ -27,7 +31,8 @@ class StatisticsCalls:
             values = [v for _, v in parse_partition_name(desc.partName)]
         except ValueError as exc:
             raise hms.InvalidInputException(message=str(exc)) from None
-        self.ctx.store.update_partition_column_statistics(catalog, stats, values)
+        with emitting(messages.update_part_column_stat(table, values, stats, 0)):
+            self.ctx.store.update_partition_column_statistics(catalog, stats, values)
 
     def update_table_column_statistics(self, stats_obj: Any) -> bool:
         if stats_obj is not None and stats_obj.statsDesc is not None and not stats_obj.statsDesc.isTblLevel:
@@ -103,15 +108,23 @@ class StatisticsCalls:
     def delete_table_column_statistics(self, db_name: str, tbl_name: str, col_name: str | None,
                                        engine: str | None = None) -> bool:
         catalog, db = split_catalog(db_name)
-        self.ctx.store.delete_table_column_statistics(catalog, db, lower(tbl_name, "table"),
-                                                      col_name.lower() if col_name else None)
+        table = self.ctx.store.get_table(catalog, db, lower(tbl_name, "table"))
+        column = col_name.lower() if col_name else None
+        with emitting(messages.delete_table_column_stat(table, column)):
+            self.ctx.store.delete_table_column_statistics(catalog, db, table.tableName, column)
         return True
 
     def delete_partition_column_statistics(self, db_name: str, tbl_name: str, part_name: str, col_name: str | None,
                                            engine: str | None = None) -> bool:
         catalog, db = split_catalog(db_name)
-        self.ctx.store.delete_partition_column_statistics(catalog, db, lower(tbl_name, "table"), part_name,
-                                                          col_name.lower() if col_name else None)
+        table = self.ctx.store.get_table(catalog, db, lower(tbl_name, "table"))
+        column = col_name.lower() if col_name else None
+        try:
+            values = [v for _, v in parse_partition_name(part_name or "")]
+        except ValueError as exc:
+            raise hms.InvalidInputException(message=str(exc)) from None
+        with emitting(messages.delete_part_column_stat(table, values, column)):
+            self.ctx.store.delete_partition_column_statistics(catalog, db, table.tableName, part_name, column)
         return True
 
 

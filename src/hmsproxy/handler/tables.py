@@ -10,6 +10,8 @@ from hmsproxy.handler.common import (
     DDL_TIME, HandlerContext, env_properties, lower, now, require_valid_name, split_catalog,
 )
 from hmsproxy.handler.quick_stats import DO_NOT_UPDATE_STATS, strip_marker, update_quick_stats
+from hmsproxy.events import messages
+from hmsproxy.events.log import emitting
 from hmsproxy.idl import hms
 from hmsproxy.names import filter_by_pattern
 from hmsproxy.warehouse import Warehouse, join, local_path, normalise_location
@@ -88,7 +90,8 @@ class TableCalls:
                                    env=env_properties(env))
             strip_marker(table.parameters)
         try:
-            self.ctx.store.create_table(table)
+            with emitting(messages.create_table(table)):
+                self.ctx.store.create_table(table)
         except BaseException:
             if made:
                 self.ctx.warehouse.remove(table.sd.location)
@@ -252,7 +255,8 @@ class TableCalls:
             update_quick_stats(table.parameters, table.sd.location, new_dir=False, force=True, env=props)
         strip_marker(table.parameters)
         try:
-            self.ctx.store.alter_table(catalog, db_name, tbl_name, table, moves, cascade)
+            with emitting(messages.alter_table(old, table, write_id=table.writeId if table.writeId > 0 else None)):
+                self.ctx.store.alter_table(catalog, db_name, tbl_name, table, moves, cascade)
         except BaseException:
             if moved and moves:
                 self.ctx.warehouse.move(moves[1], moves[0])
@@ -271,7 +275,9 @@ class TableCalls:
 
     def _drop_table(self, dbname: str, name: str, delete_data: bool) -> None:
         catalog, db_name = split_catalog(dbname)
-        dropped = self.ctx.store.drop_table(catalog, db_name, lower(name, "table"))
+        table = self.ctx.store.get_table(catalog, db_name, lower(name, "table"))
+        with emitting(messages.drop_table(table)):
+            dropped = self.ctx.store.drop_table(catalog, db_name, table.tableName)
         if delete_data:
             self._delete_table_data(dropped)
 
@@ -295,11 +301,17 @@ class TableCalls:
             for part in parts:
                 _empty_directory(part.sd.location)
                 update_quick_stats(part.parameters, part.sd.location, new_dir=False, force=True, env={})
-            self.ctx.store.alter_partitions(catalog, db_name, table.tableName, parts)
+            before = {p.sd.location: p for p in self.ctx.store.get_partitions_by_names(
+                catalog, db_name, table.tableName, names)}
+            events = [messages.alter_partition(table, before.get(p.sd.location, p), p, is_truncate=True) for p in parts]
+            with emitting(*events):
+                self.ctx.store.alter_partitions(catalog, db_name, table.tableName, parts)
         else:
             _empty_directory(table.sd.location)
             update_quick_stats(table.parameters, table.sd.location, new_dir=False, force=True, env={})
-            self.ctx.store.alter_table(catalog, db_name, table.tableName, table)
+            before = self.ctx.store.get_table(catalog, db_name, table.tableName)
+            with emitting(messages.alter_table(before, table, is_truncate=True)):
+                self.ctx.store.alter_table(catalog, db_name, table.tableName, table)
 
     def truncate_table_req(self, req: Any) -> Any:
         self.truncate_table(req.dbName, req.tableName, req.partNames)

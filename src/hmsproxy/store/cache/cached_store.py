@@ -33,6 +33,8 @@ from hmsproxy.store.snapshot import request_snapshot
 from hmsproxy.txn.write_ids import ValidWriteIdList, is_fresh_or_newer
 
 log = logging.getLogger(__name__)
+NOTIFICATION_CALLS = frozenset({"get_events", "current_event_id", "count_events", "oldest_event_id", "add_events",
+                                "clean_events"})
 
 
 def _no_table(db: str, tbl: str) -> Exception:
@@ -118,8 +120,59 @@ class CachedStore(CachedStatistics, CachedTransactions):
         except hms.NoSuchObjectException:
             return 0
         entry = entry_from_bundle(bundle, builder)
-        self.cache.put_table(key, entry, loaded_at_generation=generation)
+        if self.cache.put_table(key, entry, loaded_at_generation=generation):
+            self.cache.index_table(key, entry.table)
         return len(entry.partitions)
+
+    # ---- changes made by other instances (store/cache/sync.py) --------------------------------------
+
+    def invalidate(self, key: TableKey, table: Any = None, gone: bool = False) -> None:
+        """Drops a table's entry and queues a reload; `table` (created or renamed to) or `gone` fixes the
+        name index at once."""
+        with self.cache.writing(key):
+            self.cache.drop_table(key)
+            if gone:
+                self.cache.unindex_table(key)
+            elif table is not None:
+                self.cache.index_table(key, table)
+        if not gone and self.policy.allows(key[1], key[2]):
+            self.request_load(key)
+
+    def refresh_database(self, cat: str, name: str) -> None:
+        try:
+            database = self.delegate.get_database(cat, name)
+        except hms.NoSuchObjectException:
+            return self.forget_database(cat, name)
+        with self.cache.lock:
+            self.cache.bump_catalog(cat)
+            self.cache.databases[(cat, name)] = database
+            self.cache.table_index.setdefault((cat, name), {})
+            self.cache.functions.setdefault((cat, name), {})
+
+    def forget_database(self, cat: str, name: str) -> None:
+        with self.cache.lock:
+            self.cache.bump_catalog(cat)
+            for key in [*self.cache.table_keys((cat, name))]:
+                self.cache.drop_table(key)
+                self.cache.bump(key)
+            self.cache.databases.pop((cat, name), None)
+            self.cache.table_index.pop((cat, name), None)
+            self.cache.functions.pop((cat, name), None)
+
+    def refresh_function(self, cat: str, db: str, name: str) -> None:
+        try:
+            function = self.delegate.get_function(cat, db, name)
+        except hms.NoSuchObjectException:
+            function = None
+        with self.cache.lock:
+            self.cache.bump_catalog(cat)
+            functions = self.cache.functions.get((cat, db))
+            if functions is None:
+                return
+            if function is None:
+                functions.pop(name, None)
+            else:
+                functions[name] = function
 
     def load_catalog(self, cat: str) -> list[TableKey]:
         """Loads a catalog's databases, functions and table name index; returns its tables to load.
@@ -423,6 +476,12 @@ class CachedStore(CachedStatistics, CachedTransactions):
         with self.cache.lock:
             self.cache.bump_catalog(cat)
             self.cache.functions.get((cat, db_name), {}).pop(name, None)
+
+    def __getattr__(self, name: str) -> Any:
+        """The notification log is never cached: those calls go to the database as they are."""
+        if name in NOTIFICATION_CALLS:
+            return getattr(self.delegate, name)
+        raise AttributeError(name)
 
     def close(self) -> None:
         self.delegate.close()

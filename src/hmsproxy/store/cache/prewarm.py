@@ -24,6 +24,8 @@ class Loader:
         self.store = store
         self.metrics = metrics
         self.complete = threading.Event()
+        self.started = threading.Event()     # set once prewarm has recorded where the log stood
+        self.start_event_id = 0
         self._queue: deque[TableKey] = deque()
         self._queued: set[TableKey] = set()
         self._wakeup = threading.Condition()
@@ -80,13 +82,32 @@ class Loader:
             log.exception("could not load %s into the cache", ".".join(key))
             return 0
 
-    def _prewarm(self) -> None:
-        started = time.monotonic()
+    def start_after(self) -> int:
+        """For the poller: the event id prewarm started from (it waits until prewarm recorded it)."""
+        self.started.wait()
+        return self.start_event_id
+
+    def prewarm_again(self) -> int:
+        """Clears the cache and queues a full prewarm; returns the event id it starts from."""
+        self.store.cache.clear()
+        return self._load_catalogs()[0]
+
+    def _load_catalogs(self) -> tuple[int, list[TableKey]]:
+        """Records the log position *before* loading, so no change made during the load is missed."""
+        start = self.store.delegate.current_event_id()
         tables: list[TableKey] = []
         for catalog in self.store.delegate.get_catalog_names():
             tables += self.store.load_catalog(catalog)
         for key in tables:
             self.request(key, urgent=False)
+        return start, tables
+
+    def _prewarm(self) -> None:
+        started = time.monotonic()
+        try:
+            self.start_event_id, tables = self._load_catalogs()
+        finally:
+            self.started.set()
         total, done, partitions = len(tables), 0, 0
         self.metrics.prewarm_tables.labels("total").set(total)
         log.info("prewarm: %d databases, %d tables to load", len(self.store.cache.databases), total)

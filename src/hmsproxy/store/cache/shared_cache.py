@@ -69,6 +69,7 @@ class SharedCache:
         self.oversized: set[TableKey] = set()   # tables larger than the whole memory bound: never cached
         self._generations: dict[TableKey, int] = {}
         self.catalog_generations: dict[str, int] = {}   # bumped by every write in a catalog
+        self._epoch = 0
         self._key_locks: dict[TableKey, threading.Lock] = {}
 
     # ---- tables ------------------------------------------------------------------------------------
@@ -77,9 +78,10 @@ class SharedCache:
         with self.lock:
             return self.tables.get(key)
 
-    def generation(self, key: TableKey) -> int:
+    def generation(self, key: TableKey) -> tuple[int, int]:
+        """Changes with every write to the table and with every clear()."""
         with self.lock:
-            return self._generations.get(key, 0)
+            return self._epoch, self._generations.get(key, 0)
 
     def writing(self, key: TableKey) -> "_KeyWrite":
         """Serializes writes to one table in this process; bumps its generation when the write ends."""
@@ -97,11 +99,11 @@ class SharedCache:
         with self.lock:
             self.catalog_generations[cat] = self.catalog_generations.get(cat, 0) + 1
 
-    def put_table(self, key: TableKey, entry: TableEntry, loaded_at_generation: int | None = None) -> bool:
+    def put_table(self, key: TableKey, entry: TableEntry, loaded_at_generation: tuple[int, int] | None = None) -> bool:
         """Stores an entry; a load (with its starting generation) is dropped if a write came in between.
         False if it was not stored (stale load, or larger than the whole cache)."""
         with self.lock:
-            if loaded_at_generation is not None and self._generations.get(key, 0) != loaded_at_generation:
+            if loaded_at_generation is not None and self.generation(key) != loaded_at_generation:
                 return False
             try:
                 self.tables[key] = entry
@@ -111,6 +113,19 @@ class SharedCache:
                 return False
             return True
 
+    def clear(self) -> None:
+        """Forgets everything (the log this cache followed has a gap); loads in flight are dropped."""
+        with self.lock:
+            self._epoch += 1
+            for cat in list(self.catalog_generations):
+                self.bump_catalog(cat)
+            self.databases.clear()
+            self.complete_catalogs.clear()
+            self.table_index.clear()
+            self.functions.clear()
+            self.tables.clear()
+            self.oversized.clear()
+
     def drop_table(self, key: TableKey) -> None:
         with self.lock:
             self.tables.pop(key, None)
@@ -119,6 +134,11 @@ class SharedCache:
     def table_keys(self, db: DbKey) -> Iterator[TableKey]:
         with self.lock:
             return iter([k for k in self.tables.keys() if k[:2] == db])
+
+    def pending_entries(self) -> int:
+        """Cached transactional tables that have write ids not committed yet."""
+        with self.lock:
+            return sum(1 for e in self.tables.values() if e.write_ids is not None and e.write_ids.open_ids)
 
     def bytes_used(self) -> int:
         with self.lock:

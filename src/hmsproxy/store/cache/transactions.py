@@ -21,6 +21,9 @@ class CachedTransactions:
     def current_txn_list(self) -> Any:
         return self.delegate.current_txn_list()
 
+    def txn_writes(self, txn_id: int) -> list[TableWrite]:
+        return self.delegate.txn_writes(txn_id)
+
     def valid_write_ids(self, full_names: Sequence[str], snapshot: Any) -> list[ValidWriteIdList]:
         return self.delegate.valid_write_ids(full_names, snapshot)
 
@@ -46,8 +49,12 @@ class CachedTransactions:
         for write in writes:
             by_table.setdefault(("hive", write.db, write.table), []).append(write.write_id)
         for key, write_ids in by_table.items():
-            with self.cache.writing(key):
-                self._update_write_ids(key, write_ids, outcome)
+            self.write_ids_changed(key, write_ids, outcome)
+
+    def write_ids_changed(self, key: TableKey, write_ids: Sequence[int], outcome: str) -> None:
+        """Another instance allocated, committed or aborted these write ids of the table."""
+        with self.cache.writing(key):
+            self._update_write_ids(key, write_ids, outcome)
 
     def _update_write_ids(self, key: TableKey, write_ids: Sequence[int], outcome: str) -> None:
         def change(entry: TableEntry) -> TableEntry:

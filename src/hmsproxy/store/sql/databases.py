@@ -28,7 +28,7 @@ class DatabaseStore:
             return sorted(conn.execute(select(s.CTLGS.c.NAME)).scalars())
 
     def create_database(self, database: Any) -> None:
-        with self.db.transaction() as conn:
+        with self.db.transaction(write=True) as conn:
             exists = conn.execute(select(s.DBS.c.DB_ID).where(
                 s.DBS.c.NAME == database.name, s.DBS.c.CTLG_NAME == database.catalogName)).first()
             if exists is not None:
@@ -63,7 +63,7 @@ class DatabaseStore:
 
     def alter_database(self, cat: str, name: str, database: Any) -> None:
         """Replaces parameters and owner; HMS ignores changes to name, description and location."""
-        with self.db.transaction() as conn:
+        with self.db.transaction(write=True) as conn:
             db_id = database_id(conn, cat, name)
             conn.execute(update(s.DBS).where(s.DBS.c.DB_ID == db_id).values(
                 OWNER_NAME=database.ownerName, OWNER_TYPE=principal_type_name(database.ownerType)))
@@ -77,7 +77,7 @@ class DatabaseStore:
 
         Without cascade a database that still holds tables or functions is refused
         (InvalidOperationException), as HMS does."""
-        with self.db.transaction() as conn:
+        with self.db.transaction(write=True) as conn:
             db_id = database_id(conn, cat, name)
             table_names = list(conn.execute(select(s.TBLS.c.TBL_NAME).where(s.TBLS.c.DB_ID == db_id)).scalars())
             function_names = list(conn.execute(select(s.FUNCS.c.FUNC_NAME).where(s.FUNCS.c.DB_ID == db_id)).scalars())

@@ -22,7 +22,7 @@ class FunctionStore:
     db: Database
 
     def create_function(self, function: Any) -> None:
-        with self.db.transaction() as conn:
+        with self.db.transaction(write=True) as conn:
             db_id = database_id(conn, function.catName, function.dbName)
             if self._function_id(conn, db_id, function.functionName) is not None:
                 raise hms.AlreadyExistsException(
@@ -77,7 +77,7 @@ class FunctionStore:
         ]
 
     def alter_function(self, cat: str, db_name: str, name: str, function: Any) -> None:
-        with self.db.transaction() as conn:
+        with self.db.transaction(write=True) as conn:
             db_id = database_id(conn, cat, db_name)
             func_id = self._function_id(conn, db_id, name)
             if func_id is None:
@@ -93,7 +93,7 @@ class FunctionStore:
             self._write_resources(conn, func_id, function)
 
     def drop_function(self, cat: str, db_name: str, name: str) -> None:
-        with self.db.transaction() as conn:
+        with self.db.transaction(write=True) as conn:
             if not self._drop_function_in(conn, database_id(conn, cat, db_name), name):
                 raise no_such_object(f"Function {db_name}.{name} does not exist")
 

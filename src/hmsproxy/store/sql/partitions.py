@@ -38,7 +38,7 @@ class PartitionStore:
                        if_not_exists: bool = False) -> list[Any]:
         """Adds all partitions or none. A duplicate inside the request is a MetaException; an existing
         partition is AlreadyExistsException, or skipped with if_not_exists. Returns what was added."""
-        with self.db.transaction() as conn:
+        with self.db.transaction(write=True) as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
             for part in parts:
                 if len(part.values or []) != len(ref.partition_keys) or not ref.partition_keys:
@@ -90,12 +90,12 @@ class PartitionStore:
 
     def alter_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any]) -> None:
         """Replaces each partition's definition (matched by its values), keeping its id."""
-        with self.db.transaction() as conn:
+        with self.db.transaction(write=True) as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
             self._replace_partitions(conn, ref, [(list(p.values), p) for p in parts])
 
     def rename_partition(self, cat: str, db_name: str, tbl_name: str, old_values: Sequence[str], part: Any) -> None:
-        with self.db.transaction() as conn:
+        with self.db.transaction(write=True) as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
             new_name = make_partition_name(ref.partition_keys, part.values)
             if self._existing_names(conn, ref.tbl_id, [new_name]):
@@ -133,7 +133,7 @@ class PartitionStore:
     def drop_partitions(self, cat: str, db_name: str, tbl_name: str, names: Sequence[str],
                         if_exists: bool = False) -> list[Any]:
         """Drops the named partitions, all or none: a missing one is NoSuchObjectException unless if_exists."""
-        with self.db.transaction() as conn:
+        with self.db.transaction(write=True) as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
             rows = self._rows_by_names(conn, ref.tbl_id, list(dict.fromkeys(names)))
             found = {r.PART_NAME for r in rows}

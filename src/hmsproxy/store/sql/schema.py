@@ -22,8 +22,13 @@ from sqlalchemy import (
     UniqueConstraint,
     Index,
 )
+from sqlalchemy.dialects import mysql
 
 SCHEMA_VERSION = "4.0.0"
+# MySQL's TEXT holds 64 KB: parameter values (Spark keeps table schemas there) and notification messages
+# need Hive's MEDIUMTEXT / LONGTEXT.
+MediumText = Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
+LongText = Text().with_variant(mysql.LONGTEXT(), "mysql", "mariadb")
 metadata = MetaData()
 
 _MYSQL = {"mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"}
@@ -78,7 +83,7 @@ DATABASE_PARAMS = _table(
     "DATABASE_PARAMS",
     Column("DB_ID", BigInteger, nullable=False),
     Column("PARAM_KEY", String(180), nullable=False),
-    Column("PARAM_VALUE", Text),
+    Column("PARAM_VALUE", MediumText),
     PrimaryKeyConstraint("DB_ID", "PARAM_KEY"),
 )
 
@@ -97,7 +102,7 @@ SERDE_PARAMS = _table(
     "SERDE_PARAMS",
     Column("SERDE_ID", BigInteger, nullable=False),
     Column("PARAM_KEY", String(256), nullable=False),
-    Column("PARAM_VALUE", Text),
+    Column("PARAM_VALUE", MediumText),
     PrimaryKeyConstraint("SERDE_ID", "PARAM_KEY"),
 )
 
@@ -108,7 +113,7 @@ COLUMNS_V2 = _table(
     Column("CD_ID", BigInteger, nullable=False),
     Column("COMMENT", String(4000)),
     Column("COLUMN_NAME", String(700), nullable=False),  # 767 in Hive; 700 fits a utf8mb4 primary key
-    Column("TYPE_NAME", Text, nullable=False),
+    Column("TYPE_NAME", MediumText, nullable=False),
     Column("INTEGER_IDX", Integer, nullable=False),
     PrimaryKeyConstraint("CD_ID", "COLUMN_NAME"),
 )
@@ -130,7 +135,7 @@ SD_PARAMS = _table(
     "SD_PARAMS",
     Column("SD_ID", BigInteger, nullable=False),
     Column("PARAM_KEY", String(256), nullable=False),
-    Column("PARAM_VALUE", Text),
+    Column("PARAM_VALUE", MediumText),
     PrimaryKeyConstraint("SD_ID", "PARAM_KEY"),
 )
 
@@ -197,8 +202,8 @@ TBLS = _table(
     Column("SD_ID", BigInteger),
     Column("TBL_NAME", String(256)),
     Column("TBL_TYPE", String(128)),
-    Column("VIEW_EXPANDED_TEXT", Text),
-    Column("VIEW_ORIGINAL_TEXT", Text),
+    Column("VIEW_EXPANDED_TEXT", LongText),
+    Column("VIEW_ORIGINAL_TEXT", LongText),
     Column("IS_REWRITE_ENABLED", Boolean, nullable=False, server_default="0"),
     Column("WRITE_ID", BigInteger, nullable=False, server_default="0"),
     UniqueConstraint("TBL_NAME", "DB_ID", name="UNIQUETABLE"),
@@ -208,7 +213,7 @@ TABLE_PARAMS = _table(
     "TABLE_PARAMS",
     Column("TBL_ID", BigInteger, nullable=False),
     Column("PARAM_KEY", String(256), nullable=False),
-    Column("PARAM_VALUE", Text),
+    Column("PARAM_VALUE", MediumText),
     PrimaryKeyConstraint("TBL_ID", "PARAM_KEY"),
 )
 
@@ -247,7 +252,7 @@ PARTITION_PARAMS = _table(
     "PARTITION_PARAMS",
     Column("PART_ID", BigInteger, nullable=False),
     Column("PARAM_KEY", String(256), nullable=False),
-    Column("PARAM_VALUE", Text),
+    Column("PARAM_VALUE", MediumText),
     PrimaryKeyConstraint("PART_ID", "PARAM_KEY"),
 )
 
@@ -332,7 +337,7 @@ NOTIFICATION_LOG = _table(
     Column("CAT_NAME", String(256)),
     Column("DB_NAME", String(128)),
     Column("TBL_NAME", String(256)),
-    Column("MESSAGE", Text),
+    Column("MESSAGE", LongText),
     Column("MESSAGE_FORMAT", String(16)),
     UniqueConstraint("EVENT_ID", name="NOTIFICATION_LOG_EVENT_ID"),
 )

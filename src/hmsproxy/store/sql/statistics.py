@@ -53,7 +53,7 @@ class StatisticsStore:
 
     def update_table_column_statistics(self, cat: str, stats: Any) -> None:
         desc = stats.statsDesc
-        with self.db.transaction() as conn:
+        with self.db.transaction(write=True) as conn:
             ref = table_ref(conn, cat, desc.dbName, desc.tableName)
             known = {c[0]: c[1] for c in current_columns(conn, ref.cd_id)}
             rows = self._rows(stats, known, f"table {desc.dbName}.{desc.tableName}")
@@ -62,7 +62,7 @@ class StatisticsStore:
 
     def update_partition_column_statistics(self, cat: str, stats: Any, values: Sequence[str]) -> None:
         desc = stats.statsDesc
-        with self.db.transaction() as conn:
+        with self.db.transaction(write=True) as conn:
             ref = table_ref(conn, cat, desc.dbName, desc.tableName)
             part_name = make_partition_name(ref.partition_keys, values)
             part = conn.execute(select(s.PARTITIONS.c.PART_ID, s.SDS.c.CD_ID)
@@ -131,14 +131,14 @@ class StatisticsStore:
         return {p: [cols[c] for c in col_names if c in cols] for p, cols in result.items()}
 
     def delete_table_column_statistics(self, cat: str, db_name: str, tbl_name: str, col_name: str | None) -> None:
-        with self.db.transaction() as conn:
+        with self.db.transaction(write=True) as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
             self._delete(conn, s.TAB_COL_STATS, s.TAB_COL_STATS.c.TBL_ID == ref.tbl_id, col_name,
                          f"table {db_name}.{tbl_name}")
 
     def delete_partition_column_statistics(self, cat: str, db_name: str, tbl_name: str, part_name: str,
                                            col_name: str | None) -> None:
-        with self.db.transaction() as conn:
+        with self.db.transaction(write=True) as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
             part_id = self._part_id(conn, ref, part_name)
             self._delete(conn, s.PART_COL_STATS, s.PART_COL_STATS.c.PART_ID == part_id, col_name,

@@ -12,6 +12,7 @@ from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.databases import DatabaseStore
 from hmsproxy.store.sql.functions import FunctionStore
 from hmsproxy.store.sql.lookups import no_such_object, table_ref
+from hmsproxy.store.sql.notifications import NotificationStore
 from hmsproxy.store.sql.partitions import PartitionStore
 from hmsproxy.store.sql.statistics import StatisticsStore
 from hmsproxy.store.sql.stats_codec import row_to_obj
@@ -19,7 +20,8 @@ from hmsproxy.store.sql.tables import TableStore
 from hmsproxy.store.sql.transactions import TransactionStore
 
 
-class SqlStore(DatabaseStore, TableStore, PartitionStore, FunctionStore, StatisticsStore, TransactionStore):
+class SqlStore(DatabaseStore, TableStore, PartitionStore, FunctionStore, StatisticsStore, TransactionStore,
+               NotificationStore):
     """Every method is one database transaction; objects in and out are the IDL's types."""
 
     def __init__(self, db: Database) -> None:

@@ -36,7 +36,7 @@ class TableStore:
 
     def create_table(self, table: Any) -> int:
         """Writes the table; returns its id. The caller has normalised names and filled defaults."""
-        with self.db.transaction() as conn:
+        with self.db.transaction(write=True) as conn:
             db_id = database_id(conn, table.catName, table.dbName)
             if find_table(conn, table.catName, table.dbName, table.tableName) is not None:
                 raise hms.AlreadyExistsException(message=f"Table {table.catName}.{table.dbName}.{table.tableName} already exists")
@@ -130,7 +130,7 @@ class TableStore:
                     partition_location_moves: tuple[str, str] | None = None, cascade: bool = False) -> None:
         """Replaces the table's definition in place (same id). On rename, partition locations under the old
         table location move to the new one; with cascade, partitions take the table's new columns."""
-        with self.db.transaction() as conn:
+        with self.db.transaction(write=True) as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
             renamed = (new_table.dbName, new_table.tableName) != (db_name, tbl_name)
             new_db_id = ref.db_id
@@ -198,7 +198,7 @@ class TableStore:
             conn.execute(update(s.SDS).where(s.SDS.c.SD_ID == change["sd"]).values(LOCATION=change["loc"]))
 
     def drop_table(self, cat: str, db_name: str, tbl_name: str) -> DroppedTable:
-        with self.db.transaction() as conn:
+        with self.db.transaction(write=True) as conn:
             return self._drop_table_in(conn, cat, db_name, tbl_name)
 
     def _drop_table_in(self, conn: Connection, cat: str, db_name: str, tbl_name: str) -> DroppedTable:

@@ -14,6 +14,7 @@ from typing import Any, Iterable, Sequence
 
 from sqlalchemy import Connection, delete, insert, select, update
 
+from hmsproxy.events import log as event_log, messages
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
@@ -78,7 +79,7 @@ class TransactionStore:
     def open_txns(self, count: int, user: str, host: str, agent: str | None, txn_type: int | None) -> list[int]:
         if count is None or count <= 0:
             raise hms.MetaException(message=f"num_txns must be positive, got {count}")
-        with self.db.transaction() as conn:
+        with self.db.transaction(write=True) as conn:
             self._expire(conn)
             first = _next(conn, s.NEXT_TXN_ID, s.NEXT_TXN_ID.c.NTXN_NEXT, count)
             now = _now_ms()
@@ -86,11 +87,13 @@ class TransactionStore:
                 {"TXN_ID": first + i, "TXN_STATE": OPEN, "TXN_STARTED": now, "TXN_LAST_HEARTBEAT": now,
                  "TXN_USER": user or "", "TXN_HOST": host or "", "TXN_AGENT_INFO": agent, "TXN_HEARTBEAT_COUNT": 0,
                  "TXN_TYPE": txn_type or 0} for i in range(count)])
-        return list(range(first, first + count))
+            ids = list(range(first, first + count))
+            event_log.log(messages.open_txn(ids))
+        return ids
 
     def commit_txn(self, txn_id: int) -> list[TableWrite]:
         """Commits; returns the table write ids that became valid."""
-        with self.db.transaction() as conn:
+        with self.db.transaction(write=True) as conn:
             state = self._txn_state(conn, txn_id)
             if state == ABORTED:
                 raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
@@ -104,14 +107,18 @@ class TransactionStore:
             conn.execute(delete(s.TXN_COMPONENTS).where(s.TXN_COMPONENTS.c.TC_TXNID == txn_id))
             conn.execute(delete(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_TXNID == txn_id))
             conn.execute(delete(s.TXNS).where(s.TXNS.c.TXN_ID == txn_id))
+            event_log.log(messages.commit_txn(txn_id))  # as Hive: readers pair it with the ALLOC_WRITE_ID events
             return self._writes_of(conn, [txn_id])
 
     def abort_txns(self, txn_ids: Sequence[int]) -> list[TableWrite]:
         """Aborts open transactions (aborting an aborted one again is a no-op); returns their write ids."""
-        with self.db.transaction() as conn:
+        with self.db.transaction(write=True) as conn:
             for txn_id in txn_ids:
                 self._txn_state(conn, txn_id)
             self._abort(conn, txn_ids)
+            for txn_id in txn_ids:
+                own = self._writes_of(conn, [txn_id])
+                event_log.log(messages.abort_txn(txn_id, [(w.db, w.table, w.write_id) for w in own]))
             return self._writes_of(conn, txn_ids)
 
     def _abort(self, conn: Connection, txn_ids: Iterable[int]) -> None:
@@ -133,6 +140,11 @@ class TransactionStore:
                             .where(s.TXN_TO_WRITE_ID.c.T2W_TXNID.in_(list(txn_ids)))).all()
         return [TableWrite(db, table, write_id) for db, table, write_id in rows]
 
+    def txn_writes(self, txn_id: int) -> list[TableWrite]:
+        """The table write ids a transaction allocated (kept after it ends)."""
+        with self.db.transaction() as conn:
+            return self._writes_of(conn, [txn_id])
+
     def get_open_txns(self) -> tuple[int, list[Any]]:
         """(high watermark, the TXNS rows of open and aborted transactions sorted by id)."""
         with self.db.transaction() as conn:
@@ -152,7 +164,7 @@ class TransactionStore:
 
     def allocate_write_ids(self, db_name: str, table: str, txn_ids: Sequence[int]) -> list[tuple[int, int]]:
         """A write id per transaction for the table (the one it already has, or the next)."""
-        with self.db.transaction() as conn:
+        with self.db.transaction(write=True) as conn:
             for txn_id in txn_ids:
                 if self._txn_state(conn, txn_id) == ABORTED:
                     raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
@@ -173,6 +185,7 @@ class TransactionStore:
                     existing[txn_id] = first + i
                 conn.execute(insert(t2w), [{"T2W_TXNID": t, "T2W_DATABASE": db_name, "T2W_TABLE": table,
                                             "T2W_WRITEID": existing[t]} for t in missing])
+                event_log.log(messages.alloc_write_id(db_name, table, [(t, existing[t]) for t in missing]))
             return [(t, existing[t]) for t in txn_ids]
 
     def valid_write_ids(self, full_names: Sequence[str], snapshot: ValidTxnList | None) -> list[ValidWriteIdList]:

@@ -1,0 +1,111 @@
+"""The poller thread: reads the notification log and applies other instances' events to this cache.
+
+It starts from the event id the prewarm recorded before loading, skips the events this instance wrote
+itself (its cache was updated by the write), and applies the rest in log order. When the events it needs
+were already cleaned up (a long outage), it clears the cache and prewarms again rather than serve a gap.
+When the database cannot be reached it retries with backoff and logs once per outage; reads that can be
+answered from the cache still are meanwhile. It also deletes events older than the time to live.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from typing import Callable
+
+from hmsproxy.metrics import Metrics
+from hmsproxy.store.cache.cached_store import CachedStore
+from hmsproxy.store.cache.sync import apply_event
+
+log = logging.getLogger(__name__)
+BATCH = 1000
+MAX_BACKOFF_S = 10.0
+OWN_EVENTS_KEPT = 100_000
+
+
+class Poller:
+    def __init__(self, store: CachedStore, metrics: Metrics, *, interval_s: float, event_ttl_s: int,
+                 start_after: Callable[[], int], reload_everything: Callable[[], int]) -> None:
+        self.store = store
+        self.metrics = metrics
+        self.interval_s = interval_s
+        self.event_ttl_s = event_ttl_s
+        self._start_after = start_after           # blocks until prewarm recorded its starting event id
+        self._reload_everything = reload_everything  # clears the cache, prewarms again, returns the new start
+        self.last_applied = 0
+        self._own: OrderedDict[int, bool] = OrderedDict()
+        self._own_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="notification-poller", daemon=True)
+        self._last_clean = 0.0
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def written_here(self, event_ids: list[int]) -> None:
+        """Listener of the database: events this instance wrote (its cache already has them)."""
+        with self._own_lock:
+            for event_id in event_ids:
+                self._own[event_id] = True
+            while len(self._own) > OWN_EVENTS_KEPT:
+                self._own.popitem(last=False)
+
+    def _is_own(self, event_id: int) -> bool:
+        with self._own_lock:
+            return self._own.pop(event_id, False)
+
+    def _run(self) -> None:
+        self.last_applied = self._start_after()
+        self.metrics.notification_last_applied.set(self.last_applied)
+        backoff = self.interval_s
+        failing = False
+        while not self._stop.is_set():
+            try:
+                busy = self.poll_once()
+                if failing:
+                    log.info("notification log reachable again; caught up to event %d", self.last_applied)
+                failing, backoff = False, self.interval_s
+                if busy:
+                    continue  # a full batch: more events are waiting
+            except Exception as exc:  # the database is down or flaky: retry, log once per outage
+                self.metrics.notification_poll_errors.inc()
+                if not failing:
+                    log.warning("cannot read the notification log (%s); retrying with backoff", exc)
+                failing = True
+                backoff = min(backoff * 2, MAX_BACKOFF_S)
+            self._stop.wait(backoff)
+
+    def poll_once(self) -> bool:
+        """Applies the next batch of events; True if the batch was full."""
+        oldest = self.store.oldest_event_id()
+        if oldest is not None and oldest > self.last_applied + 1 and self.last_applied > 0:
+            log.warning("events %d..%d were cleaned up before this instance applied them: reloading the cache",
+                        self.last_applied + 1, oldest - 1)
+            self.last_applied = self._reload_everything()
+        events = self.store.get_events(self.last_applied, BATCH)
+        for event in events:
+            if not self._is_own(event.EVENT_ID):
+                apply_event(self.store, event)
+            self.metrics.notification_events_applied.labels(event.EVENT_TYPE).inc()
+            self.last_applied = event.EVENT_ID
+        head = self.store.current_event_id()
+        lag = max(head - self.last_applied, 0)
+        self.metrics.notification_last_applied.set(self.last_applied)
+        self.metrics.notification_lag_events.set(lag)
+        waiting = self.store.get_events(self.last_applied, 1) if lag else []
+        self.metrics.notification_lag_seconds.set(max(time.time() - waiting[0].EVENT_TIME, 0) if waiting else 0)
+        self._clean()
+        return len(events) == BATCH
+
+    def _clean(self) -> None:
+        if time.monotonic() - self._last_clean < 60:
+            return
+        self._last_clean = time.monotonic()
+        removed = self.store.clean_events(self.event_ttl_s)
+        if removed:
+            log.info("cleaned %d notification events older than %d s", removed, self.event_ttl_s)
