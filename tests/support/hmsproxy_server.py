@@ -1,6 +1,12 @@
 """Starts hmsproxy in this process on a free loopback port, for tests."""
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 from hmsproxy.config import Settings
@@ -16,3 +22,44 @@ def start_hmsproxy(workdir: Path, db_url: str | None = None, **overrides) -> Run
     running = start(settings)
     return RunningServer(host="127.0.0.1", port=running.port, warehouse=settings.warehouse_path, workdir=workdir,
                          _stop=running.stop)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_hmsproxy_process(workdir: Path, db_url: str, *extra_args: str) -> RunningServer:
+    """`hmsproxy serve` as its own process (for several instances on one database); stopped with SIGTERM.
+    The metrics port is in `metrics_port` on the returned server."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    port, metrics_port = _free_port(), _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HMSPROXY_")}
+    log = open(workdir / f"hmsproxy-{port}.log", "w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hmsproxy.cli", "serve", "--port", str(port), "--metrics-port", str(metrics_port),
+         "--db", db_url, "--warehouse", str(workdir / "warehouse"), *extra_args],
+        cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while not _listening(port):
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError(f"hmsproxy did not start: {(workdir / f'hmsproxy-{port}.log').read_text()[-2000:]}")
+        time.sleep(0.05)  # waiting for a child process to open its port
+
+    def stop() -> None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+    return RunningServer(host="127.0.0.1", port=port, warehouse=workdir / "warehouse", workdir=workdir,
+                         metrics_port=metrics_port, _stop=stop)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0

@@ -1,8 +1,9 @@
 """CachedStore: a RawStore that answers reads from memory and writes through to the store it wraps.
 
 Reads: from the shared cache when it holds the answer; otherwise from the delegate (a miss), and the table
-is queued for loading. A catalog's databases, functions and table names are authoritative once prewarmed,
-so looking up something that does not exist costs no database round trip either.
+is queued for loading. Listings (database, table and function names) come from the prewarmed name
+indexes; a lookup of one object the cache does not hold always asks the database, so that an object
+created through another instance is never reported missing.
 
 Writes: to the delegate first (one database transaction); only after it committed is the cache updated,
 from the canonical form of what was written (store/canonical.py), never by reading it back. A failed write
@@ -37,10 +38,6 @@ NOTIFICATION_CALLS = frozenset({"get_events", "current_event_id", "count_events"
                                 "clean_events"})
 
 
-def _no_table(db: str, tbl: str) -> Exception:
-    return hms.NoSuchObjectException(message=f"{db}.{tbl} table not found")
-
-
 class CachedStore(CachedStatistics, CachedTransactions):
     def __init__(self, delegate: RawStore, cache: SharedCache, policy: CachePolicy, metrics: Metrics,
                  request_load: Callable[[TableKey], None] = lambda key: None, strict_snapshots: bool = False) -> None:
@@ -58,22 +55,18 @@ class CachedStore(CachedStatistics, CachedTransactions):
 
     def _entry(self, cat: str, db: str, tbl: str, kind: str) -> TableEntry | None:
         """The cached entry, or None (counted as a miss, and the table queued for loading).
-        Raises NoSuchObjectException when the complete name index says the table does not exist."""
+
+        A table the cache does not hold is always looked up in the database: with several instances, one
+        created elsewhere may not have reached this cache yet, and "does not exist" must never be stale."""
         key = (cat, db, tbl)
         entry = self.cache.get_table(key)
         if entry is not None:
             usable = self._serves_snapshot(entry, f"{db}.{tbl}")
             self._count(kind, usable)
             return entry if usable else None
-        names = self.cache.table_index.get((cat, db))
-        if names is not None and tbl not in names:
-            self._count(kind, True)
-            raise _no_table(db, tbl)
-        if cat in self.cache.complete_catalogs and (cat, db) not in self.cache.databases:
-            self._count(kind, True)
-            raise _no_table(db, tbl)
         self._count(kind, False)
-        if self.policy.allows(db, tbl) and key not in self.cache.oversized:
+        known = tbl in self.cache.table_index.get((cat, db), {})
+        if known and self.policy.allows(db, tbl) and key not in self.cache.oversized:
             self.request_load(key)
         return None
 
@@ -215,13 +208,8 @@ class CachedStore(CachedStatistics, CachedTransactions):
 
     def get_database(self, cat: str, name: str) -> Any:
         database = self.cache.databases.get((cat, name))
-        if database is not None or cat in self.cache.complete_catalogs:
-            self._count("database", True)
-            if database is None:
-                raise hms.NoSuchObjectException(message=f"database {cat}.{name} does not exist")
-            return database
-        self._count("database", False)
-        return self.delegate.get_database(cat, name)
+        self._count("database", database is not None)
+        return database if database is not None else self.delegate.get_database(cat, name)
 
     def get_database_names(self, cat: str) -> list[str]:
         if cat in self.cache.complete_catalogs:
@@ -442,15 +430,9 @@ class CachedStore(CachedStatistics, CachedTransactions):
                 functions[function.functionName] = canonical.function(function, function.catName)
 
     def get_function(self, cat: str, db_name: str, name: str) -> Any:
-        functions = self.cache.functions.get((cat, db_name))
-        if functions is None:
-            self._count("function", False)
-            return self.delegate.get_function(cat, db_name, name)
-        self._count("function", True)
-        function = functions.get(name)
-        if function is None:
-            raise hms.NoSuchObjectException(message=f"Function {db_name}.{name} does not exist")
-        return function
+        function = self.cache.functions.get((cat, db_name), {}).get(name)
+        self._count("function", function is not None)
+        return function if function is not None else self.delegate.get_function(cat, db_name, name)
 
     def get_functions(self, cat: str, db_name: str | None = None) -> list[Any]:
         if cat not in self.cache.complete_catalogs or (db_name is not None and (cat, db_name) not in self.cache.functions):

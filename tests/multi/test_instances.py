@@ -1,0 +1,203 @@
+"""Several hmsproxy processes on one database behave like one metastore: changes through one are visible
+through the others within the poll interval, snapshot reads are never stale, renames and re-creations
+are told apart by table id, and the notification log is gap-free under concurrent writers."""
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import pytest
+import thriftpy2.rpc
+from sqlalchemy import create_engine, text
+
+from hmsproxy.idl import hms
+from hmsproxy.txn.write_ids import ValidTxnList, ValidWriteIdList
+from support.databases import fresh_database
+from support.hmsproxy_server import start_hmsproxy_process
+
+VISIBLE_WITHIN_S = 10.0  # generous: the poll interval is 0.2 s; this only bounds a broken test
+
+
+@pytest.fixture(scope="module", params=["mariadb", "postgres"])
+def instances(request, tmp_path_factory):
+    workdir = tmp_path_factory.mktemp(f"multi-{request.param}")
+    with fresh_database(request.param, workdir) as url:
+        servers = [start_hmsproxy_process(workdir / name, url) for name in ("a", "b", "c")]
+        try:
+            yield url, servers
+        finally:
+            for server in servers:
+                server.stop()
+
+
+def connect(server):
+    return thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, server.host, server.port, timeout=60000)
+
+
+def _sd():
+    return hms.StorageDescriptor(cols=[hms.FieldSchema(name="a", type="int")], inputFormat="i", outputFormat="o",
+                                 serdeInfo=hms.SerDeInfo(serializationLib="s", parameters={}), parameters={},
+                                 bucketCols=[], sortCols=[], compressed=False, numBuckets=-1)
+
+
+def _table(db, name, params=None):
+    return hms.Table(tableName=name, dbName=db, sd=_sd(), partitionKeys=[], parameters=dict(params or {}),
+                     tableType="EXTERNAL_TABLE")
+
+
+def eventually(check, what: str):
+    """Polls `check` until it returns a true value (bounded); returns it and the seconds it took."""
+    started = time.monotonic()
+    while time.monotonic() - started < VISIBLE_WITHIN_S:
+        value = check()
+        if value:
+            return value, time.monotonic() - started
+        time.sleep(0.02)  # polling another process's state, bounded by the deadline
+    pytest.fail(f"not visible within {VISIBLE_WITHIN_S} s: {what}")
+
+
+def _param(client, db, name, key):
+    try:
+        return client.get_table(db, name).parameters.get(key)
+    except hms.NoSuchObjectException:
+        return None
+
+
+@pytest.fixture
+def db(instances):
+    _, (a, b, c) = instances
+    name = f"db_{uuid.uuid4().hex[:8]}"
+    client = connect(a)
+    client.create_database(hms.Database(name=name, parameters={}))
+    client.close()
+    return name
+
+
+def test_a_change_through_one_instance_is_visible_through_the_others(instances, db):
+    _, (a, b, c) = instances
+    ca, cb, cc = connect(a), connect(b), connect(c)
+    eventually(lambda: db in cb.get_all_databases(), "database created through A, listed by B")
+    ca.create_table(_table(db, "t", {"version": "1"}))
+    eventually(lambda: _param(cb, db, "t", "version") == "1", "table created through A, read through B")
+    for version in range(2, 6):
+        table = ca.get_table(db, "t")
+        table.parameters["version"] = str(version)
+        ca.alter_table(db, "t", table)
+        seen = []
+        eventually(lambda: seen.append(_param(cc, db, "t", "version")) or seen[-1] == str(version),
+                   f"version {version} through C")
+        assert [int(v) for v in seen] == sorted(int(v) for v in seen)  # never backwards
+    cb.drop_table(db, "t", True)
+    eventually(lambda: db and _param(ca, db, "t", "version") is None, "table dropped through B, gone in A")
+    with pytest.raises(hms.NoSuchObjectException):
+        cc.get_table(db, "t") if eventually(lambda: "t" not in cc.get_all_tables(db), "gone in C") else None
+    for client in (ca, cb, cc):
+        client.close()
+
+
+def _snapshot(client, table: str) -> str:
+    state = client.get_open_txns()
+    aborted = {t for i, t in enumerate(state.open_txns)
+               if i // 8 < len(state.abortedBits) and state.abortedBits[i // 8] >> (i % 8) & 1}
+    txns = ValidTxnList(high_watermark=state.txn_high_water_mark,
+                        open_ids=tuple(t for t in state.open_txns if t not in aborted), aborted_ids=tuple(aborted))
+    [ids] = client.get_valid_write_ids(hms.GetValidWriteIdsRequest(fullTableNames=[table],
+                                                                   validTxnList=str(txns))).tblValidWriteIds
+    bad = {w for i, w in enumerate(ids.invalidWriteIds)
+           if i // 8 < len(ids.abortedBits) and ids.abortedBits[i // 8] >> (i % 8) & 1}
+    return str(ValidWriteIdList.of(table, ids.writeIdHighWaterMark,
+                                   [w for w in ids.invalidWriteIds if w not in bad], sorted(bad)))
+
+
+def test_snapshot_reads_through_another_instance_are_never_stale(instances, db):
+    _, (a, b, _) = instances
+    ca, cb = connect(a), connect(b)
+    ca.create_table(_table(db, "acid", {"transactional": "true", "version": "0"}))
+    eventually(lambda: _param(cb, db, "acid", "version") == "0", "transactional table through B")
+    cb.get_table_req(hms.GetTableRequest(dbName=db, tblName="acid", validWriteIdList=_snapshot(cb, f"{db}.acid")))
+    for round_ in range(5):
+        [txn] = ca.open_txns(hms.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids
+        [alloc] = ca.allocate_table_write_ids(hms.AllocateTableWriteIdsRequest(
+            dbName=db, tableName="acid", txnIds=[txn])).txnToWriteIds
+        table = ca.get_table(db, "acid")
+        table.parameters["version"] = str(alloc.writeId)
+        ca.alter_table_req(hms.AlterTableRequest(dbName=db, tableName="acid", table=table, writeId=alloc.writeId))
+        if round_ == 3:
+            ca.abort_txn(hms.AbortTxnRequest(txnid=txn))
+            snapshot = _snapshot(cb, f"{db}.acid")
+            assert ValidWriteIdList.parse(snapshot).is_aborted(alloc.writeId)  # readers skip its data
+            continue
+        ca.commit_txn(hms.CommitTxnRequest(txnid=txn))
+        # immediately, with no waiting: B must not answer from an entry older than this snapshot
+        snapshot = _snapshot(cb, f"{db}.acid")
+        assert ValidWriteIdList.parse(snapshot).is_valid(alloc.writeId)
+        read = cb.get_table_req(hms.GetTableRequest(dbName=db, tblName="acid", validWriteIdList=snapshot)).table
+        assert read.parameters["version"] == str(alloc.writeId)
+    ca.close()
+    cb.close()
+
+
+def test_rename_and_recreate_under_the_same_name(instances, db):
+    _, (a, b, _) = instances
+    ca, cb = connect(a), connect(b)
+    ca.create_table(_table(db, "t", {"generation": "first"}))
+    first, _ = eventually(lambda: _param(cb, db, "t", "generation") == "first" and cb.get_table(db, "t"), "first t")
+    renamed = ca.get_table(db, "t")
+    renamed.tableName = "t_old"
+    ca.alter_table(db, "t", renamed)
+    ca.create_table(_table(db, "t", {"generation": "second"}))
+    second, _ = eventually(lambda: _param(cb, db, "t", "generation") == "second" and cb.get_table(db, "t"), "new t")
+    assert second.id != first.id
+    moved, _ = eventually(lambda: _param(cb, db, "t_old", "generation") == "first" and cb.get_table(db, "t_old"),
+                          "renamed t_old through B")
+    assert moved.id == first.id
+    # a request that names the old table id is never answered with the new table from the cache
+    answer = cb.get_table_req(hms.GetTableRequest(dbName=db, tblName="t", id=first.id)).table
+    assert answer.id == second.id and answer.parameters["generation"] == "second"
+    ca.close()
+    cb.close()
+
+
+def test_event_ids_are_gap_free_and_unique_under_concurrent_writers(instances, db):
+    url, servers = instances
+    per_thread, threads = 8, []
+    errors: list[BaseException] = []
+
+    def write(server, prefix):
+        client = connect(server)
+        try:
+            for i in range(per_thread):
+                client.create_table(_table(db, f"{prefix}_{i}"))
+        except BaseException as exc:  # surfaced by the assertion below
+            errors.append(exc)
+        finally:
+            client.close()
+
+    for n, server in enumerate(servers):
+        for k in range(2):
+            threads.append(threading.Thread(target=write, args=(server, f"w{n}{k}")))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        ids = [r[0] for r in conn.execute(text('SELECT "EVENT_ID" FROM "NOTIFICATION_LOG" ORDER BY "EVENT_ID"'
+                                               if url.startswith("postgres") else
+                                               "SELECT EVENT_ID FROM NOTIFICATION_LOG ORDER BY EVENT_ID"))]
+        created = conn.execute(text(
+            "SELECT COUNT(*) FROM " + ('"NOTIFICATION_LOG" WHERE "EVENT_TYPE" = \'CREATE_TABLE\' AND "DB_NAME" = :db'
+                                       if url.startswith("postgres") else
+                                       "NOTIFICATION_LOG WHERE EVENT_TYPE = 'CREATE_TABLE' AND DB_NAME = :db")),
+            {"db": db}).scalar()
+    engine.dispose()
+    assert ids == list(range(ids[0], ids[0] + len(ids)))
+    assert created == per_thread * len(threads)
+    client = connect(servers[0])
+    events = client.get_next_notification(hms.NotificationEventRequest(lastEvent=0, dbName=db,
+                                                                       eventTypeSkipList=["CREATE_DATABASE"])).events
+    assert [e.eventType for e in events] == ["CREATE_TABLE"] * created
+    assert client.get_current_notificationEventId().eventId == ids[-1]
+    client.close()

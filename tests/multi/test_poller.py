@@ -1,0 +1,134 @@
+"""The poller of one instance: it catches up after being stopped, reloads the cache when the events it
+needs were cleaned up, and survives the database going away, recovering by itself."""
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+import thriftpy2.rpc
+from sqlalchemy import create_engine, text
+
+from hmsproxy.config import Settings
+from hmsproxy.events.poller import Poller
+from hmsproxy.idl import hms
+from hmsproxy.server import start
+from support.databases import fresh_database
+from support.tcp_proxy import TcpProxy
+
+DEADLINE_S = 10.0
+
+
+def connect(port):
+    return thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, "127.0.0.1", port, timeout=60000)
+
+
+def _server(url, workdir):
+    return start(Settings(port=0, metrics_port=0, db=url, warehouse=str(workdir / "warehouse"), poll_interval_s=0.05))
+
+
+def _table(db, version):
+    sd = hms.StorageDescriptor(cols=[hms.FieldSchema(name="a", type="int")], inputFormat="i", outputFormat="o",
+                               serdeInfo=hms.SerDeInfo(serializationLib="s", parameters={}), parameters={},
+                               bucketCols=[], sortCols=[], compressed=False, numBuckets=-1)
+    return hms.Table(tableName="t", dbName=db, sd=sd, partitionKeys=[], parameters={"version": str(version)},
+                     tableType="EXTERNAL_TABLE")
+
+
+def _set_version(client, db, version):
+    table = client.get_table(db, "t")
+    table.parameters["version"] = str(version)
+    client.alter_table(db, "t", table)
+
+
+def _until(check, what):
+    started = time.monotonic()
+    while time.monotonic() - started < DEADLINE_S:
+        if check():
+            return
+        time.sleep(0.02)  # polling another thread's progress, bounded by the deadline
+    pytest.fail(f"not within {DEADLINE_S} s: {what}")
+
+
+def _restart_poller(running, after):
+    running.poller = Poller(running.store, running.poller.metrics, interval_s=0.05, event_ttl_s=86400,
+                            start_after=lambda: after, reload_everything=running.loader.prewarm_again)
+    running.store.delegate.db.event_listeners.append(running.poller.written_here)
+    running.poller.start()
+
+
+@pytest.fixture(params=["mariadb", "postgres"])
+def pair(request, tmp_path):
+    with fresh_database(request.param, tmp_path) as url:
+        a, b = _server(url, tmp_path / "a"), _server(url, tmp_path / "b")
+        ca, cb = connect(a.port), connect(b.port)
+        db = f"db_{uuid.uuid4().hex[:8]}"
+        ca.create_database(hms.Database(name=db, parameters={}))
+        ca.create_table(_table(db, 1))
+        _until(lambda: b.store.cache.get_table(("hive", db, "t")) is not None, "t cached in B")
+        try:
+            yield url, a, b, ca, cb, db
+        finally:
+            ca.close()
+            cb.close()
+            a.stop()
+            b.stop()
+
+
+def test_a_stopped_poller_catches_up_when_restarted(pair):
+    url, a, b, ca, cb, db = pair
+    b.poller.stop()
+    stopped_at = b.poller.last_applied
+    _set_version(ca, db, 2)
+    assert cb.get_table(db, "t").parameters["version"] == "1"   # B's cache, not following the log now
+    _restart_poller(b, stopped_at)
+    _until(lambda: cb.get_table(db, "t").parameters["version"] == "2", "B caught up")
+
+
+def test_a_gap_in_the_log_reloads_the_whole_cache(pair):
+    url, a, b, ca, cb, db = pair
+    b.poller.stop()
+    stopped_at = b.poller.last_applied
+    _set_version(ca, db, 3)
+    engine = create_engine(url)
+    with engine.begin() as conn:  # what cleanup after a long outage does: the events B needs are gone
+        conn.execute(text('DELETE FROM "NOTIFICATION_LOG"' if url.startswith("postgres") else
+                          "DELETE FROM NOTIFICATION_LOG"))
+    engine.dispose()
+    _set_version(ca, db, 4)   # a newer event exists, the ones between are missing
+    _restart_poller(b, stopped_at)
+    _until(lambda: cb.get_table(db, "t").parameters["version"] == "4", "B reloaded past the gap")
+
+
+def test_the_database_going_away_and_coming_back(tmp_path):
+    with fresh_database("mariadb", tmp_path) as url:
+        proxy = TcpProxy(3306)
+        proxied = url.replace("127.0.0.1:3306", f"127.0.0.1:{proxy.port}")
+        a, b = _server(url, tmp_path / "a"), _server(proxied, tmp_path / "b")
+        ca, cb = connect(a.port), connect(b.port)
+        try:
+            db = f"db_{uuid.uuid4().hex[:8]}"
+            ca.create_database(hms.Database(name=db, parameters={}))
+            ca.create_table(_table(db, 1))
+            _until(lambda: b.store.cache.get_table(("hive", db, "t")) is not None, "t cached in B")
+            def errors() -> float:
+                return b.poller.metrics.registry.get_sample_value("hmsproxy_notification_poll_errors_total")
+
+            before = errors()
+            proxy.cut()
+            assert cb.get_table(db, "t").parameters["version"] == "1"   # still answered from the cache
+            with pytest.raises(hms.MetaException):                       # what needs the database says so
+                cb.get_table(db, "not_cached")
+            _until(lambda: errors() > before, "the poller noticed the outage")
+            _set_version(ca, db, 5)
+            proxy.restore()
+            _until(lambda: cb.get_table(db, "t").parameters["version"] == "5", "B recovered by itself")
+            cb.create_table(hms.Table(tableName="after", dbName=db, sd=_table(db, 0).sd, partitionKeys=[],
+                                      parameters={}, tableType="EXTERNAL_TABLE"))
+            _until(lambda: "after" in ca.get_all_tables(db), "a write through B after the outage")
+        finally:
+            ca.close()
+            cb.close()
+            a.stop()
+            b.stop()
+            proxy.close()
