@@ -295,12 +295,17 @@ def snapshot_part(a: Any, b: Any, cfg: Config, report: Report, deadline: Deadlin
                 client.close()
         return body
 
+    finished_at: list[float] = []               # when the last writer finished (relative to `started`)
+
+    def _after_done(mine: list) -> bool:
+        return bool(finished_at) and mine[-1][0] > finished_at[0]  # one read taken after the last write
+
     def reader(r: int) -> Callable[[], None]:
         def body() -> None:
             client, mine = connect(b), reads[r]
             try:
                 for i in range(cfg.max_reads_per_reader):
-                    if deadline.passed() or (done.is_set() and i > 0 and mine and _after_done(mine)):
+                    if deadline.passed() or (done.is_set() and mine and _after_done(mine)):
                         return
                     snap = snapshot(client, full_name)
                     table = client.get_table_req(hms.GetTableRequest(
@@ -310,11 +315,6 @@ def snapshot_part(a: Any, b: Any, cfg: Config, report: Report, deadline: Deadlin
             finally:
                 client.close()
         return body
-
-    finished_at: list[float] = []
-
-    def _after_done(mine: list) -> bool:
-        return bool(finished_at) and mine[-1][0] > finished_at[0]  # one read taken after the last write
 
     before = _metrics(b)
     writers = [threading.Thread(target=_guard(report, report_lock, f"snapshot writer {w}", writer(n, cfg.seed + w)))

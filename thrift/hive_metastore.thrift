@@ -1552,6 +1552,38 @@ struct FireEventResponse {
 // The service. Grouped by topic; argument and exception ids are Hive's.
 // ---------------------------------------------------------------------------------------
 
+// ---------------------------------------------------------------------------------------
+// hmsproxy extension (not in Hive): partitions in batches ordered by partition id, after the
+// HIVE-19719 proposal. No state is kept on the server between calls: the client asks for the next
+// id. Partitions added during an iteration get higher ids and come at the end; removed ones are
+// simply not returned. minPartitionId/maxPartitionId let a client split the range and fetch parts
+// of it concurrently (fromPartitionId inclusive, toPartitionId exclusive).
+// ---------------------------------------------------------------------------------------
+
+struct PartitionBatchRequest {
+  1: required string dbName,
+  2: required string tblName,
+  3: optional string catName,
+  4: optional i64 fromPartitionId = 0,
+  5: optional i64 toPartitionId = -1,
+  6: optional i32 batchSize = 1000,
+  7: optional string filter,
+}
+
+struct PartitionBatchResponse {
+  1: required list<Partition> partitions,
+  2: required i64 nextPartitionId,   // -1: nothing left in the range
+  3: required i64 minPartitionId,    // the table's partition ids now (-1 when it has none)
+  4: required i64 maxPartitionId,
+}
+
+struct PartitionNameBatchResponse {
+  1: required list<string> names,
+  2: required i64 nextPartitionId,
+  3: required i64 minPartitionId,
+  4: required i64 maxPartitionId,
+}
+
 service ThriftHiveMetastore extends fb303.FacebookService {
 
   // --- configuration and session ---
@@ -1930,4 +1962,10 @@ service ThriftHiveMetastore extends fb303.FacebookService {
   CurrentNotificationEventId get_current_notificationEventId()
   NotificationEventsCountResponse get_notification_events_count(1: NotificationEventsCountRequest rqst)
   FireEventResponse fire_listener_event(1: FireEventRequest rqst)
+
+  // --- hmsproxy extension: batched partition listings (see PartitionBatchRequest) ---
+  PartitionBatchResponse get_partitions_batch(1: PartitionBatchRequest req)
+      throws (1: NoSuchObjectException o1, 2: MetaException o2)
+  PartitionNameBatchResponse get_partition_names_batch(1: PartitionBatchRequest req)
+      throws (1: NoSuchObjectException o1, 2: MetaException o2)
 }

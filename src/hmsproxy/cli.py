@@ -32,6 +32,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--cache-blacklist", help="comma-separated db.table regexes never to cache")
     serve.add_argument("--strict-snapshots", action="store_const", const=True,
                        help="refuse cached reads of transactional tables that carry no validWriteIdList")
+    serve.add_argument("--partition-request-limit", type=int,
+                       help="most partitions one call may return; beyond it a MetaException points to the batch API "
+                            "(default -1: unlimited)")
+    serve.add_argument("--max-message-bytes", help="largest request or pre-encoded reply, e.g. 100mb (default)")
     serve.add_argument("--poll-interval-s", type=float,
                        help="how often the notification log is read for other instances' changes (default 0.2)")
     serve.add_argument("--event-ttl-s", type=int, help="notification events older than this are deleted (default 86400)")

@@ -24,6 +24,10 @@ HIVE_KEY_ALIASES: dict[str, str] = {
     "hive.metastore.server.max.threads": "max_connections",
     "metastore.thrift.framed": "framed",
     "metastore.event.db.listener.timetolive": "event_ttl_s",
+    "metastore.limit.partition.request": "partition_request_limit",
+    "hive.metastore.limit.partition.request": "partition_request_limit",
+    "metastore.thrift.max.message.size": "max_message_bytes",
+    "hive.thrift.max.message.size": "max_message_bytes",
     "hive.metastore.event.db.listener.timetolive": "event_ttl_s",
     "metastore.cached.rawstore.max.cache.memory": "cache_max_bytes",
     "hive.metastore.cached.rawstore.max.cache.memory": "cache_max_bytes",
@@ -50,6 +54,8 @@ class Settings:
     cache_whitelist: str = ".*"
     cache_blacklist: str = ""
     strict_snapshots: bool = False
+    partition_request_limit: int = -1
+    max_message_bytes: int = 100 << 20
     poll_interval_s: float = 0.2
     event_ttl_s: int = 86400
     db_latency_ms: float = 0.0
@@ -71,8 +77,8 @@ def _coerce(name: str, value: Any) -> Any:
         if text in ("0", "false", "no", "off"):
             return False
         raise ValueError(f"setting {name!r}: expected a boolean, got {value!r}")
-    if name == "cache_max_bytes":
-        return _size(value)
+    if name in ("cache_max_bytes", "max_message_bytes"):
+        return _size(name, value)
     if field_type == "float":
         try:
             return float(value)
@@ -86,11 +92,11 @@ def _coerce(name: str, value: Any) -> Any:
     return str(value)
 
 
-def _size(value: Any) -> int:
+def _size(name: str, value: Any) -> int:
     """Bytes from `1073741824`, `512mb`, `1Gb` (Hive writes sizes with units)."""
     match = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", str(value))
     if not match or match.group(2).lower() not in SIZE_UNITS:
-        raise ValueError(f"setting 'cache_max_bytes': expected a size such as 512mb or 2gb, got {value!r}")
+        raise ValueError(f"setting {name!r}: expected a size such as 512mb or 2gb, got {value!r}")
     return int(match.group(1)) * SIZE_UNITS[match.group(2).lower()]
 
 

@@ -81,9 +81,10 @@ def encoded_reply(success: Any) -> list[bytes] | None:
 
 
 class MetastoreProcessor(TProcessor):
-    def __init__(self, handler: Any, metrics: Metrics) -> None:
+    def __init__(self, handler: Any, metrics: Metrics, max_reply_bytes: int = 1 << 62) -> None:
         super().__init__(hms.ThriftHiveMetastore, handler)
         self._metrics = metrics
+        self._max_reply_bytes = max_reply_bytes
 
     def process(self, iprot: Any, oprot: Any) -> None:
         api, seqid, result, call = self.process_in(iprot)
@@ -114,6 +115,17 @@ class MetastoreProcessor(TProcessor):
     def send_result(self, oprot: Any, api: str, result: Any, seqid: int) -> None:
         pieces = encoded_reply(getattr(result, "success", None))
         if pieces is None:
+            return super().send_result(oprot, api, result, seqid)
+        size = sum(map(len, pieces))
+        if size > self._max_reply_bytes:
+            self._metrics.refused_messages.inc()
+            result.success = None
+            refusal = to_declared(api, hms.MetaException(
+                message=f"the reply to {api} would be {size} bytes, more than the maximum message size "
+                        f"({self._max_reply_bytes}); fetch partitions in batches with get_partitions_batch"), result)
+            if isinstance(refusal, TApplicationException):
+                return self.send_exception(oprot, api, refusal, seqid)
+            self.handle_exception(refusal, result)
             return super().send_result(oprot, api, result, seqid)
         oprot.write_message_begin(api, TMessageType.REPLY, seqid)
         for piece in pieces:

@@ -23,6 +23,8 @@ class Metrics:
                                  registry=self.registry)
         self.refused = Counter("hmsproxy_refused_connections", "Connections refused because the cap was reached",
                                registry=self.registry)
+        self.refused_messages = Counter("hmsproxy_refused_messages", "Requests or replies refused for exceeding "
+                                        "the maximum message size", registry=self.registry)
 
         self.cache_lookups = Counter("hmsproxy_cache_lookups", "Store reads by Thrift method, object kind and result "
                                      "(hit: answered from memory, miss: from the database)",

@@ -112,10 +112,12 @@ def start(settings: Settings) -> RunningServer:
     loader = poller = None
     if settings.cache:
         store, loader, poller = cached(store, settings, metrics)
-    context = HandlerContext(store=store, warehouse=warehouse, server_conf=server_conf(settings), started_at=now())
+    context = HandlerContext(store=store, warehouse=warehouse, server_conf=server_conf(settings), started_at=now(),
+                             partition_request_limit=settings.partition_request_limit)
     handler = Handler(context)
-    thrift = ThriftServer(lambda: MetastoreProcessor(handler, metrics), settings.host, settings.port,
-                          framed=settings.framed, max_connections=settings.max_connections, metrics=metrics)
+    thrift = ThriftServer(lambda: MetastoreProcessor(handler, metrics, settings.max_message_bytes), settings.host,
+                          settings.port, framed=settings.framed, max_connections=settings.max_connections,
+                          max_message_bytes=settings.max_message_bytes, metrics=metrics)
     metrics_server = None
     if settings.metrics_port:
         ready = loader.complete.is_set if loader else (lambda: True)

@@ -22,11 +22,54 @@ from hmsproxy.metrics import Metrics
 log = logging.getLogger(__name__)
 
 
+class MessageTooLarge(TTransportException):
+    pass
+
+
+class MessageBudget:
+    """The client socket as the Thrift transport reads it, counting the bytes of the current request.
+
+    Past the maximum the connection is dropped: a hostile or broken client (a huge length prefix, an
+    endless list) cannot make the server read and hold gigabytes. The transport may reserve address
+    space for a declared length, but only what is actually received is ever touched."""
+
+    def __init__(self, sock: TSocket, max_bytes: int) -> None:
+        self._sock = sock
+        self._max_bytes = max_bytes
+        self.received = 0
+
+    def new_message(self) -> None:
+        self.received = 0
+
+    def read(self, size: int) -> bytes:
+        data = self._sock.read(size)
+        self.received += len(data)
+        if self.received > self._max_bytes:
+            raise MessageTooLarge(message=f"request larger than {self._max_bytes} bytes")
+        return data
+
+    def write(self, data: bytes) -> None:
+        self._sock.write(data)
+
+    def flush(self) -> None:
+        self._sock.flush()
+
+    def is_open(self) -> bool:
+        return self._sock.is_open()
+
+    def open(self) -> None:
+        self._sock.open()
+
+    def close(self) -> None:
+        self._sock.close()
+
+
 class ThriftServer:
     def __init__(self, processor_factory: Callable[[], Any], host: str, port: int, *, framed: bool,
-                 max_connections: int, metrics: Metrics) -> None:
+                 max_connections: int, max_message_bytes: int, metrics: Metrics) -> None:
         self._processor_factory = processor_factory
         self._framed = framed
+        self._max_message_bytes = max_message_bytes
         self._metrics = metrics
         self._slots = threading.BoundedSemaphore(max_connections)
         self._max_connections = max_connections
@@ -81,12 +124,17 @@ class ThriftServer:
     def _serve(self, client: socket.socket, address: Any) -> None:
         self._metrics.connections.inc()
         transport_class = TCyFramedTransport if self._framed else TCyBufferedTransport
-        transport = transport_class(TSocket(sock=client))
+        budget = MessageBudget(TSocket(sock=client), self._max_message_bytes)
+        transport = transport_class(budget)
         protocol = TCyBinaryProtocol(transport, strict_read=False, strict_write=True)
         processor = self._processor_factory()
         try:
             while not self._stopping.is_set():
+                budget.new_message()
                 processor.process(protocol, protocol)
+        except MessageTooLarge as exc:
+            self._metrics.refused_messages.inc()
+            log.warning("closing connection from %s: %s", address, exc.message)
         except TTransportException:
             pass  # the client closed the connection
         except Exception as exc:  # a malformed request: drop this connection, keep serving the others

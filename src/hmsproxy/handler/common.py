@@ -20,6 +20,7 @@ class HandlerContext:
     warehouse: Warehouse
     server_conf: dict[str, str]
     started_at: int
+    partition_request_limit: int = -1   # metastore.limit.partition.request; -1: unlimited
 
 
 def now() -> int:

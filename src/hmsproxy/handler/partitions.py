@@ -21,6 +21,9 @@ from hmsproxy.partition_filter import FilterError, compile_filter
 from hmsproxy.warehouse import join, normalise_location
 
 
+MAX_BATCH_SIZE = 10_000
+
+
 def _limit(items: list[Any], max_parts: int | None) -> list[Any]:
     return items if max_parts is None or max_parts < 0 else items[:max_parts]
 
@@ -194,9 +197,28 @@ class PartitionCalls:
         catalog, db, table = self._table(db_name, tbl_name)
         return self.ctx.store.get_partition(catalog, db, table.tableName, self._values_from_name(table, part_name))
 
+    def _check_limit(self, table: Any, count: int) -> None:
+        """metastore.limit.partition.request: refuse, never truncate, a listing that is too large."""
+        limit = self.ctx.partition_request_limit
+        if 0 <= limit < count:
+            raise hms.MetaException(
+                message=f"Number of partitions scanned (={count}) on table '{table.dbName}.{table.tableName}' "
+                        f"exceeds limit (={limit}). This is controlled on the metastore server by "
+                        f"metastore.limit.partition.request; fetch them in batches with get_partitions_batch.")
+
+    def _all_partitions(self, catalog: str, db: str, table: Any, max_parts: int | None) -> Any:
+        if self.ctx.partition_request_limit >= 0:
+            count = len(self.ctx.store.get_partition_names(catalog, db, table.tableName))
+            self._check_limit(table, count if max_parts is None or max_parts < 0 else min(count, max_parts))
+        return self.ctx.store.get_partitions(catalog, db, table.tableName, max_parts)
+
+    def _partitions_named(self, catalog: str, db: str, table: Any, names: Sequence[str]) -> Any:
+        self._check_limit(table, len(names))
+        return self.ctx.store.get_partitions_by_names(catalog, db, table.tableName, names)
+
     def get_partitions(self, db_name: str, tbl_name: str, max_parts: int = -1) -> list[Any]:
         catalog, db, table = self._table(db_name, tbl_name)
-        return self.ctx.store.get_partitions(catalog, db, table.tableName, max_parts)
+        return self._all_partitions(catalog, db, table, max_parts)
 
     def get_partitions_with_auth(self, db_name: str, tbl_name: str, max_parts: int = -1, user_name: str = "",
                                  group_names: Sequence[str] = ()) -> list[Any]:
@@ -205,8 +227,7 @@ class PartitionCalls:
     @with_snapshot
     def get_partitions_req(self, req: Any) -> Any:
         catalog, db, table = self._table(req.dbName, req.tblName, req.catName)
-        return hms.PartitionsResponse(
-            partitions=self.ctx.store.get_partitions(catalog, db, table.tableName, req.maxParts))
+        return hms.PartitionsResponse(partitions=self._all_partitions(catalog, db, table, req.maxParts))
 
     def get_partition_names(self, db_name: str, tbl_name: str, max_parts: int = -1) -> list[str]:
         catalog, db, table = self._table(db_name, tbl_name)
@@ -224,7 +245,7 @@ class PartitionCalls:
                             max_parts: int | None) -> list[Any]:
         catalog, db, table = self._table(db_name, tbl_name, cat)
         names = _limit(self._names_by_spec(catalog, db, table, spec), max_parts)
-        return self.ctx.store.get_partitions_by_names(catalog, db, table.tableName, names)
+        return self._partitions_named(catalog, db, table, names)
 
     def get_partitions_ps(self, db_name: str, tbl_name: str, part_vals: Sequence[str], max_parts: int = -1) -> list[Any]:
         return self._partitions_by_spec(db_name, tbl_name, None, part_vals, max_parts)
@@ -260,11 +281,39 @@ class PartitionCalls:
     def get_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str, max_parts: int = -1) -> list[Any]:
         catalog, db, table = self._table(db_name, tbl_name)
         names = _limit(self._names_by_filter(catalog, db, table, filter), max_parts)
-        return self.ctx.store.get_partitions_by_names(catalog, db, table.tableName, names)
+        return self._partitions_named(catalog, db, table, names)
 
     def get_num_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str) -> int:
         catalog, db, table = self._table(db_name, tbl_name)
         return len(self._names_by_filter(catalog, db, table, filter))
+
+    # ---- batches (hmsproxy extension) --------------------------------------------------------------
+
+    def get_partitions_batch(self, req: Any) -> Any:
+        batch = self._batch(req, names_only=False)
+        return hms.PartitionBatchResponse(partitions=batch.items, nextPartitionId=batch.next_id,
+                                          minPartitionId=batch.min_id, maxPartitionId=batch.max_id)
+
+    def get_partition_names_batch(self, req: Any) -> Any:
+        batch = self._batch(req, names_only=True)
+        return hms.PartitionNameBatchResponse(names=batch.items, nextPartitionId=batch.next_id,
+                                              minPartitionId=batch.min_id, maxPartitionId=batch.max_id)
+
+    def _batch(self, req: Any, names_only: bool) -> Any:
+        catalog, db, table = self._table(req.dbName, req.tblName, req.catName)
+        size = req.batchSize if req.batchSize is not None else 1000
+        if not 1 <= size <= MAX_BATCH_SIZE:
+            raise hms.MetaException(message=f"batchSize must be between 1 and {MAX_BATCH_SIZE}, got {size}")
+        predicate = None
+        if req.filter:
+            try:
+                predicate = compile_filter(req.filter, [(k.name, k.type) for k in table.partitionKeys or []])
+            except FilterError as exc:
+                raise hms.MetaException(message=f"Error parsing partition filter: {exc}") from None
+        from_id = req.fromPartitionId if req.fromPartitionId is not None else 0
+        to_id = req.toPartitionId if req.toPartitionId is not None else -1
+        return self.ctx.store.get_partition_batch(catalog, db, table.tableName, from_id, to_id, size, predicate,
+                                                  names_only)
 
     def get_partitions_by_expr(self, req: Any) -> Any:
         raise hms.MetaException(message="get_partitions_by_expr is not supported by hmsproxy (the expression is a "
@@ -272,13 +321,12 @@ class PartitionCalls:
 
     def get_partitions_by_names(self, db_name: str, tbl_name: str, names: Sequence[str]) -> list[Any]:
         catalog, db, table = self._table(db_name, tbl_name)
-        return self.ctx.store.get_partitions_by_names(catalog, db, table.tableName, list(names or []))
+        return self._partitions_named(catalog, db, table, list(names or []))
 
     @with_snapshot
     def get_partitions_by_names_req(self, req: Any) -> Any:
         catalog, db, table = self._table(req.db_name, req.tbl_name)
-        parts = self.ctx.store.get_partitions_by_names(catalog, db, table.tableName, list(req.names or []))
-        return hms.GetPartitionsByNamesResult(partitions=parts)
+        return hms.GetPartitionsByNamesResult(partitions=self._partitions_named(catalog, db, table, list(req.names or [])))
 
     # ---- alter / rename ----------------------------------------------------------------------------
 

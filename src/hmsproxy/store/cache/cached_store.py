@@ -34,8 +34,10 @@ from hmsproxy.store.snapshot import request_snapshot
 from hmsproxy.txn.write_ids import ValidWriteIdList, is_fresh_or_newer
 
 log = logging.getLogger(__name__)
-NOTIFICATION_CALLS = frozenset({"get_events", "current_event_id", "count_events", "oldest_event_id", "add_events",
-                                "clean_events"})
+# Calls always answered by the database: the notification log, and batched partition listings (one indexed
+# range read per batch, for tables too large to list at once).
+PASS_THROUGH = frozenset({"get_events", "current_event_id", "count_events", "oldest_event_id", "add_events",
+                          "clean_events", "get_partition_batch"})
 
 
 class CachedStore(CachedStatistics, CachedTransactions):
@@ -460,8 +462,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
             self.cache.functions.get((cat, db_name), {}).pop(name, None)
 
     def __getattr__(self, name: str) -> Any:
-        """The notification log is never cached: those calls go to the database as they are."""
-        if name in NOTIFICATION_CALLS:
+        if name in PASS_THROUGH:
             return getattr(self.delegate, name)
         raise AttributeError(name)
 

@@ -6,9 +6,10 @@ queries (by table id, or by chunks of partition ids).
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
-from sqlalchemy import Connection, Select, delete, insert, select, update
+from sqlalchemy import Connection, Select, delete, func, insert, select, update
 
 from hmsproxy.idl import hms
 from hmsproxy.names import make_partition_name
@@ -22,7 +23,16 @@ from hmsproxy.store.sql.lookups import TableRef, no_such_object, table_ref
 from hmsproxy.store.sql.tables import column_tuples, current_columns
 
 CHUNK = 900
+BATCH_SCAN_FACTOR = 10
 LOAD_CHUNK = 10_000  # partitions read per step when a whole table is loaded
+
+
+@dataclass(frozen=True)
+class PartitionBatch:
+    items: list[Any]           # partitions or names, in partition id order
+    next_id: int               # where the next batch starts; -1 when the range is done
+    min_id: int                # the table's partition ids now; -1 when it has none
+    max_id: int
 
 
 def _chunks(items: Sequence[Any]) -> list[Sequence[Any]]:
@@ -156,6 +166,35 @@ class PartitionStore:
 
     # ---- reads -------------------------------------------------------------------------------------
 
+    def get_partition_batch(self, cat: str, db_name: str, tbl_name: str, from_id: int, to_id: int, size: int,
+                            predicate: Callable[[Sequence[str]], bool] | None, names_only: bool) -> PartitionBatch:
+        """Up to `size` partitions (or names) in id order from `from_id`, those matching `predicate`.
+
+        At most BATCH_SCAN_FACTOR * size partitions are examined per call, so a selective filter returns a
+        short (even empty) batch with the id to continue from rather than scanning the whole table."""
+        with self.db.transaction() as conn:
+            ref = table_ref(conn, cat, db_name, tbl_name)
+            low, high = conn.execute(select(func.min(s.PARTITIONS.c.PART_ID), func.max(s.PARTITIONS.c.PART_ID))
+                                     .where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)).one()
+            scan = size if predicate is None else size * BATCH_SCAN_FACTOR
+            window = _batch_window(conn, ref, from_id, to_id, scan + 1)
+            examined, following = window[:scan], window[scan:]
+            if predicate is not None:
+                values = self._values(conn, [row.PART_ID for row in examined])
+                examined = [row for row in examined if predicate(values.get(row.PART_ID, []))]
+            chosen = examined[:size]
+            if len(examined) > size:
+                next_id = examined[size].PART_ID
+            else:
+                next_id = following[0].PART_ID if following else -1
+            if names_only:
+                items = [row.PART_NAME for row in chosen]
+            else:
+                loaded = self._load_partitions(conn, cat, db_name, tbl_name, ref, [row.PART_ID for row in chosen])
+                by_name = {make_partition_name(ref.partition_keys, p.values): p for p in loaded}
+                items = [by_name[row.PART_NAME] for row in chosen]
+        return PartitionBatch(items, next_id, -1 if low is None else low, -1 if high is None else high)
+
     def _rows_by_names(self, conn: Connection, tbl_id: int, names: Sequence[str]) -> list[Any]:
         rows: list[Any] = []
         for chunk in _chunks(list(names)):
@@ -255,3 +294,12 @@ class PartitionStore:
                 )))
         result.sort(key=lambda item: item[0])
         return [p for _, p in result]
+
+
+def _batch_window(conn: Connection, ref: TableRef, from_id: int, to_id: int, limit: int) -> list[Any]:
+    """(PART_ID, PART_NAME) of up to `limit` partitions with from_id <= id < to_id (to_id < 0: no bound)."""
+    query = select(s.PARTITIONS.c.PART_ID, s.PARTITIONS.c.PART_NAME).where(
+        s.PARTITIONS.c.TBL_ID == ref.tbl_id, s.PARTITIONS.c.PART_ID >= from_id)
+    if to_id >= 0:
+        query = query.where(s.PARTITIONS.c.PART_ID < to_id)
+    return conn.execute(query.order_by(s.PARTITIONS.c.PART_ID).limit(limit)).all()

@@ -1,0 +1,131 @@
+"""A Python client for hmsproxy (and any HMS): every Thrift method as a plain call, and iterators over a
+table's partitions that fetch them in id-ordered batches, sequentially or over several connections.
+
+    with MetastoreClient("127.0.0.1", 9083) as hms:
+        hms.get_table("sales", "events")                       # any HMS method
+        for partition in hms.iter_partitions("sales", "events", connections=4, filter='ds >= "2024-01-01"'):
+            ...
+
+The batches come from hmsproxy's get_partitions_batch (an extension of the HMS API): the server keeps no
+state between them, so an iteration survives reconnects; partitions added meanwhile arrive at the end,
+removed ones are simply not returned.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Any, Callable, Iterator
+
+import thriftpy2.rpc
+from thriftpy2.transport import TCyFramedTransportFactory
+
+from hmsproxy.idl import hms
+
+_DONE = object()
+
+
+class MetastoreClient:
+    def __init__(self, host: str = "127.0.0.1", port: int = 9083, *, timeout_s: float = 600.0,
+                 framed: bool = False) -> None:
+        self.host, self.port, self.timeout_s, self.framed = host, port, timeout_s, framed
+        self._client = self._connect()
+
+    def _connect(self) -> Any:
+        extra = {"trans_factory": TCyFramedTransportFactory()} if self.framed else {}
+        return thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, self.host, self.port,
+                                         timeout=int(self.timeout_s * 1000), **extra)
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        """Any method of the HMS Thrift API, e.g. client.get_table("db", "t")."""
+        return getattr(self._client, name)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> "MetastoreClient":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ---- batched partition listings ----------------------------------------------------------------
+
+    def iter_partitions(self, db: str, table: str, *, batch_size: int = 1000, filter: str | None = None,
+                        connections: int = 1) -> Iterator[Any]:
+        """Every partition of the table (matching `filter`), in partition id order."""
+        return self._iterate(db, table, batch_size, filter, connections, names=False)
+
+    def iter_partition_names(self, db: str, table: str, *, batch_size: int = 1000, filter: str | None = None,
+                             connections: int = 1) -> Iterator[str]:
+        return self._iterate(db, table, batch_size, filter, connections, names=True)
+
+    def _fetch(self, client: Any, db: str, table: str, start: int, end: int, size: int, filter: str | None,
+               names: bool) -> tuple[list[Any], Any]:
+        request = hms.PartitionBatchRequest(dbName=db, tblName=table, fromPartitionId=start, toPartitionId=end,
+                                            batchSize=size, filter=filter)
+        if names:
+            response = client.get_partition_names_batch(request)
+            return response.names, response
+        response = client.get_partitions_batch(request)
+        return response.partitions, response
+
+    def _range(self, client: Any, db: str, table: str, start: int, end: int, size: int, filter: str | None,
+               names: bool) -> Iterator[Any]:
+        """Batches of [start, end) (end -1: to the last partition) until the server says it is done."""
+        while start >= 0:
+            items, response = self._fetch(client, db, table, start, end, size, filter, names)
+            yield from items
+            start = response.nextPartitionId
+
+    def _iterate(self, db: str, table: str, size: int, filter: str | None, connections: int,
+                 names: bool) -> Iterator[Any]:
+        if connections <= 1:
+            yield from self._range(self._client, db, table, 0, -1, size, filter, names)
+            return
+        first, response = self._fetch(self._client, db, table, 0, -1, size, filter, names)
+        yield from first
+        start, end = response.nextPartitionId, response.maxPartitionId + 1
+        if start < 0:
+            return
+        step = max(1, -(-(end - start) // connections))
+        bounds = [(lo, min(lo + step, end)) for lo in range(start, end, step)]
+        yield from self._concurrently(db, table, bounds, size, filter, names)
+        # partitions added while we iterated have higher ids: pick them up at the end
+        yield from self._range(self._client, db, table, end, -1, size, filter, names)
+
+    def _concurrently(self, db: str, table: str, bounds: list[tuple[int, int]], size: int, filter: str | None,
+                      names: bool) -> Iterator[Any]:
+        """One connection per id range; results come back range by range, so the order stays by id.
+        Each range buffers at most a few batches, so memory stays bounded."""
+        queues: list[queue.Queue] = [queue.Queue(maxsize=4) for _ in bounds]
+        stop = threading.Event()
+
+        def work(index: int, start: int, end: int) -> None:
+            client = self._connect()
+            try:
+                while start >= 0 and not stop.is_set():
+                    items, response = self._fetch(client, db, table, start, end, size, filter, names)
+                    queues[index].put(items)
+                    start = response.nextPartitionId
+                queues[index].put(_DONE)
+            except BaseException as exc:  # handed to the consuming thread, which raises it
+                queues[index].put(exc)
+            finally:
+                client.close()
+
+        workers = [threading.Thread(target=work, args=(i, lo, hi), daemon=True) for i, (lo, hi) in enumerate(bounds)]
+        for worker in workers:
+            worker.start()
+        try:
+            for q in queues:
+                while (items := q.get()) is not _DONE:
+                    if isinstance(items, BaseException):
+                        raise items
+                    yield from items
+        finally:
+            stop.set()
+            for q in queues:  # unblock workers waiting on a full queue
+                while not q.empty():
+                    q.get_nowait()
+            for worker in workers:
+                worker.join(timeout=5)
