@@ -128,6 +128,18 @@ class Ctx:
         finally:
             self.spark.conf.set(key, old)
 
+    @contextmanager
+    def basic_pushdown(self):
+        """Spark's simpler filter strings: without advanced pushdown, IN / NOT IN / BETWEEN are sent
+        as plain comparisons, or not at all (then Spark filters the partitions it got)."""
+        key = "spark.sql.hive.advancedPartitionPredicatePushdown.enabled"
+        old = self.spark.conf.get(key)
+        self.spark.conf.set(key, "false")
+        try:
+            yield
+        finally:
+            self.spark.conf.set(key, old)
+
     def rows(self, text: str) -> list[list]:
         return [list(r) for r in self.sql(text).collect()]
 
@@ -299,22 +311,32 @@ PRUNING_QUERIES: dict[str, str] = {
 NEEDS_FILTER_FALLBACK = {"select_mixed_and_or"}
 
 
-def _pruning_step(name: str, where: str):
+# The same queries again with advanced partition predicate pushdown off (step name: "basic_" + query name).
+BASIC_PUSHDOWN_QUERIES = ("select_string_in", "select_string_not_in", "select_int_in", "select_int_between",
+                          "select_date_in", "select_or_string_int", "select_and_all_keys")
+
+
+def _pruning_step(name: str, where: str, basic_pushdown: bool = False):
     def run(c: Ctx):
         q = f"SELECT count(*), coalesce(sum(amount), 0), count(DISTINCT region, hr, ds) FROM {EVENTS} WHERE {where}"
         if name in NEEDS_FILTER_FALLBACK:
             with c.metastore_filter_fallback():
                 row = c.sql(q).collect()[0]
+        elif basic_pushdown:
+            with c.basic_pushdown():
+                row = c.sql(q).collect()[0]
         else:
             row = c.sql(q).collect()[0]
         return {"rows": int(row[0]), "sum_amount": int(row[1]), "partitions": int(row[2])}
 
-    run.__name__ = name
+    run.__name__ = "basic_" + name if basic_pushdown else name
     return run
 
 
 for _name, _where in PRUNING_QUERIES.items():
     step(_pruning_step(_name, _where))
+for _name in BASIC_PUSHDOWN_QUERIES:
+    step(_pruning_step(_name, PRUNING_QUERIES[_name], basic_pushdown=True))
 
 
 @step

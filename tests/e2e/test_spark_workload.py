@@ -242,6 +242,8 @@ def expected_results() -> dict:
     }
     for name, pred in PREDICATES.items():
         exp[name] = summary([r for r in src if pred(r)])
+    for name in wl.BASIC_PUSHDOWN_QUERIES:
+        exp["basic_" + name] = exp[name]
 
     m.add_partitions()
     exp["add_partitions"] = {

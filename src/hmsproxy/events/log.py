@@ -89,6 +89,11 @@ def read(conn: Connection, after: int, limit: int | None = None, *, skip_types: 
     return conn.execute(query).all()
 
 
+def table_version(conn: Connection, db: str, table: str) -> int:
+    log = s.NOTIFICATION_LOG
+    return conn.execute(select(func.max(log.c.EVENT_ID)).where(log.c.DB_NAME == db, log.c.TBL_NAME == table)).scalar() or 0
+
+
 def count(conn: Connection, after: int, db: str, cat: str | None = None, up_to: int | None = None) -> int:
     log = s.NOTIFICATION_LOG
     query = select(func.count()).select_from(log).where(log.c.EVENT_ID > after, log.c.DB_NAME == db)

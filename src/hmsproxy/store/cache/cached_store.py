@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 # Calls always answered by the database: the notification log, and batched partition listings (one indexed
 # range read per batch, for tables too large to list at once).
 PASS_THROUGH = frozenset({"get_events", "current_event_id", "count_events", "oldest_event_id", "add_events",
-                          "clean_events", "get_partition_batch"})
+                          "clean_events", "get_partition_batch", "table_version"})
 
 
 class CachedStore(CachedStatistics, CachedTransactions):
@@ -49,6 +49,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
         self.metrics = metrics
         self.request_load = request_load
         self.strict_snapshots = strict_snapshots
+        self._versions_seen: dict[TableKey, int] = {}   # newest table version a database answer showed
 
     # ---- bookkeeping -------------------------------------------------------------------------------
 
@@ -71,6 +72,25 @@ class CachedStore(CachedStatistics, CachedTransactions):
         if known and self.policy.allows(db, tbl) and key not in self.cache.oversized:
             self.request_load(key)
         return None
+
+    def _read(self, cat: str, db: str, tbl: str, kind: str, from_cache: Callable[[TableEntry], Any],
+              from_db: Callable[[], Any]) -> Any:
+        """Answers from the cached entry when it may, else from the database. A database answer records the
+        table's version it saw, so that no load older than that is cached afterwards: reads through this
+        instance never go backwards."""
+        entry = self._entry(cat, db, tbl, kind)
+        if entry is not None:
+            return from_cache(entry)
+        answer = from_db()
+        key = (cat, db, tbl)
+        version = self.delegate.table_version(db, tbl)
+        with self.cache.lock:
+            self._versions_seen[key] = max(version, self._versions_seen.get(key, 0))
+            cached = self.cache.get_table(key)
+            if cached is not None and cached.version < version:  # a load finished meanwhile, older than this
+                self.cache.drop_table(key)
+                self.cache.bump(key)
+        return answer
 
     def _serves_snapshot(self, entry: TableEntry, full_name: str) -> bool:
         """Whether the entry may answer the current request's snapshot (see the module docstring)."""
@@ -115,8 +135,11 @@ class CachedStore(CachedStatistics, CachedTransactions):
         except hms.NoSuchObjectException:
             return 0
         entry = entry_from_bundle(bundle, builder)
-        if self.cache.put_table(key, entry, loaded_at_generation=generation):
-            self.cache.index_table(key, entry.table)
+        with self.cache.lock:
+            if bundle.version < self._versions_seen.get(key, 0):
+                return 0  # a client already got a newer state from the database: a later load will do
+            if self.cache.put_table(key, entry, loaded_at_generation=generation):
+                self.cache.index_table(key, entry.table)
         return len(entry.partitions)
 
     # ---- changes made by other instances (store/cache/sync.py) --------------------------------------
@@ -263,8 +286,8 @@ class CachedStore(CachedStatistics, CachedTransactions):
         return tbl_id
 
     def get_table(self, cat: str, db_name: str, tbl_name: str) -> Any:
-        entry = self._entry(cat, db_name, tbl_name, "table")
-        return entry.table if entry else self.delegate.get_table(cat, db_name, tbl_name)
+        return self._read(cat, db_name, tbl_name, "table", lambda e: e.table,
+                          lambda: self.delegate.get_table(cat, db_name, tbl_name))
 
     def get_table_bundle(self, cat: str, db_name: str, tbl_name: str,
                          partition_sink: Callable[[Any, list[Any]], None] | None = None) -> TableBundle:
@@ -389,37 +412,32 @@ class CachedStore(CachedStatistics, CachedTransactions):
         return dropped
 
     def get_partitions(self, cat: str, db_name: str, tbl_name: str, max_parts: int = -1) -> Any:
-        entry = self._entry(cat, db_name, tbl_name, "partition")
-        if entry is None:
-            return self.delegate.get_partitions(cat, db_name, tbl_name, max_parts)
-        return entry.partitions.all(max_parts)
+        return self._read(cat, db_name, tbl_name, "partition", lambda e: e.partitions.all(max_parts),
+                          lambda: self.delegate.get_partitions(cat, db_name, tbl_name, max_parts))
 
     def get_partitions_by_names(self, cat: str, db_name: str, tbl_name: str, names: Sequence[str]) -> Any:
-        entry = self._entry(cat, db_name, tbl_name, "partition")
-        if entry is None:
-            return self.delegate.get_partitions_by_names(cat, db_name, tbl_name, names)
-        return entry.partitions.by_names(names)
+        return self._read(cat, db_name, tbl_name, "partition", lambda e: e.partitions.by_names(names),
+                          lambda: self.delegate.get_partitions_by_names(cat, db_name, tbl_name, names))
 
     def get_partition(self, cat: str, db_name: str, tbl_name: str, values: Sequence[str]) -> Any:
-        entry = self._entry(cat, db_name, tbl_name, "partition")
-        if entry is None:
-            return self.delegate.get_partition(cat, db_name, tbl_name, values)
-        found = entry.partitions.by_names([make_partition_name(entry.partitions.keys, values)])
-        if not found:
-            raise hms.NoSuchObjectException(message=f"partition values={list(values)} of {db_name}.{tbl_name} not found")
-        return found[0]
+        def from_cache(entry: TableEntry) -> Any:
+            found = entry.partitions.by_names([make_partition_name(entry.partitions.keys, values)])
+            if not found:
+                raise hms.NoSuchObjectException(
+                    message=f"partition values={list(values)} of {db_name}.{tbl_name} not found")
+            return found[0]
+
+        return self._read(cat, db_name, tbl_name, "partition", from_cache,
+                          lambda: self.delegate.get_partition(cat, db_name, tbl_name, values))
 
     def get_partition_names(self, cat: str, db_name: str, tbl_name: str) -> list[str]:
-        entry = self._entry(cat, db_name, tbl_name, "partition_names")
-        if entry is None:
-            return self.delegate.get_partition_names(cat, db_name, tbl_name)
-        return list(entry.partitions.names)
+        return self._read(cat, db_name, tbl_name, "partition_names", lambda e: list(e.partitions.names),
+                          lambda: self.delegate.get_partition_names(cat, db_name, tbl_name))
 
     def get_partition_values(self, cat: str, db_name: str, tbl_name: str) -> list[tuple[str, list[str]]]:
-        entry = self._entry(cat, db_name, tbl_name, "partition_names")
-        if entry is None:
-            return self.delegate.get_partition_values(cat, db_name, tbl_name)
-        return [(name, list(values)) for name, values in zip(entry.partitions.names, entry.partitions.values)]
+        return self._read(cat, db_name, tbl_name, "partition_names",
+                          lambda e: [(n, list(v)) for n, v in zip(e.partitions.names, e.partitions.values)],
+                          lambda: self.delegate.get_partition_values(cat, db_name, tbl_name))
 
     # ---- functions ---------------------------------------------------------------------------------
 
@@ -478,5 +496,5 @@ def entry_from_bundle(bundle: TableBundle, partitions: PartitionSetBuilder | Non
     builder.add(bundle.partitions)
     return TableEntry(
         table=bundle.table, partitions=builder.build(), table_stats=bundle.table_stats,
-        partition_stats=bundle.partition_stats, write_ids=bundle.write_ids,
+        partition_stats=bundle.partition_stats, write_ids=bundle.write_ids, version=bundle.version,
     )

@@ -32,6 +32,7 @@ class TableEntry:
     table_stats: dict[str, Any] = field(default_factory=dict)              # column -> stats object
     partition_stats: dict[str, dict[str, Any]] = field(default_factory=dict)  # partition name -> column -> stats
     write_ids: ValidWriteIdList | None = None  # transactional tables: the write ids this entry reflects
+    version: int = 0  # the table's newest event id when it was loaded (local writes keep it: a lower bound)
 
     @property
     def table_id(self) -> int:

@@ -20,7 +20,7 @@ def _canonical_stats(objs: Sequence[Any]) -> dict[str, Any]:
 
 
 class CachedStatistics:
-    """Mixed into CachedStore: relies on its delegate, cache, _entry and _update_entry."""
+    """Mixed into CachedStore: relies on its delegate, cache, _read and _update_entry."""
 
     def update_table_column_statistics(self, cat: str, stats: Any) -> None:
         desc = stats.statsDesc
@@ -55,23 +55,24 @@ class CachedStatistics:
             self._update_entry(key, change)
 
     def get_table_column_statistics(self, cat: str, db_name: str, tbl_name: str, col_names: Sequence[str]) -> list[Any]:
-        entry = self._entry(cat, db_name, tbl_name, "table_stats")
-        if entry is None:
-            return self.delegate.get_table_column_statistics(cat, db_name, tbl_name, col_names)
-        return [entry.table_stats[c] for c in col_names if c in entry.table_stats]
+        return self._read(cat, db_name, tbl_name, "table_stats",
+                          lambda e: [e.table_stats[c] for c in col_names if c in e.table_stats],
+                          lambda: self.delegate.get_table_column_statistics(cat, db_name, tbl_name, col_names))
 
     def get_partition_column_statistics(self, cat: str, db_name: str, tbl_name: str, part_names: Sequence[str],
                                         col_names: Sequence[str]) -> dict[str, list[Any]]:
-        entry = self._entry(cat, db_name, tbl_name, "partition_stats")
-        if entry is None:
-            return self.delegate.get_partition_column_statistics(cat, db_name, tbl_name, part_names, col_names)
-        result = {}
-        for name in dict.fromkeys(part_names):
-            columns = entry.partition_stats.get(name, {})
-            found = [columns[c] for c in col_names if c in columns]
-            if found:
-                result[name] = found
-        return result
+        def from_cache(entry: TableEntry) -> dict[str, list[Any]]:
+            result = {}
+            for name in dict.fromkeys(part_names):
+                columns = entry.partition_stats.get(name, {})
+                found = [columns[c] for c in col_names if c in columns]
+                if found:
+                    result[name] = found
+            return result
+
+        return self._read(cat, db_name, tbl_name, "partition_stats", from_cache,
+                          lambda: self.delegate.get_partition_column_statistics(
+                              cat, db_name, tbl_name, part_names, col_names))
 
     def delete_table_column_statistics(self, cat: str, db_name: str, tbl_name: str, col_name: str | None) -> None:
         key = (cat, db_name, tbl_name)

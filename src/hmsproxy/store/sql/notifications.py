@@ -16,6 +16,11 @@ class NotificationStore:
         with self.db.transaction() as conn:
             return event_log.read(conn, after, limit, skip_types=skip_types, cat=cat, db=db, tables=tables)
 
+    def table_version(self, db_name: str, tbl_name: str) -> int:
+        """The id of the newest event about a table: its version, as far as readers are concerned."""
+        with self.db.transaction() as conn:
+            return event_log.table_version(conn, db_name, tbl_name)
+
     def current_event_id(self) -> int:
         with self.db.transaction() as conn:
             return event_log.current_event_id(conn)

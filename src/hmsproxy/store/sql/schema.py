@@ -340,6 +340,7 @@ NOTIFICATION_LOG = _table(
     Column("MESSAGE", LongText),
     Column("MESSAGE_FORMAT", String(16)),
     UniqueConstraint("EVENT_ID", name="NOTIFICATION_LOG_EVENT_ID"),
+    Index("NOTIFICATION_LOG_TABLE", "DB_NAME", "TBL_NAME", "EVENT_ID"),
 )
 
 NOTIFICATION_SEQUENCE = _table(

@@ -6,6 +6,7 @@ from typing import Any, Callable
 
 from sqlalchemy import select
 
+from hmsproxy.events import log as event_log
 from hmsproxy.store.rawstore import TableBundle, is_transactional
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
@@ -29,10 +30,24 @@ class SqlStore(DatabaseStore, TableStore, PartitionStore, FunctionStore, Statist
 
     def get_table_bundle(self, cat: str, db_name: str, tbl_name: str,
                          partition_sink: Callable[[Any, list[Any]], None] | None = None) -> TableBundle:
+        """The table with its partitions and statistics, for the cache.
+
+        Its version (newest event id) and write ids are read first: under READ COMMITTED (PostgreSQL's
+        default) later statements may see newer commits, so the content is never older than what the
+        bundle claims, only possibly newer (which is safe to serve)."""
         with self.db.transaction() as conn:
+            version = event_log.table_version(conn, db_name, tbl_name)
+            transactional = conn.execute(select(s.TABLE_PARAMS.c.PARAM_VALUE).join(
+                s.TBLS, s.TBLS.c.TBL_ID == s.TABLE_PARAMS.c.TBL_ID).join(s.DBS, s.DBS.c.DB_ID == s.TBLS.c.DB_ID).where(
+                s.DBS.c.NAME == db_name, s.DBS.c.CTLG_NAME == cat, s.TBLS.c.TBL_NAME == tbl_name,
+                s.TABLE_PARAMS.c.PARAM_KEY == "transactional")).scalar()
+            write_ids = self.table_write_ids(conn, db_name, tbl_name) \
+                if str(transactional).lower() == "true" else None
             tables = self._load_tables(conn, cat, db_name, [tbl_name])
             if not tables:
                 raise no_such_object(f"{db_name}.{tbl_name} table not found")
+            if is_transactional(tables[0]) and write_ids is None:  # became transactional in between
+                write_ids = self.table_write_ids(conn, db_name, tbl_name)
             ref = table_ref(conn, cat, db_name, tbl_name)
             partitions: list[Any] = []
             if ref.partition_keys:
@@ -48,8 +63,7 @@ class SqlStore(DatabaseStore, TableStore, PartitionStore, FunctionStore, Statist
             for r in conn.execute(select(s.PART_COL_STATS).join(s.PARTITIONS, s.PARTITIONS.c.PART_ID == s.PART_COL_STATS.c.PART_ID)
                                   .where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)):
                 partition_stats[r.PARTITION_NAME][r.COLUMN_NAME] = row_to_obj(r._mapping)
-            write_ids = self.table_write_ids(conn, db_name, tbl_name) if is_transactional(tables[0]) else None
-        return TableBundle(tables[0], partitions, table_stats, dict(partition_stats), write_ids)
+        return TableBundle(tables[0], partitions, table_stats, dict(partition_stats), write_ids, version)
 
     def close(self) -> None:
         self.db.dispose()
