@@ -19,6 +19,7 @@ from hmsproxy.store.sql import schema as s
 
 _pending: contextvars.ContextVar[tuple[Event, ...]] = contextvars.ContextVar("pending_events", default=())
 _collecting: contextvars.ContextVar[list[Event] | None] = contextvars.ContextVar("collecting_events", default=None)
+_last_written: contextvars.ContextVar[int] = contextvars.ContextVar("last_written_event", default=0)
 
 
 @contextlib.contextmanager
@@ -41,6 +42,16 @@ def collecting() -> Iterator[list[Event]]:
         yield events
     finally:
         _collecting.reset(token)
+
+
+def written(event_ids: Sequence[int]) -> None:
+    """Called after a write transaction committed its events (same thread)."""
+    _last_written.set(max(event_ids, default=0))
+
+
+def last_written() -> int:
+    """The newest event id the last write on this thread committed (the version it gave its table)."""
+    return _last_written.get()
 
 
 def log(event: Event) -> None:

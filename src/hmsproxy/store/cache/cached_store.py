@@ -20,6 +20,7 @@ import logging
 from typing import Any, Callable, Sequence
 
 from hmsproxy.dispatch import current_method
+from hmsproxy.events import log as event_log
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
 from hmsproxy.names import make_partition_name
@@ -282,7 +283,8 @@ class CachedStore(CachedStatistics, CachedTransactions):
                 keys = tuple(k.name for k in stored.partitionKeys)
                 write_ids = ValidWriteIdList.of(f"{table.dbName}.{table.tableName}", 0) \
                     if is_transactional(stored) else None
-                self.cache.put_table(key, TableEntry(stored, PartitionSet(keys=keys), write_ids=write_ids))
+                self.cache.put_table(key, TableEntry(stored, PartitionSet(keys=keys), write_ids=write_ids,
+                                                     version=event_log.last_written()))
         return tbl_id
 
     def get_table(self, cat: str, db_name: str, tbl_name: str) -> Any:
@@ -341,7 +343,8 @@ class CachedStore(CachedStatistics, CachedTransactions):
             columns = {c.name for c in stored.sd.cols or []}
             table_stats = {c: s for c, s in old.table_stats.items() if c in columns}
             self.cache.index_table(key, stored)
-            self.cache.put_table(key, old.but(table=stored, table_stats=table_stats))
+            self.cache.put_table(key, old.but(table=stored, table_stats=table_stats,
+                                              version=max(old.version, event_log.last_written())))
 
     def _forget(self, key: TableKey) -> None:
         self.cache.drop_table(key)
@@ -357,10 +360,12 @@ class CachedStore(CachedStatistics, CachedTransactions):
     # ---- partitions --------------------------------------------------------------------------------
 
     def _update_entry(self, key: TableKey, change: Callable[[TableEntry], TableEntry]) -> None:
-        """Applies a committed write to the cached entry, if the table is cached."""
+        """Applies a committed write to the cached entry, if the table is cached; the entry's version
+        becomes the write's event id."""
         entry = self.cache.get_table(key)
         if entry is not None:
-            self.cache.put_table(key, change(entry))
+            changed = change(entry)
+            self.cache.put_table(key, changed.but(version=max(changed.version, event_log.last_written())))
 
     def _canonical_parts(self, key: TableKey, parts: Sequence[Any]) -> list[Any]:
         return [canonical.partition(p, key[0], key[1], key[2]) for p in parts]

@@ -77,6 +77,8 @@ class Database:
                 with self.engine.begin() as conn:
                     yield conn
                     event_ids = event_log.append(conn, events)
+        if write:
+            event_log.written(event_ids)
         for listener in self.event_listeners if event_ids else ():
             listener(event_ids)
 
