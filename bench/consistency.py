@@ -66,7 +66,8 @@ if str(ROOT / "tests") not in sys.path:
     sys.path.insert(0, str(ROOT / "tests"))  # support.* (fresh databases, server processes)
 
 from hmsproxy.idl import hms  # noqa: E402
-from hmsproxy.txn.write_ids import LONG_MAX, ValidTxnList, ValidWriteIdList  # noqa: E402
+from hmsproxy.client import reader_snapshot  # noqa: E402
+from hmsproxy.txn.write_ids import ValidWriteIdList  # noqa: E402
 from support.databases import fresh_database  # noqa: E402
 from support.hmsproxy_server import start_hmsproxy_process  # noqa: E402
 
@@ -153,28 +154,6 @@ class Deadline:
 
 def connect(server: Any):
     return thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, server.host, server.port, timeout=60000)
-
-
-def bits(data: bytes | None, n: int) -> list[bool]:
-    """java.util.BitSet.toByteArray decoded: bit i is bit (i % 8) of byte i // 8."""
-    data = data or b""
-    return [i // 8 < len(data) and bool(data[i // 8] >> (i % 8) & 1) for i in range(n)]
-
-
-def snapshot(client: Any, full_name: str) -> ValidWriteIdList:
-    """The table's ValidWriteIdList as a Hive reader outside any transaction builds it."""
-    state = client.get_open_txns()
-    txns = list(state.open_txns or [])
-    aborted_txn = bits(state.abortedBits, len(txns))
-    open_txns = [t for t, a in zip(txns, aborted_txn) if not a]
-    valid_txns = ValidTxnList(high_watermark=state.txn_high_water_mark, min_open_id=min(open_txns, default=LONG_MAX),
-                              open_ids=tuple(open_txns), aborted_ids=tuple(t for t, a in zip(txns, aborted_txn) if a))
-    [ids] = client.get_valid_write_ids(hms.GetValidWriteIdsRequest(
-        fullTableNames=[full_name], validTxnList=str(valid_txns))).tblValidWriteIds
-    invalid = list(ids.invalidWriteIds or [])
-    aborted = bits(ids.abortedBits, len(invalid))
-    return ValidWriteIdList.of(full_name, ids.writeIdHighWaterMark, [w for w, a in zip(invalid, aborted) if not a],
-                               [w for w, a in zip(invalid, aborted) if a])
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -307,7 +286,7 @@ def snapshot_part(a: Any, b: Any, cfg: Config, report: Report, deadline: Deadlin
                 for i in range(cfg.max_reads_per_reader):
                     if deadline.passed() or (done.is_set() and mine and _after_done(mine)):
                         return
-                    snap = snapshot(client, full_name)
+                    snap = reader_snapshot(client, full_name)
                     table = client.get_table_req(hms.GetTableRequest(
                         dbName=DB, tblName=ACID_TABLE, validWriteIdList=str(snap), id=table_id)).table
                     mine.append((time.monotonic() - started, snap, int(table.parameters.get("version", "0"))))

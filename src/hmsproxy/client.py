@@ -20,8 +20,32 @@ import thriftpy2.rpc
 from thriftpy2.transport import TCyFramedTransportFactory
 
 from hmsproxy.idl import hms
+from hmsproxy.txn.write_ids import LONG_MAX, ValidTxnList, ValidWriteIdList
 
 _DONE = object()
+
+
+def decode_bitset(data: bytes | None, count: int) -> list[bool]:
+    """java.util.BitSet.toByteArray (the abortedBits of HMS answers): bit i is bit i % 8 of byte i // 8."""
+    data = data or b""
+    return [i // 8 < len(data) and bool(data[i // 8] >> (i % 8) & 1) for i in range(count)]
+
+
+def reader_snapshot(client: Any, full_table_name: str, txn_id: int | None = None) -> ValidWriteIdList:
+    """The table's ValidWriteIdList as a Hive reader builds it (inside transaction `txn_id`, whose own
+    writes it sees, or outside any): what a snapshot read sends as validWriteIdList."""
+    state = client.get_open_txns()
+    txns = list(state.open_txns or [])
+    aborted = decode_bitset(state.abortedBits, len(txns))
+    open_txns = [t for t, a in zip(txns, aborted) if not a and t != txn_id]
+    valid_txns = ValidTxnList(high_watermark=state.txn_high_water_mark, min_open_id=min(open_txns, default=LONG_MAX),
+                              open_ids=tuple(open_txns), aborted_ids=tuple(t for t, a in zip(txns, aborted) if a))
+    [ids] = client.get_valid_write_ids(hms.GetValidWriteIdsRequest(
+        fullTableNames=[full_table_name], validTxnList=str(valid_txns))).tblValidWriteIds
+    invalid = list(ids.invalidWriteIds or [])
+    bad = decode_bitset(ids.abortedBits, len(invalid))
+    return ValidWriteIdList.of(full_table_name, ids.writeIdHighWaterMark,
+                               [w for w, a in zip(invalid, bad) if not a], [w for w, a in zip(invalid, bad) if a])
 
 
 class MetastoreClient:

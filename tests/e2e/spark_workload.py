@@ -111,6 +111,15 @@ class Ctx:
         return self.spark.sql(text)
 
     @contextmanager
+    def conf(self, key: str, value: str):
+        """A Spark setting for the statements inside the block only."""
+        old = self.spark.conf.get(key)
+        self.spark.conf.set(key, value)
+        try:
+            yield
+        finally:
+            self.spark.conf.set(key, old)
+
     def metastore_filter_fallback(self):
         """Lets Spark fetch all partitions when get_partitions_by_filter answers MetaException.
 
@@ -120,25 +129,12 @@ class Ctx:
         unless this setting is on. Used only around such queries, so that everywhere else a metastore
         filter error still fails the step.
         """
-        key = "spark.sql.hive.metastorePartitionPruningFallbackOnException"
-        old = self.spark.conf.get(key)
-        self.spark.conf.set(key, "true")
-        try:
-            yield
-        finally:
-            self.spark.conf.set(key, old)
+        return self.conf("spark.sql.hive.metastorePartitionPruningFallbackOnException", "true")
 
-    @contextmanager
     def basic_pushdown(self):
         """Spark's simpler filter strings: without advanced pushdown, IN / NOT IN / BETWEEN are sent
         as plain comparisons, or not at all (then Spark filters the partitions it got)."""
-        key = "spark.sql.hive.advancedPartitionPredicatePushdown.enabled"
-        old = self.spark.conf.get(key)
-        self.spark.conf.set(key, "false")
-        try:
-            yield
-        finally:
-            self.spark.conf.set(key, old)
+        return self.conf("spark.sql.hive.advancedPartitionPredicatePushdown.enabled", "false")
 
     def rows(self, text: str) -> list[list]:
         return [list(r) for r in self.sql(text).collect()]

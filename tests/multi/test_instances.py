@@ -11,8 +11,9 @@ import pytest
 import thriftpy2.rpc
 from sqlalchemy import create_engine, text
 
+from hmsproxy.client import reader_snapshot
 from hmsproxy.idl import hms
-from hmsproxy.txn.write_ids import ValidTxnList, ValidWriteIdList
+from hmsproxy.txn.write_ids import ValidWriteIdList
 from support.databases import fresh_database
 from support.hmsproxy_server import start_hmsproxy_process
 
@@ -97,17 +98,7 @@ def test_a_change_through_one_instance_is_visible_through_the_others(instances, 
 
 
 def _snapshot(client, table: str) -> str:
-    state = client.get_open_txns()
-    aborted = {t for i, t in enumerate(state.open_txns)
-               if i // 8 < len(state.abortedBits) and state.abortedBits[i // 8] >> (i % 8) & 1}
-    txns = ValidTxnList(high_watermark=state.txn_high_water_mark,
-                        open_ids=tuple(t for t in state.open_txns if t not in aborted), aborted_ids=tuple(aborted))
-    [ids] = client.get_valid_write_ids(hms.GetValidWriteIdsRequest(fullTableNames=[table],
-                                                                   validTxnList=str(txns))).tblValidWriteIds
-    bad = {w for i, w in enumerate(ids.invalidWriteIds)
-           if i // 8 < len(ids.abortedBits) and ids.abortedBits[i // 8] >> (i % 8) & 1}
-    return str(ValidWriteIdList.of(table, ids.writeIdHighWaterMark,
-                                   [w for w in ids.invalidWriteIds if w not in bad], sorted(bad)))
+    return str(reader_snapshot(client, table))
 
 
 def test_snapshot_reads_through_another_instance_are_never_stale(instances, db):

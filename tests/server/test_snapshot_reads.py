@@ -9,6 +9,7 @@ import urllib.request
 import pytest
 import thriftpy2.rpc
 
+from hmsproxy.client import reader_snapshot
 from hmsproxy.idl import hms
 from support.hmsproxy_server import start_hmsproxy
 
@@ -58,17 +59,7 @@ def probe(tmp_path):
 
 def _snapshot(client, txn=None) -> str:
     """The table's ValidWriteIdList as a reader (optionally inside transaction `txn`) would send it."""
-    state = client.get_open_txns()
-    others = [t for t in state.open_txns if t != txn]
-    valid_txns = f"{state.txn_high_water_mark}:{min(others, default=9223372036854775807)}:" + \
-        ",".join(map(str, others)) + ":"
-    [ids] = client.get_valid_write_ids(hms.GetValidWriteIdsRequest(
-        fullTableNames=["acid_db.t"], validTxnList=valid_txns)).tblValidWriteIds
-    aborted = {i for n, i in enumerate(ids.invalidWriteIds) if ids.abortedBits and n // 8 < len(ids.abortedBits)
-               and ids.abortedBits[n // 8] >> (n % 8) & 1}
-    open_ids = [i for i in ids.invalidWriteIds if i not in aborted]
-    return (f"acid_db.t:{ids.writeIdHighWaterMark}:{min(open_ids, default=9223372036854775807)}:"
-            f"{','.join(map(str, open_ids))}:{','.join(map(str, sorted(aborted)))}")
+    return str(reader_snapshot(client, "acid_db.t", txn))
 
 
 def _get(client, snapshot: str | None, table_id: int = -1):
