@@ -134,6 +134,9 @@ class CachedStore(CachedStatistics, CachedTransactions):
         try:
             bundle = self.delegate.get_table_bundle(*key, partition_sink=collect)
         except hms.NoSuchObjectException:
+            with self.cache.lock:
+                if self.cache.generation(key) == generation:
+                    self.cache.unindex_table(key)
             return 0
         entry = entry_from_bundle(bundle, builder)
         with self.cache.lock:
@@ -146,15 +149,17 @@ class CachedStore(CachedStatistics, CachedTransactions):
     # ---- changes made by other instances (store/cache/sync.py) --------------------------------------
 
     def invalidate(self, key: TableKey, table: Any = None, gone: bool = False) -> None:
-        """Drops a table's entry and queues a reload; `table` (created or renamed to) or `gone` fixes the
-        name index at once."""
+        """Drops a table's entry and queues a reload, which also settles the table's place in the name
+        index from what the database says then (an event may be applied late, after a newer change).
+        Tables the cache never holds take `table` (created or renamed to) or `gone` as the index update."""
         with self.cache.writing(key):
             self.cache.drop_table(key)
-            if gone:
-                self.cache.unindex_table(key)
-            elif table is not None:
-                self.cache.index_table(key, table)
-        if not gone and self.policy.allows(key[1], key[2]):
+            if not self.policy.allows(key[1], key[2]):
+                if gone:
+                    self.cache.unindex_table(key)
+                elif table is not None:
+                    self.cache.index_table(key, table)
+        if self.policy.allows(key[1], key[2]):
             self.request_load(key)
 
     def refresh_database(self, cat: str, name: str) -> None:

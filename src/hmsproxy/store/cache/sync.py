@@ -1,9 +1,9 @@
 """Applying notification-log events written by other instances to this instance's cache.
 
-The rule is simple on purpose: an event about a table drops that table's cached entry (a later read goes
-to the database and the loader reloads it, both seeing at least the state the event describes), and
-fixes the table name index at once from the event's message, so that a table created elsewhere is never
-answered as missing. Transaction events only move write ids: a commit marks the transaction's write ids
+The rule is simple on purpose: an event about a table drops that table's cached entry; a later read goes
+to the database and the loader reloads the table, both seeing at least the state the event describes.
+The reload also settles the table's place in the name index (listings), from the database rather than
+the event, because an event can be applied after a newer change to the same name. Transaction events only move write ids: a commit marks the transaction's write ids
 valid in the cached entries, which is what makes those entries usable again for snapshots that include
 the commit (the flow in DESIGN.md). The log is totally ordered, so every table event of a transaction is
 applied before its commit.
