@@ -18,7 +18,7 @@ planning time of a selective partition predicate, side by side in one run.
    and one with --no-cache, each fetch in a fresh client process (hmsproxy.client.MetastoreClient):
    `get_partitions` in one call, `iter_partitions(batch_size=5000)` and the same with connections=4. Wall
    time, peak server RSS (VmRSS sampled every 20 ms, and the RSS before the fetch) and peak client RSS
-   (ru_maxrss). A reply larger than --max-message-bytes (default 100mb) is refused by the server: that is
+   (the client's VmHWM at its end). A reply larger than --max-message-bytes (default 100mb) is refused by the server: that is
    reported as is; the refused fetch is then run again against a cache server with --max-message-bytes 2gb.
    A watchdog kills the client (or the server) if the machine's MemAvailable drops below --min-available.
 3. Spark planning: `EXPLAIN SELECT ... WHERE ds = '2024-03-05' AND hr = 7` on the 100k table with one
@@ -103,8 +103,15 @@ def child_fetch(port: int, table: str, method: str, timeout_s: float) -> dict:
         except Exception as exc:  # a refusal is a result to report
             result["error"] = f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"[:400]
         result["seconds"] = time.perf_counter() - started
-    result["client_maxrss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    result["client_maxrss_bytes"] = peak_rss_self()
     return result
+
+
+def peak_rss_self() -> int:
+    """This process's peak RSS: VmHWM of its own address space. (ru_maxrss is not used: Linux carries the
+    maximum over exec, so a child started by a large parent would report the parent's RSS at the fork.)"""
+    match = re.search(r"VmHWM:\s+(\d+) kB", Path("/proc/self/status").read_text())
+    return int(match.group(1)) * 1024 if match else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 LOG4J2 = """\
