@@ -80,6 +80,18 @@ def encoded_reply(success: Any) -> list[bytes] | None:
     return pieces + [b"\x00", b"\x00"]
 
 
+LARGE_REPLY_ITEMS = 1000
+
+
+def _is_large(success: Any) -> bool:
+    """A list answer (or a struct holding one) long enough to be worth checking against the size limit."""
+    if isinstance(success, (list, tuple)):
+        return len(success) > LARGE_REPLY_ITEMS
+    spec = getattr(success, "thrift_spec", None)
+    return spec is not None and any(isinstance(getattr(success, f[1]), list) and
+                                    len(getattr(success, f[1])) > LARGE_REPLY_ITEMS for f in spec.values())
+
+
 class MetastoreProcessor(TProcessor):
     def __init__(self, handler: Any, metrics: Metrics, max_reply_bytes: int = 1 << 62) -> None:
         super().__init__(hms.ThriftHiveMetastore, handler)
@@ -113,7 +125,10 @@ class MetastoreProcessor(TProcessor):
             self.send_result(oprot, api, result, seqid)
 
     def send_result(self, oprot: Any, api: str, result: Any, seqid: int) -> None:
-        pieces = encoded_reply(getattr(result, "success", None))
+        success = getattr(result, "success", None)
+        pieces = encoded_reply(success)
+        if pieces is None and _is_large(success):
+            pieces = [encode(result)]  # encoded once, so that its size can be checked first
         if pieces is None:
             return super().send_result(oprot, api, result, seqid)
         size = sum(map(len, pieces))

@@ -62,11 +62,12 @@ def test_listings_over_the_partition_limit_are_refused_not_truncated(tmp_path, c
         server.stop()
 
 
-def test_a_reply_over_the_maximum_message_size_is_refused(tmp_path):
-    server = start_hmsproxy(tmp_path, max_message_bytes=64 * 1024)
+@pytest.mark.parametrize("cache", [True, False])
+def test_a_reply_over_the_maximum_message_size_is_refused(tmp_path, cache):
+    server = start_hmsproxy(tmp_path, max_message_bytes=256 * 1024, cache=cache)
     client = connect(server)
     try:
-        _partitioned(client, 400)    # ~400 small partitions: a listing well over 64 KB
+        _partitioned(client, 1500)   # 1,500 small partitions: a listing well over 256 KB
         with pytest.raises(hms.MetaException, match="maximum message size"):
             client.get_partitions("d", "t", -1)
         assert client.get_database("d").name == "d"                         # the connection is fine

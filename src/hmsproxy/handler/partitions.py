@@ -104,7 +104,7 @@ class PartitionCalls:
         if len(set(names)) != len(names):
             duplicate = next(n for n in names if names.count(n) > 1)
             raise hms.MetaException(message=f"Duplicate partitions in the list: {duplicate}")
-        existing = self._existing_names(catalog, db_name, table.tableName, names)
+        existing = self._existing_names(catalog, db_name, table, names)
         if existing and not if_not_exists:
             raise hms.AlreadyExistsException(
                 message=f"Partition already exists: {db_name}.{table.tableName} {sorted(existing)[0]}")
@@ -125,10 +125,12 @@ class PartitionCalls:
                 self.ctx.warehouse.remove(location)
             raise
 
-    def _existing_names(self, catalog: str, db_name: str, tbl_name: str, names: Sequence[str]) -> set[str]:
+    def _existing_names(self, catalog: str, db_name: str, table: Any, names: Sequence[str]) -> set[str]:
+        """Which of these partitions exist (looked up by name: adding to a huge table stays cheap)."""
         if not names:
             return set()
-        return set(names) & set(self.ctx.store.get_partition_names(catalog, db_name, tbl_name))
+        found = self.ctx.store.get_partitions_by_names(catalog, db_name, table.tableName, names)
+        return {self._name(table, p.values) for p in found}
 
     def add_partition(self, new_part: Any) -> Any:
         return self._add_one(new_part, None)
