@@ -115,8 +115,3 @@ class Warehouse:
                 files += 1
                 size += os.path.getsize(os.path.join(dirpath, name))
         return {"numFiles": str(files), "totalSize": str(size)}
-
-    @staticmethod
-    def has_files(location: str | None) -> bool:
-        path = local_path(location)
-        return path is not None and path.is_dir() and any(path.iterdir())

@@ -27,10 +27,6 @@ def now() -> int:
     return int(time.time())
 
 
-def meta_error(message: str) -> Exception:
-    return hms.MetaException(message=message)
-
-
 def split_catalog(name: str | None, default_catalog: str | None = None) -> tuple[str, str]:
     """Hive 3+ clients send `@cat#db` in the old-style calls; plain names belong to the default catalog.
 

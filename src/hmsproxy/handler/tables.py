@@ -76,7 +76,6 @@ class TableCalls:
         table.partitionKeys = list(table.partitionKeys or [])
         table.createTime = now()
         table.parameters.setdefault(DDL_TIME, str(table.createTime))
-        table.owner = table.owner
         table.id = None
         made = False
         if is_view(table):
