@@ -39,6 +39,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--poll-interval-s", type=float,
                        help="how often the notification log is read for other instances' changes (default 0.2)")
     serve.add_argument("--event-ttl-s", type=int, help="notification events older than this are deleted (default 86400)")
+    serve.add_argument("--txn-timeout-s", help="transactions and locks not heartbeated for this long are aborted "
+                                               "and released (default 300s, Hive's hive.txn.timeout)")
+    serve.add_argument("--txn-reaper-interval-s", help="how often abandoned transactions and locks are reaped "
+                                                       "(default 30s)")
     serve.add_argument("--db-latency-ms", type=float, help="benchmarks only: delay added to every database round trip")
     schema = commands.add_parser("schema", help="create or inspect the metastore schema")
     schema.add_argument("action", choices=["init", "info"])

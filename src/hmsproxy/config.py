@@ -35,7 +35,12 @@ HIVE_KEY_ALIASES: dict[str, str] = {
     "hive.metastore.cached.rawstore.cached.object.whitelist": "cache_whitelist",
     "metastore.cached.rawstore.cached.object.blacklist": "cache_blacklist",
     "hive.metastore.cached.rawstore.cached.object.blacklist": "cache_blacklist",
+    "hive.txn.timeout": "txn_timeout_s",
+    "metastore.txn.timeout": "txn_timeout_s",
+    "metastore.timedout.txn.reaper.interval": "txn_reaper_interval_s",
+    "hive.timedout.txn.reaper.interval": "txn_reaper_interval_s",
 }
+DURATION_UNITS = {"": 1.0, "s": 1.0, "sec": 1.0, "ms": 0.001, "m": 60.0, "min": 60.0, "h": 3600.0}
 SIZE_UNITS = {"": 1, "b": 1, "kb": 1 << 10, "k": 1 << 10, "mb": 1 << 20, "m": 1 << 20, "gb": 1 << 30, "g": 1 << 30}
 
 
@@ -59,6 +64,8 @@ class Settings:
     poll_interval_s: float = 0.2
     event_ttl_s: int = 86400
     db_latency_ms: float = 0.0
+    txn_timeout_s: float = 300.0
+    txn_reaper_interval_s: float = 30.0
 
     @property
     def warehouse_path(self) -> Path:
@@ -79,6 +86,8 @@ def _coerce(name: str, value: Any) -> Any:
         raise ValueError(f"setting {name!r}: expected a boolean, got {value!r}")
     if name in ("cache_max_bytes", "max_message_bytes"):
         return _size(name, value)
+    if name in ("txn_timeout_s", "txn_reaper_interval_s"):
+        return _duration(name, value)
     if field_type == "float":
         try:
             return float(value)
@@ -98,6 +107,14 @@ def _size(name: str, value: Any) -> int:
     if not match or match.group(2).lower() not in SIZE_UNITS:
         raise ValueError(f"setting {name!r}: expected a size such as 512mb or 2gb, got {value!r}")
     return int(match.group(1)) * SIZE_UNITS[match.group(2).lower()]
+
+
+def _duration(name: str, value: Any) -> float:
+    """Seconds from `300`, `300s`, `5m`, `1500ms` (Hive writes durations with units)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(value))
+    if not match or match.group(2).lower() not in DURATION_UNITS or float(match.group(1)) <= 0:
+        raise ValueError(f"setting {name!r}: expected a positive duration such as 300s or 5m, got {value!r}")
+    return float(match.group(1)) * DURATION_UNITS[match.group(2).lower()]
 
 
 def _normalise_keys(raw: Mapping[str, Any], source: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.sql.database import Database, init_schema, schema_version
 from hmsproxy.store.sql.store import SqlStore
 from hmsproxy.thrift_server import ThriftServer
+from hmsproxy.txn.reaper import Reaper
 from hmsproxy.warehouse import Warehouse, to_uri
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,7 @@ def open_store(settings: Settings, warehouse: Warehouse) -> SqlStore:
     if init_schema(db, to_uri(warehouse.root)):
         log.info("created the Hive metastore schema %s in %s", schema_version(db), db.engine.url.render_as_string())
     store = SqlStore(db)
+    store.txn_timeout_ms = int(settings.txn_timeout_s * 1000)
     try:
         store.get_database("hive", "default")
     except hms.NoSuchObjectException:
@@ -70,6 +72,7 @@ def cached(store: SqlStore, settings: Settings, metrics: Metrics) -> tuple[Cache
     poller = Poller(cached_store, metrics, interval_s=settings.poll_interval_s, event_ttl_s=settings.event_ttl_s,
                     start_after=loader.start_after, reload_everything=loader.prewarm_again)
     store.db.event_listeners.append(poller.written_here)
+    cached_store.catch_up = poller.catch_up
     loader.start()
     poller.start()
     return cached_store, loader, poller
@@ -82,6 +85,7 @@ class RunningServer:
     store: RawStore
     loader: Loader | None
     poller: Poller | None
+    reaper: Reaper
 
     @property
     def port(self) -> int:
@@ -89,6 +93,7 @@ class RunningServer:
 
     def stop(self) -> None:
         self.thrift.stop()
+        self.reaper.stop()
         if self.poller is not None:
             self.poller.stop()
         if self.loader is not None:
@@ -115,6 +120,7 @@ def start(settings: Settings) -> RunningServer:
     context = HandlerContext(store=store, warehouse=warehouse, server_conf=server_conf(settings), started_at=now(),
                              partition_request_limit=settings.partition_request_limit)
     handler = Handler(context)
+    reaper = Reaper(store.reap_expired, settings.txn_reaper_interval_s)
     thrift = ThriftServer(lambda: MetastoreProcessor(handler, metrics, settings.max_message_bytes), settings.host,
                           settings.port, framed=settings.framed, max_connections=settings.max_connections,
                           max_message_bytes=settings.max_message_bytes, metrics=metrics)
@@ -124,7 +130,8 @@ def start(settings: Settings) -> RunningServer:
         metrics_server = MetricsServer(metrics, settings.host, settings.metrics_port, ready=ready)
         metrics_server.start()
     thrift.start()
+    reaper.start()
     log.info("hmsproxy serving thrift://%s:%d (%s, cache %s), warehouse %s, metrics %s", settings.host, thrift.port,
              "framed" if settings.framed else "unframed", "on" if settings.cache else "off", warehouse.root,
              f"http://{settings.host}:{metrics_server.port}/metrics" if metrics_server else "off")
-    return RunningServer(thrift, metrics_server, store, loader, poller)
+    return RunningServer(thrift, metrics_server, store, loader, poller, reaper)

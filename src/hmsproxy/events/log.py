@@ -35,11 +35,15 @@ def emitting(*events: Event) -> Iterator[None]:
 @contextlib.contextmanager
 def collecting() -> Iterator[list[Event]]:
     """Used by a write transaction: the events to append, starting with those being emitted."""
-    events = list(_pending.get())
+    emitted = _pending.get()
+    events = list(emitted)
     _pending.set(())
     token = _collecting.set(events)
     try:
         yield events
+    except BaseException:
+        _pending.set(emitted)  # a repeated attempt of the failed transaction appends them again
+        raise
     finally:
         _collecting.reset(token)
 

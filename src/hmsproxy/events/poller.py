@@ -5,6 +5,10 @@ itself (its cache was updated by the write), and applies the rest in log order. 
 were already cleaned up (a long outage), it clears the cache and prewarms again rather than serve a gap.
 When the database cannot be reached it retries with backoff and logs once per outage; reads that can be
 answered from the cache still are meanwhile. It also deletes events older than the time to live.
+
+`catch_up` lets a request thread apply the log up to a given event id at once (a granted lock is a
+synchronisation point: store/cache/transactions.py); one lock keeps it and the thread from applying at
+the same time.
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ log = logging.getLogger(__name__)
 BATCH = 1000
 MAX_BACKOFF_S = 10.0
 OWN_EVENTS_KEPT = 100_000
+CATCH_UP_TIMEOUT_S = 10.0
 
 
 class Poller:
@@ -37,6 +42,8 @@ class Poller:
         self._own: OrderedDict[int, bool] = OrderedDict()
         self._own_lock = threading.Lock()
         self._stop = threading.Event()
+        self._started = threading.Event()
+        self._applying = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="notification-poller", daemon=True)
         self._last_clean = 0.0
 
@@ -62,11 +69,13 @@ class Poller:
     def _run(self) -> None:
         self.last_applied = self._start_after()
         self.metrics.notification_last_applied.set(self.last_applied)
+        self._started.set()
         backoff = self.interval_s
         failing = False
         while not self._stop.is_set():
             try:
-                busy = self.poll_once()
+                with self._applying:
+                    busy = self.poll_once()
                 if failing:
                     log.info("notification log reachable again; caught up to event %d", self.last_applied)
                 failing, backoff = False, self.interval_s
@@ -79,6 +88,22 @@ class Poller:
                 failing = True
                 backoff = min(backoff * 2, MAX_BACKOFF_S)
             self._stop.wait(backoff)
+
+    def catch_up(self, event_id: int) -> bool:
+        """Applies every event up to `event_id` before returning; False if that cannot be done now."""
+        if not self._started.is_set():
+            return False
+        deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
+        with self._applying:
+            while self.last_applied < event_id:
+                if time.monotonic() > deadline:
+                    return False
+                try:
+                    self.poll_once()
+                except Exception as exc:  # the database is unreachable: the caller falls back
+                    log.warning("cannot catch up with the notification log to event %d: %s", event_id, exc)
+                    return False
+        return True
 
     def poll_once(self) -> bool:
         """Applies the next batch of events; True if the batch was full."""

@@ -250,12 +250,13 @@ class TableCalls:
             except FileExistsError as exc:
                 raise hms.InvalidOperationException(message=str(exc)) from None
         props = env_properties(env)
+        expected = _expected_parameter(props, table)
         if not is_view(table) and not table.partitionKeys and props.get(DO_NOT_UPDATE_STATS, "").lower() != "true":
             update_quick_stats(table.parameters, table.sd.location, new_dir=False, force=True, env=props)
         strip_marker(table.parameters)
         try:
             with emitting(messages.alter_table(old, table, write_id=table.writeId if table.writeId > 0 else None)):
-                self.ctx.store.alter_table(catalog, db_name, tbl_name, table, moves, cascade)
+                self.ctx.store.alter_table(catalog, db_name, tbl_name, table, moves, cascade, expected)
         except BaseException:
             if moved and moves:
                 self.ctx.warehouse.move(moves[1], moves[0])
@@ -315,6 +316,20 @@ class TableCalls:
     def truncate_table_req(self, req: Any) -> Any:
         self.truncate_table(req.dbName, req.tableName, req.partNames)
         return hms.TruncateTableResponse()
+
+
+EXPECTED_KEY, EXPECTED_VALUE = "expected_parameter_key", "expected_parameter_value"
+
+
+def _expected_parameter(props: dict[str, str], new_table: Any) -> tuple[str, str] | None:
+    """The compare-and-set an alter asks for (Hive 4's EnvironmentContext keys), checked as Hive does: the
+    new table must carry the key; the store compares the stored value."""
+    key, value = props.get(EXPECTED_KEY), props.get(EXPECTED_VALUE)
+    if key is None or value is None:
+        return None
+    if (new_table.parameters or {}).get(key) is None:
+        raise hms.MetaException(message=f"New value for expected key {key} is not set")
+    return key, value
 
 
 def _empty_directory(location: str | None) -> None:

@@ -74,12 +74,11 @@ class TransactionCalls:
                 abortedBits=_bits([w.is_aborted(i) for i in w.exceptions])) for w in lists])
 
     def lock(self, rqst: Any) -> Any:
-        lock_id, state = self.ctx.store.lock(rqst.component or [], rqst.txnid, rqst.user, rqst.hostname,
-                                             rqst.agentInfo)
-        return hms.LockResponse(lockid=lock_id, state=state)
+        outcome = self.ctx.store.lock(rqst.component or [], rqst.txnid, rqst.user, rqst.hostname, rqst.agentInfo)
+        return hms.LockResponse(lockid=outcome.lock_id, state=outcome.state)
 
     def check_lock(self, rqst: Any) -> Any:
-        return hms.LockResponse(lockid=rqst.lockid, state=self.ctx.store.check_lock(rqst.lockid))
+        return hms.LockResponse(lockid=rqst.lockid, state=self.ctx.store.check_lock(rqst.lockid).state)
 
     def unlock(self, rqst: Any) -> None:
         self.ctx.store.unlock(rqst.lockid)

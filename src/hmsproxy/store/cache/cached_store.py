@@ -49,6 +49,8 @@ class CachedStore(CachedStatistics, CachedTransactions):
         self.policy = policy
         self.metrics = metrics
         self.request_load = request_load
+        # Applies the notification log up to an event id now; False if it cannot (events/poller.py).
+        self.catch_up: Callable[[int], bool] = lambda event_id: False
         self.strict_snapshots = strict_snapshots
         self._versions_seen: dict[TableKey, int] = {}   # newest table version a database answer showed
 
@@ -163,15 +165,27 @@ class CachedStore(CachedStatistics, CachedTransactions):
             self.request_load(key)
 
     def refresh_database(self, cat: str, name: str) -> None:
-        try:
-            database = self.delegate.get_database(cat, name)
-        except hms.NoSuchObjectException:
-            return self.forget_database(cat, name)
-        with self.cache.lock:
-            self.cache.bump_catalog(cat)
-            self.cache.databases[(cat, name)] = database
-            self.cache.table_index.setdefault((cat, name), {})
-            self.cache.functions.setdefault((cat, name), {})
+        """Reads a database again (changed elsewhere). A database new to this cache gets its table and
+        function names from the database too: tables may have been created through this very instance
+        before it learnt of the database, and their events, being its own, are not applied again."""
+        while True:
+            generation = self.cache.catalog_generations.get(cat, 0)
+            try:
+                database = self.delegate.get_database(cat, name)
+                known = (cat, name) in self.cache.table_index
+                tables = {} if known else {t: (kind, comment) for db, t, kind, comment in
+                                           self.delegate.get_table_meta(cat) if db == name}
+                functions = {} if known else {f.functionName: f for f in self.delegate.get_functions(cat, name)}
+            except hms.NoSuchObjectException:
+                return self.forget_database(cat, name)
+            with self.cache.lock:
+                if self.cache.catalog_generations.get(cat, 0) != generation:
+                    continue  # a write overlapped the reads: they may be older than what the cache holds
+                self.cache.bump_catalog(cat)
+                self.cache.databases[(cat, name)] = database
+                self.cache.table_index.setdefault((cat, name), tables)
+                self.cache.functions.setdefault((cat, name), functions)
+                return
 
     def forget_database(self, cat: str, name: str) -> None:
         with self.cache.lock:
@@ -184,19 +198,24 @@ class CachedStore(CachedStatistics, CachedTransactions):
             self.cache.functions.pop((cat, name), None)
 
     def refresh_function(self, cat: str, db: str, name: str) -> None:
-        try:
-            function = self.delegate.get_function(cat, db, name)
-        except hms.NoSuchObjectException:
-            function = None
-        with self.cache.lock:
-            self.cache.bump_catalog(cat)
-            functions = self.cache.functions.get((cat, db))
-            if functions is None:
+        while True:
+            generation = self.cache.catalog_generations.get(cat, 0)
+            try:
+                function = self.delegate.get_function(cat, db, name)
+            except hms.NoSuchObjectException:
+                function = None
+            with self.cache.lock:
+                if self.cache.catalog_generations.get(cat, 0) != generation:
+                    continue  # a write overlapped the read: it may be older than what the cache holds
+                self.cache.bump_catalog(cat)
+                functions = self.cache.functions.get((cat, db))
+                if functions is None:
+                    return
+                if function is None:
+                    functions.pop(name, None)
+                else:
+                    functions[name] = function
                 return
-            if function is None:
-                functions.pop(name, None)
-            else:
-                functions[name] = function
 
     def load_catalog(self, cat: str) -> list[TableKey]:
         """Loads a catalog's databases, functions and table name index; returns its tables to load.
@@ -331,12 +350,14 @@ class CachedStore(CachedStatistics, CachedTransactions):
                           for name, (kind, comment) in names.items())
 
     def alter_table(self, cat: str, db_name: str, tbl_name: str, new_table: Any,
-                    partition_location_moves: tuple[str, str] | None = None, cascade: bool = False) -> None:
+                    partition_location_moves: tuple[str, str] | None = None, cascade: bool = False,
+                    expected_parameter: tuple[str, str] | None = None) -> None:
         key = (cat, db_name, tbl_name)
         new_key = (cat, new_table.dbName, new_table.tableName)
         with self.cache.writing(key):
             old = self.cache.get_table(key)
-            self.delegate.alter_table(cat, db_name, tbl_name, new_table, partition_location_moves, cascade)
+            self.delegate.alter_table(cat, db_name, tbl_name, new_table, partition_location_moves, cascade,
+                                      expected_parameter)
             changes_kind = old is not None and is_transactional(new_table) != (old.write_ids is not None)
             if new_key != key or cascade or old is None or changes_kind:
                 self._forget(key)

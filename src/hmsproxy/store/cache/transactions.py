@@ -1,11 +1,20 @@
 """Transactions in the cache: calls pass through to the database; allocations, commits and aborts keep
-the write-id lists of cached transactional tables current."""
+the write-id lists of cached transactional tables current.
+
+A granted lock is a synchronisation point (what Iceberg's commit protocol relies on: lock, read the table
+again, compare, alter, unlock). Before this instance reports a lock ACQUIRED, its cache reflects every
+change committed before the grant, through any instance: it applies the notification log up to the
+log's head as read in the granting transaction. Should that fail (the log unreachable, or the poller not
+started yet), the cached entries of what the lock covers are dropped instead, so that reads under the lock
+go to the database.
+"""
 from __future__ import annotations
 
 from typing import Any, Sequence
 
+from hmsproxy.idl import hms
 from hmsproxy.store.cache.shared_cache import TableEntry, TableKey
-from hmsproxy.store.sql.transactions import TableWrite
+from hmsproxy.store.sql.transactions import LockOutcome, TableWrite
 from hmsproxy.txn.write_ids import ValidWriteIdList
 
 
@@ -64,12 +73,28 @@ class CachedTransactions:
 
         self._update_entry(key, change)
 
-    def lock(self, components: Sequence[Any], txn_id: int | None, user: str, host: str,
-             agent: str | None) -> tuple[int, int]:
-        return self.delegate.lock(components, txn_id, user, host, agent)
+    def reap_expired(self) -> list[TableWrite]:
+        writes = self.delegate.reap_expired()
+        self._apply_txn_end(writes, "aborted")
+        return writes
 
-    def check_lock(self, lock_id: int) -> int:
-        return self.delegate.check_lock(lock_id)
+    def lock(self, components: Sequence[Any], txn_id: int | None, user: str, host: str,
+             agent: str | None) -> LockOutcome:
+        return self._synchronised(self.delegate.lock(components, txn_id, user, host, agent))
+
+    def check_lock(self, lock_id: int) -> LockOutcome:
+        return self._synchronised(self.delegate.check_lock(lock_id))
+
+    def _synchronised(self, outcome: LockOutcome) -> LockOutcome:
+        """Makes a grant a synchronisation point for this cache (see the module docstring)."""
+        if outcome.state != hms.LockState.ACQUIRED or self.catch_up(outcome.event_head):
+            return outcome
+        for db, table in outcome.scopes:
+            keys = [("hive", db, table)] if table else list(self.cache.table_keys(("hive", db)))
+            for key in keys:
+                with self.cache.writing(key):
+                    self.cache.drop_table(key)
+        return outcome
 
     def unlock(self, lock_id: int) -> None:
         self.delegate.unlock(lock_id)

@@ -1,22 +1,43 @@
 """The database connection: engine per dialect, one transaction per call, id allocation, schema init.
 
-SQLite is the embedded default: one writer at a time, so every transaction holds a process lock (no
-"database is locked" surprises) and ids are allocated inside the caller's transaction. On MariaDB/MySQL
-and PostgreSQL ids are reserved in a short transaction of their own, so concurrent writers (also in other
-instances) only contend on SEQUENCE_TABLE for a moment.
+Isolation is READ COMMITTED on every backend (PostgreSQL's default, set explicitly on MariaDB/MySQL, whose
+default REPEATABLE READ would fix a transaction's snapshot at its first plain read: a decision taken after
+waiting for a row lock would then look at data older than the lock). SQLite is serialised by the file:
+a write transaction starts with BEGIN IMMEDIATE, so two processes never interleave their writes, and the
+in-process lock spares threads the busy-waiting. On MariaDB/MySQL and PostgreSQL ids are reserved in a
+short transaction of their own, so concurrent writers (also in other instances) only contend on
+SEQUENCE_TABLE for a moment.
+
+Conflicts the database resolves by failing one side (deadlocks, lock wait timeouts, serialization
+failures, SQLite's "database is locked", a unique key taken by a concurrent insert) are retried by
+`retrying_conflicts` with backoff: a call sees them only when they persist.
 """
 from __future__ import annotations
 
 import contextlib
+import functools
+import logging
+import random
+import sqlite3
 import threading
 import time
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
-from sqlalchemy import Connection, Engine, create_engine, event, func, insert, inspect, select, update
+from sqlalchemy import Connection, Engine, create_engine, event, exc as sa_exc, func, insert, inspect, select, update
 from sqlalchemy.engine import make_url
 
 from hmsproxy.events import log as event_log
+from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
+
+T = TypeVar("T")
+DEFAULT_CONFLICT_RETRIES = 10
+RETRY_BASE_S, RETRY_MAX_S = 0.005, 0.5
+# MySQL/MariaDB error codes: 1213 deadlock, 1205 lock wait timeout, 1020 record changed since last read.
+MYSQL_CONFLICTS = {1213: "deadlock", 1205: "lock wait timeout", 1020: "write conflict"}
+# PostgreSQL SQLSTATEs: serialization failure, deadlock detected.
+POSTGRES_CONFLICTS = {"40001": "serialization failure", "40P01": "deadlock"}
+log = logging.getLogger(__name__)
 
 # SEQUENCE_TABLE rows, named after the Java metastore's JDO model classes.
 MODEL_PREFIX = "org.apache.hadoop.hive.metastore.model."
@@ -51,16 +72,21 @@ def normalise_url(url: str) -> str:
 class Database:
     """Owns the engine; `transaction()` is the only way the store talks to the database."""
 
-    def __init__(self, url: str, pool_size: int = 16, added_latency_ms: float = 0.0) -> None:
+    def __init__(self, url: str, pool_size: int = 16, added_latency_ms: float = 0.0,
+                 conflict_retries: int = DEFAULT_CONFLICT_RETRIES) -> None:
         self.url = normalise_url(url)
         self.is_sqlite = self.url.startswith("sqlite")
+        self.conflict_retries = conflict_retries
         if self.is_sqlite:
             self.engine: Engine = create_engine(self.url, connect_args={"check_same_thread": False, "timeout": 30})
             event.listen(self.engine, "connect", _sqlite_pragmas)
+            event.listen(self.engine, "begin", _sqlite_begin)
         else:
             self.engine = create_engine(self.url, pool_size=pool_size, max_overflow=pool_size,
-                                        pool_pre_ping=True, pool_recycle=3600)
+                                        pool_pre_ping=True, pool_recycle=3600, isolation_level="READ COMMITTED")
+        self._writer = self.engine.execution_options(sqlite_begin="BEGIN IMMEDIATE")
         self._sqlite_lock = threading.RLock()
+        self._retrying = threading.local()
         self.event_listeners: list[Callable[[list[int]], None]] = []
         if added_latency_ms > 0:
             _add_round_trip_latency(self.engine, added_latency_ms / 1000.0)
@@ -69,12 +95,13 @@ class Database:
     def transaction(self, write: bool = False) -> Iterator[Connection]:
         """One database transaction: committed when the block ends, rolled back if it raises.
 
-        A write transaction appends the events its caller is emitting (events/log.py) just before it
-        commits, and after the commit tells `event_listeners` their ids."""
+        A write transaction (every transaction that may write: on SQLite it takes the write lock at once)
+        appends the events its caller is emitting (events/log.py) just before it commits, and after the
+        commit tells `event_listeners` their ids."""
         event_ids: list[int] = []
         with self._sqlite_lock if self.is_sqlite else contextlib.nullcontext():
             with event_log.collecting() if write else contextlib.nullcontext([]) as events:
-                with self.engine.begin() as conn:
+                with (self._writer if write else self.engine).begin() as conn:
                     yield conn
                     event_ids = event_log.append(conn, events)
         if write:
@@ -91,8 +118,57 @@ class Database:
         with self.engine.begin() as own:
             return _reserve(own, model, count)
 
+    def retrying_conflicts(self, call: Callable[[], T], what: str) -> T:
+        """Runs `call` (whole database transactions), again with backoff while the database fails it with a
+        conflict; a conflict that persists becomes a MetaException saying so. A call nested in another
+        retried call runs once: the outer one repeats the whole."""
+        if getattr(self._retrying, "active", False):
+            return call()
+        self._retrying.active = True
+        try:
+            for attempt in range(1, self.conflict_retries + 1):
+                try:
+                    return call()
+                except sa_exc.DBAPIError as exc:
+                    conflict = conflict_kind(exc)
+                    if conflict is None:
+                        raise
+                    if attempt == self.conflict_retries:
+                        log.warning("%s: %s persisted after %d attempts", what, conflict, attempt)
+                        raise hms.MetaException(
+                            message=f"{what} failed: the metastore database reported a {conflict} with concurrent "
+                                    f"changes {attempt} times in a row; nothing was changed, try again") from None
+                    time.sleep(random.uniform(0.5, 1.0) * min(RETRY_BASE_S * 2 ** attempt, RETRY_MAX_S))
+            raise AssertionError("unreachable")
+        finally:
+            self._retrying.active = False
+
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def conflict_kind(error: sa_exc.DBAPIError) -> str | None:
+    """What kind of transient conflict a database error is, or None when it is something else."""
+    orig: Any = error.orig
+    code = orig.args[0] if getattr(orig, "args", None) else None
+    sqlstate = getattr(orig, "sqlstate", None)
+    if code == 1062 or sqlstate == "23505" or "UNIQUE constraint failed" in str(orig):
+        return "duplicate key"  # a concurrent insert won: the repeated call sees it and answers accordingly
+    if isinstance(code, int) and code in MYSQL_CONFLICTS:
+        return MYSQL_CONFLICTS[code]
+    if sqlstate in POSTGRES_CONFLICTS:
+        return POSTGRES_CONFLICTS[sqlstate]
+    if isinstance(orig, sqlite3.OperationalError) and ("locked" in str(orig) or "busy" in str(orig)):
+        return "locked database"
+    return None
+
+
+def retried(method: Callable[..., T]) -> Callable[..., T]:
+    """Makes a store method (one database transaction) repeat on conflicts, see `retrying_conflicts`."""
+    @functools.wraps(method)
+    def call(self: Any, *args: Any, **kwargs: Any) -> T:
+        return self.db.retrying_conflicts(lambda: method(self, *args, **kwargs), method.__name__)
+    return call
 
 
 def _add_round_trip_latency(engine: Engine, seconds: float) -> None:
@@ -105,11 +181,18 @@ def _add_round_trip_latency(engine: Engine, seconds: float) -> None:
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    dbapi_conn.isolation_level = None  # transactions are begun by _sqlite_begin, not by the driver
     cursor = dbapi_conn.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=OFF")
     cursor.close()
+
+
+def _sqlite_begin(conn: Connection) -> None:
+    """Begins SQLite transactions ourselves: the driver would begin only at the first write, leaving the
+    reads before it outside the transaction (two processes could then read and reserve the same id)."""
+    conn.exec_driver_sql(conn.get_execution_options().get("sqlite_begin", "BEGIN"))
 
 
 def _reserve(conn: Connection, model: str, count: int) -> int:

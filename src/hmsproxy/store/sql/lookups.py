@@ -63,6 +63,16 @@ def table_ref(conn: Connection, cat: str, db_name: str, tbl_name: str) -> TableR
     return ref
 
 
+def locked_table_ref(conn: Connection, cat: str, db_name: str, tbl_name: str) -> TableRef:
+    """The table, its TBLS row locked until the transaction ends: concurrent changes of one table run one
+    after the other, each seeing the one before (READ COMMITTED), so a compare-and-set decides right."""
+    first = table_ref(conn, cat, db_name, tbl_name)
+    locked = conn.execute(select(s.TBLS.c.TBL_ID).where(s.TBLS.c.TBL_ID == first.tbl_id).with_for_update()).scalar()
+    if locked is None:
+        raise no_such_object(f"table {db_name}.{tbl_name} does not exist")
+    return table_ref(conn, cat, db_name, tbl_name)  # again: what the previous holder committed
+
+
 def principal_type_name(value: int | None) -> str | None:
     """PrincipalType enum value -> the name Hive stores in OWNER_TYPE columns."""
     return None if value is None else hms.PrincipalType._VALUES_TO_NAMES.get(value)

@@ -7,9 +7,9 @@ from typing import Any, Callable
 from sqlalchemy import select
 
 from hmsproxy.events import log as event_log
-from hmsproxy.store.rawstore import TableBundle, is_transactional
+from hmsproxy.store.rawstore import RawStore, TableBundle, is_transactional
 from hmsproxy.store.sql import schema as s
-from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.database import Database, retried
 from hmsproxy.store.sql.databases import DatabaseStore
 from hmsproxy.store.sql.functions import FunctionStore
 from hmsproxy.store.sql.lookups import no_such_object, table_ref
@@ -67,3 +67,11 @@ class SqlStore(DatabaseStore, TableStore, PartitionStore, FunctionStore, Statist
 
     def close(self) -> None:
         self.db.dispose()
+
+
+# Every store call is repeated whole when the database fails it with a conflict (database.py). Not the
+# bundle read: its partitions stream into the caller's sink, which a repeat would fill twice.
+NOT_RETRIED = frozenset({"get_table_bundle", "close"})
+for _name in [n for n, v in vars(RawStore).items() if callable(v) and not n.startswith("_")]:
+    if _name not in NOT_RETRIED:
+        setattr(SqlStore, _name, retried(getattr(SqlStore, _name)))

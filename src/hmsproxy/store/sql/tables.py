@@ -15,7 +15,8 @@ from hmsproxy.store.sql.descriptors import (
     delete_descriptors, insert_columns, insert_descriptors, load_descriptors, params_rows, remove_unused_columns,
 )
 from hmsproxy.store.sql.lookups import (
-    TableRef, database_id, find_table, no_such_object, principal_type_name, principal_type_value, table_ref,
+    TableRef, database_id, find_table, locked_table_ref, no_such_object, principal_type_name, principal_type_value,
+    table_ref,
 )
 
 
@@ -127,11 +128,18 @@ class TableStore:
         return tables
 
     def alter_table(self, cat: str, db_name: str, tbl_name: str, new_table: Any,
-                    partition_location_moves: tuple[str, str] | None = None, cascade: bool = False) -> None:
+                    partition_location_moves: tuple[str, str] | None = None, cascade: bool = False,
+                    expected_parameter: tuple[str, str] | None = None) -> None:
         """Replaces the table's definition in place (same id). On rename, partition locations under the old
-        table location move to the new one; with cascade, partitions take the table's new columns."""
+        table location move to the new one; with cascade, partitions take the table's new columns.
+
+        With `expected_parameter` (key, value) it is a compare-and-set (Hive 4, HIVE-26882; what Iceberg
+        commits without locks rely on): the stored value of that table parameter must still be the
+        expected one, decided here under the table's row lock, else nothing changes."""
         with self.db.transaction(write=True) as conn:
-            ref = table_ref(conn, cat, db_name, tbl_name)
+            ref = locked_table_ref(conn, cat, db_name, tbl_name)
+            if expected_parameter is not None:
+                _check_expected_parameter(conn, ref.tbl_id, *expected_parameter)
             renamed = (new_table.dbName, new_table.tableName) != (db_name, tbl_name)
             new_db_id = ref.db_id
             if renamed:
@@ -220,6 +228,14 @@ class TableStore:
             delete_descriptors(conn, [ref.sd_id])
         _move_write_ids(conn, (db_name, tbl_name), None)
         return DroppedTable(tables[0], [r.LOCATION for r in partition_rows if r.LOCATION])
+
+
+def _check_expected_parameter(conn: Connection, tbl_id: int, key: str, expected: str) -> None:
+    stored = conn.execute(select(s.TABLE_PARAMS.c.PARAM_VALUE).where(
+        s.TABLE_PARAMS.c.TBL_ID == tbl_id, s.TABLE_PARAMS.c.PARAM_KEY == key)).scalar()
+    if stored != expected:  # Hive's text: Iceberg matches its prefix to retry the commit
+        raise hms.MetaException(message=f"The table has been modified. The parameter value for key '{key}' is "
+                                        f"'{stored}'. The expected was value was '{expected}'")
 
 
 def _move_write_ids(conn: Connection, old: tuple[str, str], new: tuple[str, str] | None) -> None:

@@ -4,12 +4,21 @@ Ids come from the single-row NEXT_TXN_ID / NEXT_LOCK_ID tables and NEXT_WRITE_ID
 SELECT ... FOR UPDATE inside the call's transaction, so several metastore instances on one database hand
 out unique ids and see one lock table. Committed transactions are deleted from TXNS; aborted ones stay
 (their write ids remain invalid). A transaction or a lock not heartbeated within the timeout is aborted
-or released at the next lock or transaction call.
+or released by the reaper (`reap_expired`, run periodically by every instance: idempotent) and before
+every lock decision.
+
+Lock decisions are linearizable: every decision to grant (lock, check_lock) first takes the NEXT_LOCK_ID
+row with SELECT ... FOR UPDATE, one mutex for all instances (Hive 2 used the same row; Hive 3+ has a
+separate AUX_TABLE 'CheckLock' row). Only after holding it does the decision read HIVE_LOCKS, and every
+backend runs READ COMMITTED (database.py), so each later statement sees every lock granted, requested or
+released by a transaction that committed before: decisions happen one at a time, each seeing all earlier
+ones. Releases (unlock, commit, abort, expiry) need no mutex: a decision that misses a release in
+progress only waits longer. SQLite write transactions are serialised by the database file itself.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from sqlalchemy import Connection, delete, insert, select, update
@@ -39,6 +48,16 @@ class TableWrite:
     db: str
     table: str
     write_id: int
+
+
+@dataclass(frozen=True)
+class LockOutcome:
+    """A lock decision: its state and, for the cache, what it covers and the log's head when granted."""
+
+    lock_id: int
+    state: int                                     # hms.LockState
+    scopes: tuple[tuple[str, str | None], ...] = field(default=())  # (db, table); table None: whole database
+    event_head: int = 0                            # newest event id committed before an ACQUIRED grant
 
 
 def _now_ms() -> int:
@@ -80,7 +99,6 @@ class TransactionStore:
         if count is None or count <= 0:
             raise hms.MetaException(message=f"num_txns must be positive, got {count}")
         with self.db.transaction(write=True) as conn:
-            self._expire(conn)
             first = _next(conn, s.NEXT_TXN_ID, s.NEXT_TXN_ID.c.NTXN_NEXT, count)
             now = _now_ms()
             conn.execute(insert(s.TXNS), [
@@ -221,16 +239,16 @@ class TransactionStore:
     # ---- locks -------------------------------------------------------------------------------------
 
     def lock(self, components: Sequence[Any], txn_id: int | None, user: str, host: str,
-             agent: str | None) -> tuple[int, int]:
-        """Records a lock request and acquires it if nothing conflicts; returns (lock id, LockState)."""
+             agent: str | None) -> LockOutcome:
+        """Records a lock request and acquires it if nothing conflicts."""
         if not components:
             raise hms.MetaException(message="a lock request needs at least one component")
-        with self.db.transaction() as conn:
+        with self.db.transaction(write=True) as conn:
+            lock_id = _next(conn, s.NEXT_LOCK_ID, s.NEXT_LOCK_ID.c.NL_NEXT)  # the decision mutex (module doc)
             self._expire(conn)
             if txn_id:
                 if self._txn_state(conn, txn_id) == ABORTED:
                     raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
-            lock_id = _next(conn, s.NEXT_LOCK_ID, s.NEXT_LOCK_ID.c.NL_NEXT)
             now = _now_ms()
             rows, writes = [], []
             for i, c in enumerate(components):
@@ -252,16 +270,26 @@ class TransactionStore:
             conn.execute(insert(s.HIVE_LOCKS), rows)
             if writes:
                 conn.execute(insert(s.TXN_COMPONENTS), writes)
-            return lock_id, self._try_acquire(conn, lock_id)
+            return self._decide(conn, lock_id)
 
-    def check_lock(self, lock_id: int) -> int:
-        with self.db.transaction() as conn:
+    def check_lock(self, lock_id: int) -> LockOutcome:
+        with self.db.transaction(write=True) as conn:
+            _next(conn, s.NEXT_LOCK_ID, s.NEXT_LOCK_ID.c.NL_NEXT, 0)  # the decision mutex (module doc)
             self._expire(conn)
-            _next(conn, s.NEXT_LOCK_ID, s.NEXT_LOCK_ID.c.NL_NEXT, 0)  # serializes lock decisions
             rows = self._lock_rows(conn, lock_id)
             if rows[0].HL_TXNID and self._txn_state(conn, rows[0].HL_TXNID) == ABORTED:
                 raise hms.TxnAbortedException(message=f"Transaction txnid:{rows[0].HL_TXNID} already aborted")
-            return self._try_acquire(conn, lock_id)
+            return self._decide(conn, lock_id)
+
+    def _decide(self, conn: Connection, lock_id: int) -> LockOutcome:
+        """The lock's state after trying to acquire it, with what the cache needs to know of a grant."""
+        state = self._try_acquire(conn, lock_id)
+        if state != hms.LockState.ACQUIRED:
+            return LockOutcome(lock_id, state)
+        scopes = conn.execute(select(s.HIVE_LOCKS.c.HL_DB, s.HIVE_LOCKS.c.HL_TABLE).where(
+            s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == lock_id).distinct()).all()
+        return LockOutcome(lock_id, state, tuple((db, table) for db, table in scopes),
+                           event_log.current_event_id(conn))
 
     @staticmethod
     def _lock_rows(conn: Connection, lock_id: int) -> list[Any]:
@@ -288,7 +316,7 @@ class TransactionStore:
         return hms.LockState.ACQUIRED
 
     def unlock(self, lock_id: int) -> None:
-        with self.db.transaction() as conn:
+        with self.db.transaction(write=True) as conn:
             rows = self._lock_rows(conn, lock_id)
             if rows[0].HL_TXNID:
                 raise hms.TxnOpenException(
@@ -308,7 +336,7 @@ class TransactionStore:
             return conn.execute(query).all()
 
     def heartbeat(self, lock_id: int | None, txn_id: int | None) -> None:
-        with self.db.transaction() as conn:
+        with self.db.transaction(write=True) as conn:
             now = _now_ms()
             if txn_id:
                 if self._txn_state(conn, txn_id) == ABORTED:
@@ -325,7 +353,7 @@ class TransactionStore:
         """Heartbeats the open transactions in [low, high]; returns (aborted ids, unknown ids)."""
         if high - low > MAX_HEARTBEAT_RANGE:
             raise hms.MetaException(message=f"heartbeat range {low}..{high} is larger than {MAX_HEARTBEAT_RANGE}")
-        with self.db.transaction() as conn:
+        with self.db.transaction(write=True) as conn:
             states = dict(conn.execute(select(s.TXNS.c.TXN_ID, s.TXNS.c.TXN_STATE).where(
                 s.TXNS.c.TXN_ID >= low, s.TXNS.c.TXN_ID <= high)).all())
             open_ids = [t for t, state in states.items() if state == OPEN]
@@ -334,15 +362,26 @@ class TransactionStore:
             aborted = {t for t, state in states.items() if state == ABORTED}
             return aborted, {t for t in range(low, high + 1) if t not in states}
 
-    def _expire(self, conn: Connection) -> None:
-        """Aborts transactions and releases locks whose clients stopped heartbeating."""
+    def reap_expired(self) -> list[TableWrite]:
+        """Aborts transactions and releases locks whose clients stopped heartbeating; returns the write ids
+        of the aborted transactions. Safe to run on every instance at once."""
+        with self.db.transaction(write=True) as conn:
+            return self._expire(conn)
+
+    def _expire(self, conn: Connection) -> list[TableWrite]:
+        """Aborts transactions (with their ABORT_TXN events) and releases plain locks not heartbeated within
+        the timeout. The stale rows are read FOR UPDATE, so two instances never abort one twice."""
         cutoff = _now_ms() - self.txn_timeout_ms
         stale = list(conn.execute(select(s.TXNS.c.TXN_ID).where(
-            s.TXNS.c.TXN_STATE == OPEN, s.TXNS.c.TXN_LAST_HEARTBEAT < cutoff)).scalars())
+            s.TXNS.c.TXN_STATE == OPEN, s.TXNS.c.TXN_LAST_HEARTBEAT < cutoff).with_for_update()).scalars())
         if stale:
             self._abort(conn, stale)
+            for txn_id in stale:
+                own = self._writes_of(conn, [txn_id])
+                event_log.log(messages.abort_txn(txn_id, [(w.db, w.table, w.write_id) for w in own]))
         conn.execute(delete(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_TXNID == 0,
                                                 s.HIVE_LOCKS.c.HL_LAST_HEARTBEAT < cutoff))
+        return self._writes_of(conn, stale) if stale else []
 
 
 def _txn_list(high: int, rows: Sequence[Any]) -> ValidTxnList:
