@@ -1,8 +1,11 @@
 """The database connection: engine per dialect, one transaction per call, id allocation, schema init.
 
-Isolation is READ COMMITTED on every backend (PostgreSQL's default, set explicitly on MariaDB/MySQL, whose
-default REPEATABLE READ would fix a transaction's snapshot at its first plain read: a decision taken after
-waiting for a row lock would then look at data older than the lock). SQLite is serialised by the file:
+Write transactions run READ COMMITTED on MariaDB/MySQL and PostgreSQL: REPEATABLE READ would fix a
+transaction's snapshot at its first plain read, so a decision taken after waiting for a row lock (the
+lock mutex, a table's row) would look at data older than the lock. Read-only transactions run
+REPEATABLE READ: one snapshot for all their statements, so a read that assembles an object from several
+tables never sees half of a concurrent change (a table whose storage descriptor was just replaced).
+SQLite is serialised by the file:
 a write transaction starts with BEGIN IMMEDIATE, so two processes never interleave their writes, and the
 in-process lock spares threads the busy-waiting. On MariaDB/MySQL and PostgreSQL ids are reserved in a
 short transaction of their own, so concurrent writers (also in other instances) only contend on
@@ -83,8 +86,9 @@ class Database:
             event.listen(self.engine, "begin", _sqlite_begin)
         else:
             self.engine = create_engine(self.url, pool_size=pool_size, max_overflow=pool_size,
-                                        pool_pre_ping=True, pool_recycle=3600, isolation_level="READ COMMITTED")
-        self._writer = self.engine.execution_options(sqlite_begin="BEGIN IMMEDIATE")
+                                        pool_pre_ping=True, pool_recycle=3600, isolation_level="REPEATABLE READ")
+        self._writer = self.engine.execution_options(sqlite_begin="BEGIN IMMEDIATE") if self.is_sqlite else \
+            self.engine.execution_options(isolation_level="READ COMMITTED")
         self._sqlite_lock = threading.RLock()
         self._retrying = threading.local()
         self.event_listeners: list[Callable[[list[int]], None]] = []

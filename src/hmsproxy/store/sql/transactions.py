@@ -275,10 +275,11 @@ class TransactionStore:
     def check_lock(self, lock_id: int) -> LockOutcome:
         with self.db.transaction(write=True) as conn:
             _next(conn, s.NEXT_LOCK_ID, s.NEXT_LOCK_ID.c.NL_NEXT, 0)  # the decision mutex (module doc)
+            txn_id = self._lock_rows(conn, lock_id)[0].HL_TXNID
+            if txn_id and self._txn_state(conn, txn_id) == ABORTED:
+                raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
+            self._heartbeat(conn, lock_id if not txn_id else None, txn_id or None)  # waiting is alive, as in Hive
             self._expire(conn)
-            rows = self._lock_rows(conn, lock_id)
-            if rows[0].HL_TXNID and self._txn_state(conn, rows[0].HL_TXNID) == ABORTED:
-                raise hms.TxnAbortedException(message=f"Transaction txnid:{rows[0].HL_TXNID} already aborted")
             return self._decide(conn, lock_id)
 
     def _decide(self, conn: Connection, lock_id: int) -> LockOutcome:
@@ -337,17 +338,22 @@ class TransactionStore:
 
     def heartbeat(self, lock_id: int | None, txn_id: int | None) -> None:
         with self.db.transaction(write=True) as conn:
-            now = _now_ms()
-            if txn_id:
-                if self._txn_state(conn, txn_id) == ABORTED:
-                    raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
-                conn.execute(update(s.TXNS).where(s.TXNS.c.TXN_ID == txn_id).values(
-                    TXN_LAST_HEARTBEAT=now, TXN_HEARTBEAT_COUNT=s.TXNS.c.TXN_HEARTBEAT_COUNT + 1))
-                conn.execute(update(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_TXNID == txn_id).values(HL_LAST_HEARTBEAT=now))
+            if txn_id and self._txn_state(conn, txn_id) == ABORTED:
+                raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
             if lock_id:
                 self._lock_rows(conn, lock_id)
-                conn.execute(update(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == lock_id).values(
-                    HL_LAST_HEARTBEAT=now, HL_HEARTBEAT_COUNT=s.HIVE_LOCKS.c.HL_HEARTBEAT_COUNT + 1))
+            self._heartbeat(conn, lock_id, txn_id)
+
+    @staticmethod
+    def _heartbeat(conn: Connection, lock_id: int | None, txn_id: int | None) -> None:
+        now = _now_ms()
+        if txn_id:
+            conn.execute(update(s.TXNS).where(s.TXNS.c.TXN_ID == txn_id).values(
+                TXN_LAST_HEARTBEAT=now, TXN_HEARTBEAT_COUNT=s.TXNS.c.TXN_HEARTBEAT_COUNT + 1))
+            conn.execute(update(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_TXNID == txn_id).values(HL_LAST_HEARTBEAT=now))
+        if lock_id:
+            conn.execute(update(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == lock_id).values(
+                HL_LAST_HEARTBEAT=now, HL_HEARTBEAT_COUNT=s.HIVE_LOCKS.c.HL_HEARTBEAT_COUNT + 1))
 
     def heartbeat_txn_range(self, low: int, high: int) -> tuple[set[int], set[int]]:
         """Heartbeats the open transactions in [low, high]; returns (aborted ids, unknown ids)."""

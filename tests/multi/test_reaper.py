@@ -1,0 +1,100 @@
+"""Abandoned locks and transactions expire: a client killed with SIGKILL while holding a lock and an open
+transaction blocks nobody after the timeout, and a client that heartbeats keeps its lock."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from hmsproxy.idl import hms
+from support.instances import connect, instances_on_one_database
+
+TIMEOUT_S = 2.0
+REAPER_INTERVAL_S = 0.25
+BOUND_S = 30.0  # only bounds a broken test
+
+HOLDER = """
+import sys, time
+import thriftpy2.rpc
+from hmsproxy.idl import hms
+client = thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, "127.0.0.1", int(sys.argv[1]), timeout=60000)
+db = sys.argv[2]
+table_lock = client.lock(hms.LockRequest(component=[hms.LockComponent(
+    type=hms.LockType.EXCLUSIVE, level=hms.LockLevel.TABLE, dbname=db, tablename="plain")], user="u", hostname="h"))
+txn = client.open_txns(hms.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids[0]
+txn_lock = client.lock(hms.LockRequest(component=[hms.LockComponent(
+    type=hms.LockType.EXCLUSIVE, level=hms.LockLevel.TABLE, dbname=db, tablename="acid")], txnid=txn,
+    user="u", hostname="h"))
+print(table_lock.lockid, table_lock.state, txn, txn_lock.state, flush=True)
+time.sleep(3600)
+"""
+
+
+def _exclusive(db: str, table: str) -> hms.LockRequest:
+    return hms.LockRequest(component=[hms.LockComponent(type=hms.LockType.EXCLUSIVE, level=hms.LockLevel.TABLE,
+                                                         dbname=db, tablename=table)], user="u", hostname="h")
+
+
+def _until(check, what: str) -> float:
+    """Polls another process's state until `check()` holds; returns the seconds it took."""
+    started = time.monotonic()
+    while not check():
+        if time.monotonic() - started > BOUND_S:
+            pytest.fail(f"not within {BOUND_S} s: {what}")
+        time.sleep(0.05)  # polling the servers' reaper
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "mariadb", "postgres"])
+def test_a_killed_clients_lock_and_transaction_are_reaped(backend, tmp_path):
+    args = ("--txn-timeout-s", str(TIMEOUT_S), "--txn-reaper-interval-s", str(REAPER_INTERVAL_S))
+    with instances_on_one_database(backend, tmp_path, 2, *args) as (_, (a, b)):
+        db = f"reap_{uuid.uuid4().hex[:6]}"
+        client = connect(b)
+        client.create_database(hms.Database(name=db, parameters={}))
+        holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(a.port), db], stdout=subprocess.PIPE, text=True)
+        lock_id, lock_state, txn_id, txn_lock_state = map(int, holder.stdout.readline().split())
+        assert (lock_state, txn_lock_state) == (hms.LockState.ACQUIRED, hms.LockState.ACQUIRED)
+        holder.kill()
+        holder.wait()
+        killed_at = time.monotonic()
+        waiting = client.lock(_exclusive(db, "plain"))
+        assert waiting.state == hms.LockState.WAITING  # the dead client's lock still holds: no early release
+        held = {lock.lockid for lock in client.show_locks(hms.ShowLocksRequest(dbname=db)).locks}
+        assert lock_id in held
+
+        def reaped() -> bool:  # show_locks and get_open_txns_info expire nothing themselves: the reaper did
+            client.heartbeat(hms.HeartbeatRequest(lockid=waiting.lockid))  # the waiting client is alive
+            locks = {lock.lockid for lock in client.show_locks(hms.ShowLocksRequest(dbname=db)).locks}
+            txns = {t.id: t.state for t in client.get_open_txns_info().open_txns}
+            return lock_id not in locks and txns.get(txn_id) == hms.TxnState.ABORTED
+
+        _until(reaped, "the killed client's lock released and its transaction aborted")
+        assert time.monotonic() - killed_at >= TIMEOUT_S - 0.5
+        assert client.check_lock(hms.CheckLockRequest(lockid=waiting.lockid)).state == hms.LockState.ACQUIRED
+        assert client.lock(_exclusive(db, "acid")).state == hms.LockState.ACQUIRED
+        with pytest.raises(hms.TxnAbortedException):
+            client.commit_txn(hms.CommitTxnRequest(txnid=txn_id))
+        client.close()
+
+
+def test_heartbeats_keep_a_lock_past_the_timeout(tmp_path):
+    args = ("--txn-timeout-s", str(TIMEOUT_S), "--txn-reaper-interval-s", str(REAPER_INTERVAL_S))
+    with instances_on_one_database("sqlite", tmp_path, 1, *args) as (_, (server,)):
+        client = connect(server)
+        client.create_database(hms.Database(name="d", parameters={}))
+        lock = client.lock(_exclusive("d", "t"))
+        [txn] = client.open_txns(hms.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids
+        until = time.monotonic() + 3 * TIMEOUT_S
+        while time.monotonic() < until:  # a live client: heartbeats well within the timeout
+            client.heartbeat(hms.HeartbeatRequest(lockid=lock.lockid))
+            client.heartbeat(hms.HeartbeatRequest(txnid=txn))
+            time.sleep(TIMEOUT_S / 4)
+        [held] = client.show_locks(hms.ShowLocksRequest(dbname="d")).locks
+        assert (held.lockid, held.state) == (lock.lockid, hms.LockState.ACQUIRED)
+        assert {t.id: t.state for t in client.get_open_txns_info().open_txns}[txn] == hms.TxnState.OPEN
+        client.commit_txn(hms.CommitTxnRequest(txnid=txn))
+        client.close()
