@@ -53,8 +53,10 @@ def _stop_pid(pid: int, timeout: float = 20.0) -> None:
         pass
 
 
-def start_reference_hms(workdir: Path, *, attempts: int = 3, timeout: float = 120.0) -> RunningServer:
-    """Starts the reference HMS on a free 127.0.0.1 port with its Derby database under workdir.
+def start_reference_hms(workdir: Path, *, attempts: int = 3, timeout: float = 120.0,
+                        txn: bool = False) -> RunningServer:
+    """Starts the reference HMS on a free 127.0.0.1 port with its Derby database under workdir
+    (with Hive's transaction and lock tables too when txn, see REF_HMS_TXN in start.sh).
 
     The metastore's warehouse (hive.metastore.warehouse.dir in start.sh's hive-site.xml) is
     workdir/warehouse; its audit log of Thrift calls is workdir/hms-audit.log.
@@ -72,6 +74,7 @@ def start_reference_hms(workdir: Path, *, attempts: int = 3, timeout: float = 12
             stderr=subprocess.STDOUT,
             text=True,
             timeout=timeout,
+            env={**os.environ, "REF_HMS_TXN": "1"} if txn else None,
         )
         pid_file = workdir / "hms.pid"
         if proc.returncode == 0:

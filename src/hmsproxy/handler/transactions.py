@@ -5,11 +5,18 @@ from typing import Any
 
 from hmsproxy.handler.common import HandlerContext
 from hmsproxy.idl import hms
-from hmsproxy.store.sql.transactions import LOCK_CODE_TYPES
+from hmsproxy.store.sql.transactions import ACQUIRED, LOCK_CODE_TYPES
 from hmsproxy.txn.write_ids import ValidTxnList
 
 _TXN_STATES = {"o": hms.TxnState.OPEN, "a": hms.TxnState.ABORTED}
 _LOCK_STATES = {"a": hms.LockState.ACQUIRED, "w": hms.LockState.WAITING}
+# Hive lists locks as its checkLock examines them: acquired before waiting, then from the least restrictive type
+# to the most, then by lock id and component id (LockInfoComparator in Hive's TxnHandler / ShowLocksHandler).
+_TYPE_RANK = {"r": 0, "w": 1, "x": 2, "e": 3}
+
+
+def _show_order(row: Any) -> tuple[bool, int, int, int]:
+    return (row.HL_LOCK_STATE != ACQUIRED, _TYPE_RANK[row.HL_LOCK_TYPE], row.HL_LOCK_EXT_ID, row.HL_LOCK_INT_ID)
 
 
 def _bits(flags: list[bool]) -> bytes:
@@ -35,7 +42,7 @@ class TransactionCalls:
         self.ctx.store.abort_txns([rqst.txnid])
 
     def abort_txns(self, rqst: Any) -> None:
-        self.ctx.store.abort_txns(list(rqst.txn_ids or []))
+        self.ctx.store.abort_txns(list(rqst.txn_ids or []), skip_unknown=True)
 
     def get_open_txns(self) -> Any:
         high, rows = self.ctx.store.get_open_txns()
@@ -50,8 +57,8 @@ class TransactionCalls:
     def get_open_txns_info(self) -> Any:
         high, rows = self.ctx.store.get_open_txns()
         return hms.GetOpenTxnsInfoResponse(txn_high_water_mark=high, open_txns=[
+            # as Hive 2.3 and 4: agentInfo and heartbeatCount keep their defaults ("Unknown", 0)
             hms.TxnInfo(id=r.TXN_ID, state=_TXN_STATES[r.TXN_STATE], user=r.TXN_USER, hostname=r.TXN_HOST,
-                        agentInfo=r.TXN_AGENT_INFO or "Unknown", heartbeatCount=r.TXN_HEARTBEAT_COUNT or 0,
                         startedTime=r.TXN_STARTED, lastHeartbeatTime=r.TXN_LAST_HEARTBEAT) for r in rows])
 
     def allocate_table_write_ids(self, rqst: Any) -> Any:
@@ -85,14 +92,15 @@ class TransactionCalls:
 
     def show_locks(self, rqst: Any) -> Any:
         rows = self.ctx.store.show_locks(rqst.dbname, rqst.tablename, rqst.partname, rqst.txnid)
+        # as Hive: txnid 0 for a lock outside a transaction, heartbeatCount left at its default 0
         return hms.ShowLocksResponse(locks=[
             hms.ShowLocksResponseElement(
                 lockid=r.HL_LOCK_EXT_ID, dbname=r.HL_DB, tablename=r.HL_TABLE, partname=r.HL_PARTITION,
-                state=_LOCK_STATES[r.HL_LOCK_STATE], type=LOCK_CODE_TYPES[r.HL_LOCK_TYPE], txnid=r.HL_TXNID or None,
+                state=_LOCK_STATES[r.HL_LOCK_STATE], type=LOCK_CODE_TYPES[r.HL_LOCK_TYPE], txnid=r.HL_TXNID,
                 lastheartbeat=r.HL_LAST_HEARTBEAT, acquiredat=r.HL_ACQUIRED_AT, user=r.HL_USER, hostname=r.HL_HOST,
-                heartbeatCount=r.HL_HEARTBEAT_COUNT or 0, agentInfo=r.HL_AGENT_INFO,
-                blockedByExtId=r.HL_BLOCKEDBY_EXT_ID, blockedByIntId=r.HL_BLOCKEDBY_INT_ID,
-                lockIdInternal=r.HL_LOCK_INT_ID) for r in rows])
+                agentInfo=r.HL_AGENT_INFO, blockedByExtId=r.HL_BLOCKEDBY_EXT_ID,
+                blockedByIntId=r.HL_BLOCKEDBY_INT_ID, lockIdInternal=r.HL_LOCK_INT_ID)
+            for r in sorted(rows, key=_show_order)])
 
     def heartbeat(self, ids: Any) -> None:
         self.ctx.store.heartbeat(ids.lockid, ids.txnid)

@@ -48,8 +48,8 @@ class CachedTransactions:
         self._apply_txn_end(writes, "committed")
         return writes
 
-    def abort_txns(self, txn_ids: Sequence[int]) -> list[TableWrite]:
-        writes = self.delegate.abort_txns(txn_ids)
+    def abort_txns(self, txn_ids: Sequence[int], skip_unknown: bool = False) -> list[TableWrite]:
+        writes = self.delegate.abort_txns(txn_ids, skip_unknown)
         self._apply_txn_end(writes, "aborted")
         return writes
 

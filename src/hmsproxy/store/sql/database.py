@@ -119,7 +119,7 @@ class Database:
             return 0
         if self.is_sqlite:
             return _reserve(conn, model, count)
-        with self.engine.begin() as own:
+        with self._writer.begin() as own:
             return _reserve(own, model, count)
 
     def retrying_conflicts(self, call: Callable[[], T], what: str) -> T:

@@ -81,9 +81,17 @@ def _scope_overlaps(a: Any, b: Any) -> bool:
     return a.HL_PARTITION is None or b.HL_PARTITION is None or a.HL_PARTITION == b.HL_PARTITION
 
 
+def _database_read_beside_table_lock(a: Any, b: Any) -> bool:
+    """Hive lets a database-level SHARED_READ (a query's guard against DROP DATABASE) live beside an
+    EXCLUSIVE lock on one of the database's tables, in either order (2.3 and 4 alike)."""
+    return a.HL_TABLE is None and a.HL_LOCK_TYPE == "r" and b.HL_TABLE is not None and b.HL_LOCK_TYPE == "e"
+
+
 def _conflicts(wanted: Any, held: Any) -> bool:
     if wanted.HL_TXNID and wanted.HL_TXNID == held.HL_TXNID:
         return False  # a transaction's own locks never block it
+    if _database_read_beside_table_lock(wanted, held) or _database_read_beside_table_lock(held, wanted):
+        return False
     return _scope_overlaps(wanted, held) and (
         held.HL_LOCK_TYPE not in COMPATIBLE[wanted.HL_LOCK_TYPE]
         or wanted.HL_LOCK_TYPE not in COMPATIBLE[held.HL_LOCK_TYPE])
@@ -110,8 +118,11 @@ class TransactionStore:
         return ids
 
     def commit_txn(self, txn_id: int) -> list[TableWrite]:
-        """Commits; returns the table write ids that became valid."""
+        """Commits; returns the table write ids that became valid. Committing a transaction that committed
+        its writes already succeeds again (Hive 4): a client whose first reply was lost retries safely."""
         with self.db.transaction(write=True) as conn:
+            if self._committed_with_writes(conn, txn_id):
+                return self._writes_of(conn, [txn_id])
             state = self._txn_state(conn, txn_id)
             if state == ABORTED:
                 raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
@@ -128,11 +139,22 @@ class TransactionStore:
             event_log.log(messages.commit_txn(txn_id))  # as Hive: readers pair it with the ALLOC_WRITE_ID events
             return self._writes_of(conn, [txn_id])
 
-    def abort_txns(self, txn_ids: Sequence[int]) -> list[TableWrite]:
-        """Aborts open transactions (aborting an aborted one again is a no-op); returns their write ids."""
+    def abort_txns(self, txn_ids: Sequence[int], skip_unknown: bool = False) -> list[TableWrite]:
+        """Aborts open transactions (aborting an aborted one again is a no-op); returns their write ids. An
+        unknown or committed id fails the call, or with `skip_unknown` (abort_txns, as Hive) is passed over."""
         with self.db.transaction(write=True) as conn:
+            known = []
             for txn_id in txn_ids:
-                self._txn_state(conn, txn_id)
+                try:
+                    if self._committed_with_writes(conn, txn_id):
+                        raise hms.NoSuchTxnException(message=f"Transaction txnid:{txn_id} is already committed.")
+                    self._txn_state(conn, txn_id)
+                except hms.NoSuchTxnException:
+                    if not skip_unknown:
+                        raise
+                    continue
+                known.append(txn_id)
+            txn_ids = known
             self._abort(conn, txn_ids)
             for txn_id in txn_ids:
                 own = self._writes_of(conn, [txn_id])
@@ -143,6 +165,11 @@ class TransactionStore:
         ids = list(txn_ids)
         conn.execute(update(s.TXNS).where(s.TXNS.c.TXN_ID.in_(ids)).values(TXN_STATE=ABORTED))
         conn.execute(delete(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_TXNID.in_(ids)))
+
+    @staticmethod
+    def _committed_with_writes(conn: Connection, txn_id: int) -> bool:
+        return conn.execute(select(s.COMPLETED_TXN_COMPONENTS.c.CTC_TXNID).where(
+            s.COMPLETED_TXN_COMPONENTS.c.CTC_TXNID == txn_id).limit(1)).first() is not None
 
     @staticmethod
     def _txn_state(conn: Connection, txn_id: int) -> str:
@@ -262,7 +289,7 @@ class TransactionStore:
                 rows.append({"HL_LOCK_EXT_ID": lock_id, "HL_LOCK_INT_ID": i + 1, "HL_TXNID": txn_id or 0,
                              "HL_DB": c.dbname.lower(), "HL_TABLE": table, "HL_PARTITION": c.partitionname,
                              "HL_LOCK_STATE": WAITING, "HL_LOCK_TYPE": LOCK_TYPE_CODES[c.type],
-                             "HL_LAST_HEARTBEAT": now, "HL_USER": user or "", "HL_HOST": host or "",
+                             "HL_LAST_HEARTBEAT": 0 if txn_id else now, "HL_USER": user or "", "HL_HOST": host or "",
                              "HL_HEARTBEAT_COUNT": 0, "HL_AGENT_INFO": agent})
                 if txn_id and c.operationType in WRITE_OPERATIONS:
                     writes.append({"TC_TXNID": txn_id, "TC_DATABASE": c.dbname.lower(), "TC_TABLE": table,
@@ -308,21 +335,32 @@ class TransactionStore:
         for wanted in mine:
             for held in others:
                 blocking = held.HL_LOCK_STATE == ACQUIRED or held.HL_LOCK_EXT_ID < lock_id
-                if blocking and _conflicts(wanted, held):
-                    conn.execute(update(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == lock_id).values(
-                        HL_BLOCKEDBY_EXT_ID=held.HL_LOCK_EXT_ID, HL_BLOCKEDBY_INT_ID=held.HL_LOCK_INT_ID))
+                if blocking and _conflicts(wanted, held):  # as Hive: the component that conflicted is marked
+                    conn.execute(update(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == lock_id,
+                                                            s.HIVE_LOCKS.c.HL_LOCK_INT_ID == wanted.HL_LOCK_INT_ID)
+                                 .values(HL_BLOCKEDBY_EXT_ID=held.HL_LOCK_EXT_ID, HL_BLOCKEDBY_INT_ID=held.HL_LOCK_INT_ID))
                     return hms.LockState.WAITING
-        conn.execute(update(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == lock_id).values(
-            HL_LOCK_STATE=ACQUIRED, HL_ACQUIRED_AT=_now_ms(), HL_BLOCKEDBY_EXT_ID=None, HL_BLOCKEDBY_INT_ID=None))
+        now = _now_ms()
+        acquired = {"HL_LOCK_STATE": ACQUIRED, "HL_ACQUIRED_AT": now, "HL_BLOCKEDBY_EXT_ID": None,
+                    "HL_BLOCKEDBY_INT_ID": None}
+        if not mine[0].HL_TXNID:
+            acquired["HL_LAST_HEARTBEAT"] = now  # a transaction's locks live by its heartbeats instead
+        conn.execute(update(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == lock_id).values(acquired))
         return hms.LockState.ACQUIRED
 
     def unlock(self, lock_id: int) -> None:
+        """Releases a lock; a lock that is gone already is fine (Hive: idempotent). A transaction's lock may
+        be given up while it waits; once acquired it lives until the transaction ends."""
         with self.db.transaction(write=True) as conn:
-            rows = self._lock_rows(conn, lock_id)
-            if rows[0].HL_TXNID:
-                raise hms.TxnOpenException(
-                    message=f"Unlocking locks associated with transaction not permitted. lockid:{lock_id} "
-                            f"txnid:{rows[0].HL_TXNID}")
+            rows = conn.execute(select(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == lock_id)
+                                .order_by(s.HIVE_LOCKS.c.HL_LOCK_INT_ID)).all()
+            held = rows[0] if rows else None
+            if held is not None and held.HL_TXNID and held.HL_LOCK_STATE == ACQUIRED:
+                raise hms.TxnOpenException(message=(
+                    f"Unlocking locks associated with transaction not permitted.  lockid:{lock_id} "
+                    f"intLockId:{held.HL_LOCK_INT_ID} txnid:{held.HL_TXNID} db:{held.HL_DB} table:{held.HL_TABLE} "
+                    f"partition:{held.HL_PARTITION} state:ACQUIRED "
+                    f"type:{hms.LockType._VALUES_TO_NAMES[LOCK_CODE_TYPES[held.HL_LOCK_TYPE]]}").replace(":None", ":null"))
             conn.execute(delete(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == lock_id))
 
     def show_locks(self, db_name: str | None, table: str | None, partition: str | None,
@@ -340,8 +378,9 @@ class TransactionStore:
         with self.db.transaction(write=True) as conn:
             if txn_id and self._txn_state(conn, txn_id) == ABORTED:
                 raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
-            if lock_id:
-                self._lock_rows(conn, lock_id)
+            if lock_id and not conn.execute(select(s.HIVE_LOCKS.c.HL_LOCK_EXT_ID).where(
+                    s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == lock_id)).first():
+                raise hms.NoSuchLockException(message=f"No such lock: lockid:{lock_id}")  # sic, Hive's text
             self._heartbeat(conn, lock_id, txn_id)
 
     @staticmethod
@@ -350,7 +389,6 @@ class TransactionStore:
         if txn_id:
             conn.execute(update(s.TXNS).where(s.TXNS.c.TXN_ID == txn_id).values(
                 TXN_LAST_HEARTBEAT=now, TXN_HEARTBEAT_COUNT=s.TXNS.c.TXN_HEARTBEAT_COUNT + 1))
-            conn.execute(update(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_TXNID == txn_id).values(HL_LAST_HEARTBEAT=now))
         if lock_id:
             conn.execute(update(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == lock_id).values(
                 HL_LAST_HEARTBEAT=now, HL_HEARTBEAT_COUNT=s.HIVE_LOCKS.c.HL_HEARTBEAT_COUNT + 1))
