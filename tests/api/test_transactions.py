@@ -129,3 +129,36 @@ def test_bad_lock_requests_are_refused_and_leave_nothing(client, db):
     with pytest.raises(TApplicationException, match="table lock needs a table name"):
         _lock(client, _component(L.EXCLUSIVE, db, None, level=LEVEL.TABLE))
     assert not client.show_locks(hms.ShowLocksRequest(dbname=db)).locks
+
+
+def _writer(client, db, table, operation):
+    """A transaction holding a SHARED_WRITE lock for an update or delete of the table, with a write id."""
+    [txn] = _open(client)
+    lock = _lock(client, _component(L.SHARED_WRITE, db, table, operation=operation), txnid=txn)
+    assert lock.state == hms.LockState.ACQUIRED  # shared writes live together: conflicts are found at commit
+    client.allocate_table_write_ids(hms.AllocateTableWriteIdsRequest(dbName=db, tableName=table, txnIds=[txn]))
+    return txn
+
+
+def test_concurrent_updates_of_one_table_cannot_both_commit(client, db):
+    update, delete = hms.DataOperationType.UPDATE, hms.DataOperationType.DELETE
+    first, second = _writer(client, db, "w", update), _writer(client, db, "w", update)
+    client.commit_txn(hms.CommitTxnRequest(txnid=first))
+    with pytest.raises(hms.TxnAbortedException) as lost:
+        client.commit_txn(hms.CommitTxnRequest(txnid=second))
+    assert lost.value.message.startswith(f"Aborting [txnid:{second},")
+    assert lost.value.message.endswith(f"due to a write conflict on {db}/w committed by [txnid:{first},"
+                                       f"{lost.value.message.split(',')[1].split(']')[0]}] u/u")
+    assert {t.id: t.state for t in client.get_open_txns_info().open_txns}[second] == hms.TxnState.ABORTED
+    [ids] = client.get_valid_write_ids(hms.GetValidWriteIdsRequest(fullTableNames=[f"{db}.w"])).tblValidWriteIds
+    assert ids.invalidWriteIds == [2]  # the second writer's data stays invisible
+    assert not client.show_locks(hms.ShowLocksRequest(dbname=db, tablename="w")).locks
+    # deletes beside deletes, and a writer that began after the other committed, do not conflict
+    d1, d2 = _writer(client, db, "w", delete), _writer(client, db, "w", delete)
+    client.commit_txn(hms.CommitTxnRequest(txnid=d1))
+    client.commit_txn(hms.CommitTxnRequest(txnid=d2))
+    later = _writer(client, db, "w", update)
+    client.commit_txn(hms.CommitTxnRequest(txnid=later))
+    other_table = [_writer(client, db, "w", update), _writer(client, db, "v", update)]
+    for txn in other_table:
+        client.commit_txn(hms.CommitTxnRequest(txnid=txn))

@@ -47,8 +47,8 @@ def _worker(address: tuple[str, int], db: str, table: str, seed: int, state, gua
             if in_txn else None
         component = hms.LockComponent(type=hms.LockType.EXCLUSIVE if exclusive else hms.LockType.SHARED_READ,
                                       level=hms.LockLevel.TABLE, dbname=db, tablename=table,
-                                      operationType=hms.DataOperationType.UPDATE if exclusive
-                                      else hms.DataOperationType.SELECT)
+                                      operationType=hms.DataOperationType.INSERT if exclusive
+                                      else hms.DataOperationType.SELECT)  # inserts never conflict at commit
         lock_id = _lock_until_acquired(client, hms.LockRequest(component=[component], txnid=txn_id,
                                                                 user="stress", hostname="h"))
         with guard:

@@ -44,7 +44,11 @@ class CachedTransactions:
         return allocated
 
     def commit_txn(self, txn_id: int) -> list[TableWrite]:
-        writes = self.delegate.commit_txn(txn_id)
+        try:
+            writes = self.delegate.commit_txn(txn_id)
+        except hms.TxnAbortedException:  # a write conflict aborted it (or it was aborted before)
+            self._apply_txn_end(self.delegate.txn_writes(txn_id), "aborted")
+            raise
         self._apply_txn_end(writes, "committed")
         return writes
 

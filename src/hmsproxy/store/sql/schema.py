@@ -389,6 +389,16 @@ COMPLETED_TXN_COMPONENTS = _table(
     Column("CTC_UPDATE_DELETE", String(1), nullable=False),
 )
 
+WRITE_SET = _table(  # update/delete components of committed transactions, for write-conflict checks
+    "WRITE_SET",
+    Column("WS_DATABASE", String(128), nullable=False),
+    Column("WS_TABLE", String(256), nullable=False),
+    Column("WS_PARTITION", String(767)),
+    Column("WS_TXNID", BigInteger, nullable=False),
+    Column("WS_COMMIT_ID", BigInteger, nullable=False),
+    Column("WS_OPERATION_TYPE", String(1), nullable=False),
+)
+
 TXN_TO_WRITE_ID = _table(
     "TXN_TO_WRITE_ID",
     Column("T2W_TXNID", BigInteger, nullable=False),

@@ -3,7 +3,10 @@
 Ids come from the single-row NEXT_TXN_ID / NEXT_LOCK_ID tables and NEXT_WRITE_ID per table, read with
 SELECT ... FOR UPDATE inside the call's transaction, so several metastore instances on one database hand
 out unique ids and see one lock table. Committed transactions are deleted from TXNS; aborted ones stay
-(their write ids remain invalid). A transaction or a lock not heartbeated within the timeout is aborted
+(their write ids remain invalid). Shared-write locks let transactions update one table concurrently, as in
+Hive 3+: a transaction that updated or deleted is checked at commit against the WRITE_SET of those that
+committed since it began, and aborted if both changed the same table or partition (one of them with an
+update), so that neither change is lost. A transaction or a lock not heartbeated within the timeout is aborted
 or released by the reaper (`reap_expired`, run periodically by every instance: idempotent) and before
 every lock decision.
 
@@ -21,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, delete, func, insert, select, update
 
 from hmsproxy.events import log as event_log, messages
 from hmsproxy.idl import hms
@@ -119,25 +122,65 @@ class TransactionStore:
 
     def commit_txn(self, txn_id: int) -> list[TableWrite]:
         """Commits; returns the table write ids that became valid. Committing a transaction that committed
-        its writes already succeeds again (Hive 4): a client whose first reply was lost retries safely."""
+        its writes already succeeds again (Hive 4): a client whose first reply was lost retries safely. A
+        write conflict aborts the transaction instead (TxnAbortedException, with Hive's text)."""
         with self.db.transaction(write=True) as conn:
             if self._committed_with_writes(conn, txn_id):
                 return self._writes_of(conn, [txn_id])
             state = self._txn_state(conn, txn_id)
             if state == ABORTED:
                 raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
-            components = conn.execute(select(s.TXN_COMPONENTS).where(s.TXN_COMPONENTS.c.TC_TXNID == txn_id)).all()
-            if components:
-                now = _now_ms()
-                conn.execute(insert(s.COMPLETED_TXN_COMPONENTS), [
-                    {"CTC_TXNID": txn_id, "CTC_DATABASE": c.TC_DATABASE, "CTC_TABLE": c.TC_TABLE,
-                     "CTC_PARTITION": c.TC_PARTITION, "CTC_TIMESTAMP": now, "CTC_WRITEID": c.TC_WRITEID,
-                     "CTC_UPDATE_DELETE": "Y" if c.TC_OPERATION_TYPE in ("u", "d") else "N"} for c in components])
-            conn.execute(delete(s.TXN_COMPONENTS).where(s.TXN_COMPONENTS.c.TC_TXNID == txn_id))
-            conn.execute(delete(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_TXNID == txn_id))
-            conn.execute(delete(s.TXNS).where(s.TXNS.c.TXN_ID == txn_id))
-            event_log.log(messages.commit_txn(txn_id))  # as Hive: readers pair it with the ALLOC_WRITE_ID events
-            return self._writes_of(conn, [txn_id])
+            conflict = self._record_write_set(conn, txn_id)
+            if conflict is not None:
+                self._abort(conn, [txn_id])
+                own = self._writes_of(conn, [txn_id])
+                event_log.log(messages.abort_txn(txn_id, [(w.db, w.table, w.write_id) for w in own]))
+            else:
+                return self._complete(conn, txn_id)
+        raise hms.TxnAbortedException(message=conflict)
+
+    def _record_write_set(self, conn: Connection, txn_id: int) -> str | None:
+        """Adds the transaction's updates and deletes to WRITE_SET under a commit id, unless one of them
+        conflicts with a transaction that committed after this one began: then Hive's abort message.
+        The commit id is read from NEXT_TXN_ID FOR UPDATE, which also makes such commits one at a time."""
+        tc = s.TXN_COMPONENTS
+        changes = conn.execute(select(tc.c.TC_DATABASE, tc.c.TC_TABLE, tc.c.TC_PARTITION, tc.c.TC_OPERATION_TYPE)
+                               .where(tc.c.TC_TXNID == txn_id, tc.c.TC_OPERATION_TYPE.in_(["u", "d"]),
+                                      tc.c.TC_TABLE.is_not(None)).distinct()).all()
+        if not changes:
+            return None
+        commit_id = _next(conn, s.NEXT_TXN_ID, s.NEXT_TXN_ID.c.NTXN_NEXT, 0) - 1
+        ws = s.WRITE_SET
+        for db, table, partition, operation in changes:
+            same_place = (ws.c.WS_DATABASE == db) & (ws.c.WS_TABLE == table) & (
+                (ws.c.WS_PARTITION == partition) if partition is not None else ws.c.WS_PARTITION.is_(None))
+            query = select(ws).where(same_place, ws.c.WS_COMMIT_ID >= txn_id, ws.c.WS_TXNID != txn_id)
+            if operation != "u":  # delete beside delete is no conflict: one of the two must be an update
+                query = query.where(ws.c.WS_OPERATION_TYPE == "u")
+            clash = conn.execute(query.order_by(ws.c.WS_COMMIT_ID).limit(1)).first()
+            if clash is not None:
+                where = "/".join(p for p in (db, table, partition) if p is not None)
+                return (f"Aborting [txnid:{txn_id},{commit_id}] due to a write conflict on {where} committed by "
+                        f"[txnid:{clash.WS_TXNID},{clash.WS_COMMIT_ID}] {operation}/{clash.WS_OPERATION_TYPE}")
+        conn.execute(insert(ws), [{"WS_DATABASE": db, "WS_TABLE": table, "WS_PARTITION": partition,
+                                   "WS_TXNID": txn_id, "WS_COMMIT_ID": commit_id, "WS_OPERATION_TYPE": operation}
+                                  for db, table, partition, operation in changes])
+        return None
+
+    def _complete(self, conn: Connection, txn_id: int) -> list[TableWrite]:
+        """The rest of a commit: components become completed ones, locks and the TXNS row go."""
+        components = conn.execute(select(s.TXN_COMPONENTS).where(s.TXN_COMPONENTS.c.TC_TXNID == txn_id)).all()
+        if components:
+            now = _now_ms()
+            conn.execute(insert(s.COMPLETED_TXN_COMPONENTS), [
+                {"CTC_TXNID": txn_id, "CTC_DATABASE": c.TC_DATABASE, "CTC_TABLE": c.TC_TABLE,
+                 "CTC_PARTITION": c.TC_PARTITION, "CTC_TIMESTAMP": now, "CTC_WRITEID": c.TC_WRITEID,
+                 "CTC_UPDATE_DELETE": "Y" if c.TC_OPERATION_TYPE in ("u", "d") else "N"} for c in components])
+        conn.execute(delete(s.TXN_COMPONENTS).where(s.TXN_COMPONENTS.c.TC_TXNID == txn_id))
+        conn.execute(delete(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_TXNID == txn_id))
+        conn.execute(delete(s.TXNS).where(s.TXNS.c.TXN_ID == txn_id))
+        event_log.log(messages.commit_txn(txn_id))  # as Hive: readers pair it with the ALLOC_WRITE_ID events
+        return self._writes_of(conn, [txn_id])
 
     def abort_txns(self, txn_ids: Sequence[int], skip_unknown: bool = False) -> list[TableWrite]:
         """Aborts open transactions (aborting an aborted one again is a no-op); returns their write ids. An
@@ -410,7 +453,16 @@ class TransactionStore:
         """Aborts transactions and releases locks whose clients stopped heartbeating; returns the write ids
         of the aborted transactions. Safe to run on every instance at once."""
         with self.db.transaction(write=True) as conn:
-            return self._expire(conn)
+            aborted = self._expire(conn)
+            self._forget_old_write_sets(conn)
+            return aborted
+
+    @staticmethod
+    def _forget_old_write_sets(conn: Connection) -> None:
+        """WRITE_SET rows committed before every open transaction began can conflict with none any more."""
+        oldest_open = conn.execute(select(func.min(s.TXNS.c.TXN_ID)).where(s.TXNS.c.TXN_STATE == OPEN)).scalar()
+        horizon = oldest_open if oldest_open is not None else conn.execute(select(s.NEXT_TXN_ID.c.NTXN_NEXT)).scalar()
+        conn.execute(delete(s.WRITE_SET).where(s.WRITE_SET.c.WS_COMMIT_ID < horizon))
 
     def _expire(self, conn: Connection) -> list[TableWrite]:
         """Aborts transactions (with their ABORT_TXN events) and releases plain locks not heartbeated within
