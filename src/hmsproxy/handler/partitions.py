@@ -473,9 +473,7 @@ class PartitionCalls:
 
     def _drop_by_names(self, catalog: str, db: str, table: Any, names: Sequence[str], delete_data: bool,
                        if_exists: bool) -> list[Any]:
-        going = self.ctx.store.get_partitions_by_names(catalog, db, table.tableName, names)
-        with emitting(messages.drop_partition(table, list(going))) if going else contextlib.nullcontext():
-            dropped = self.ctx.store.drop_partitions(catalog, db, table.tableName, names, if_exists)
+        dropped = self.ctx.store.drop_partitions(catalog, db, table.tableName, names, if_exists)  # logs its event
         if delete_data and not is_external(table):
             for part in dropped:
                 self.ctx.warehouse.remove(part.sd.location if part.sd else None)

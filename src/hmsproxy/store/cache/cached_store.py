@@ -2,8 +2,9 @@
 
 Reads: from the shared cache when it holds the answer; otherwise from the delegate (a miss), and the table
 is queued for loading. Listings (database, table and function names) come from the prewarmed name
-indexes; a lookup of one object the cache does not hold always asks the database, so that an object
-created through another instance is never reported missing.
+indexes; a lookup of one object (a table, a partition by its values or names, ...) the cache does not
+hold always asks the database, so that an object created through another instance is never reported
+missing.
 
 Writes: to the delegate first (one database transaction); only after it committed is the cache updated,
 from the canonical form of what was written (store/canonical.py), never by reading it back. A failed write
@@ -142,11 +143,13 @@ class CachedStore(CachedStatistics, CachedTransactions):
             return 0
         entry = entry_from_bundle(bundle, builder)
         with self.cache.lock:
-            if bundle.version < self._versions_seen.get(key, 0):
-                return 0  # a client already got a newer state from the database: a later load will do
-            if self.cache.put_table(key, entry, loaded_at_generation=generation):
-                self.cache.index_table(key, entry.table)
-        return len(entry.partitions)
+            current = self.cache.generation(key) == generation and bundle.version >= self._versions_seen.get(key, 0)
+            if current:
+                self.cache.index_table(key, entry.table)  # listed even when too large to keep
+                self.cache.put_table(key, entry)
+                return len(entry.partitions)
+        self.request_load(key)  # the load overlapped a change (or a newer read): read it again
+        return 0
 
     # ---- changes made by other instances (store/cache/sync.py) --------------------------------------
 
@@ -447,16 +450,19 @@ class CachedStore(CachedStatistics, CachedTransactions):
                           lambda: self.delegate.get_partitions(cat, db_name, tbl_name, max_parts))
 
     def get_partitions_by_names(self, cat: str, db_name: str, tbl_name: str, names: Sequence[str]) -> Any:
-        return self._read(cat, db_name, tbl_name, "partition", lambda e: e.partitions.by_names(names),
+        def from_cache(entry: TableEntry) -> Any:
+            found = entry.partitions.by_names(names)
+            if len(found) < len(set(names)):  # another instance may have added them: never "missing" from memory
+                return self.delegate.get_partitions_by_names(cat, db_name, tbl_name, names)
+            return found
+
+        return self._read(cat, db_name, tbl_name, "partition", from_cache,
                           lambda: self.delegate.get_partitions_by_names(cat, db_name, tbl_name, names))
 
     def get_partition(self, cat: str, db_name: str, tbl_name: str, values: Sequence[str]) -> Any:
         def from_cache(entry: TableEntry) -> Any:
             found = entry.partitions.by_names([make_partition_name(entry.partitions.keys, values)])
-            if not found:
-                raise hms.NoSuchObjectException(
-                    message=f"partition values={list(values)} of {db_name}.{tbl_name} not found")
-            return found[0]
+            return found[0] if found else self.delegate.get_partition(cat, db_name, tbl_name, values)
 
         return self._read(cat, db_name, tbl_name, "partition", from_cache,
                           lambda: self.delegate.get_partition(cat, db_name, tbl_name, values))

@@ -11,6 +11,7 @@ from typing import Any, Callable, Sequence
 
 from sqlalchemy import Connection, Select, delete, func, insert, select, update
 
+from hmsproxy.events import log as event_log, messages
 from hmsproxy.idl import hms
 from hmsproxy.names import make_partition_name
 from hmsproxy.store.canonical import write_id
@@ -152,6 +153,9 @@ class PartitionStore:
                 raise no_such_object(f"partition {missing[0]} does not exist in {db_name}.{tbl_name}")
             dropped = self._load_partitions(conn, cat, db_name, tbl_name, ref, [r.PART_ID for r in rows])
             self._delete_partition_rows(conn, [r.PART_ID for r in rows], [r.SD_ID for r in rows])
+            if dropped:  # the event names what was dropped here, whatever a cache thought was there
+                [table] = self._load_tables(conn, cat, db_name, [tbl_name])
+                event_log.log(messages.drop_partition(table, dropped))
             return dropped
 
     @staticmethod
