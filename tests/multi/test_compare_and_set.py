@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from api.builders import table
 from hmsproxy.idl import hms
 from support.instances import connect, instances_on_one_database
 
@@ -19,18 +20,14 @@ REJECTION_PREFIX = f"The table has been modified. The parameter value for key '{
 
 
 def _table(db: str, location: str) -> hms.Table:
-    sd = hms.StorageDescriptor(cols=[hms.FieldSchema(name="a", type="int")], inputFormat="i", outputFormat="o",
-                               serdeInfo=hms.SerDeInfo(serializationLib="s", parameters={}), parameters={},
-                               bucketCols=[], sortCols=[], compressed=False, numBuckets=-1)
-    return hms.Table(tableName="t", dbName=db, sd=sd, partitionKeys=[], tableType="EXTERNAL_TABLE",
-                     parameters={KEY: location, "EXTERNAL": "TRUE"})
+    return table(hms, db, "t", table_type="EXTERNAL_TABLE", params={KEY: location, "EXTERNAL": "TRUE"})
 
 
 def _cas(client, db: str, expected: str, new: str) -> None:
-    table = client.get_table(db, "t")
-    table.parameters[KEY] = new
+    current = client.get_table(db, "t")
+    current.parameters[KEY] = new
     context = hms.EnvironmentContext(properties={"expected_parameter_key": KEY, "expected_parameter_value": expected})
-    client.alter_table_with_environment_context(db, "t", table, context)
+    client.alter_table_with_environment_context(db, "t", current, context)
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "mariadb", "postgres"])
@@ -83,11 +80,11 @@ def test_rejections_carry_hive_texts_and_change_nothing(tmp_path):
         with pytest.raises(hms.MetaException) as stale:
             _cas(client, "d", "v0", "v2")
         assert stale.value.message == (f"{REJECTION_PREFIX} 'v1'. The expected was value was 'v0'")
-        table = client.get_table("d", "t")
-        del table.parameters[KEY]
+        without_key = client.get_table("d", "t")
+        del without_key.parameters[KEY]
         context = hms.EnvironmentContext(properties={"expected_parameter_key": KEY, "expected_parameter_value": "v1"})
         with pytest.raises(hms.MetaException) as unset:
-            client.alter_table_with_environment_context("d", "t", table, context)
+            client.alter_table_with_environment_context("d", "t", without_key, context)
         assert unset.value.message == f"New value for expected key {KEY} is not set"
         assert client.get_table("d", "t").parameters[KEY] == "v1"
         _cas(client, "d", "v1", "v2")

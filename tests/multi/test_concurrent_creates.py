@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from api.builders import table
 from hmsproxy.idl import hms
 from support.instances import connect, instances_on_one_database
 
@@ -18,10 +19,7 @@ SYNC_BOUND_S = 15.0  # the poll interval is 0.2 s; this only bounds a broken tes
 
 
 def _table(db: str, name: str) -> hms.Table:
-    sd = hms.StorageDescriptor(cols=[hms.FieldSchema(name="a", type="int")], inputFormat="i", outputFormat="o",
-                               serdeInfo=hms.SerDeInfo(serializationLib="s", parameters={}), parameters={},
-                               bucketCols=[], sortCols=[], compressed=False, numBuckets=-1)
-    return hms.Table(tableName=name, dbName=db, sd=sd, partitionKeys=[], parameters={}, tableType="MANAGED_TABLE")
+    return table(hms, db, name)
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "mariadb", "postgres"])

@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from api.builders import table
 from hmsproxy.idl import hms
 from support.instances import connect, instances_on_one_database
 
@@ -14,11 +15,7 @@ ROUNDS = 6
 
 
 def _table(db: str) -> hms.Table:
-    sd = hms.StorageDescriptor(cols=[hms.FieldSchema(name="a", type="int")], inputFormat="i", outputFormat="o",
-                               serdeInfo=hms.SerDeInfo(serializationLib="s", parameters={}), parameters={},
-                               bucketCols=[], sortCols=[], compressed=False, numBuckets=-1)
-    return hms.Table(tableName="t", dbName=db, sd=sd, partitionKeys=[], tableType="EXTERNAL_TABLE",
-                     parameters={"EXTERNAL": "TRUE", "metadata_location": "v0"})
+    return table(hms, db, "t", table_type="EXTERNAL_TABLE", params={"EXTERNAL": "TRUE", "metadata_location": "v0"})
 
 
 def _exclusive(db: str) -> hms.LockRequest:
@@ -39,10 +36,10 @@ def test_a_read_under_a_granted_lock_sees_every_earlier_commit(backend, tmp_path
             writer = clients[round_ % 2]  # the commit alternates between the instances
             lock = writer.lock(_exclusive(db))
             assert lock.state == hms.LockState.ACQUIRED
-            table = writer.get_table(db, "t")
-            assert table.parameters["metadata_location"] == f"v{round_ - 1}", "a read under the lock was stale"
-            table.parameters["metadata_location"] = f"v{round_}"
-            writer.alter_table(db, "t", table)
+            current = writer.get_table(db, "t")
+            assert current.parameters["metadata_location"] == f"v{round_ - 1}", "a read under the lock was stale"
+            current.parameters["metadata_location"] = f"v{round_}"
+            writer.alter_table(db, "t", current)
             writer.unlock(hms.UnlockRequest(lockid=lock.lockid))
         for client in clients:
             client.close()
