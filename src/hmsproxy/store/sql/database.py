@@ -84,16 +84,20 @@ class Database:
             self.engine: Engine = create_engine(self.url, connect_args={"check_same_thread": False, "timeout": 30})
             event.listen(self.engine, "connect", _sqlite_pragmas)
             event.listen(self.engine, "begin", _sqlite_begin)
-        else:
+            self._writer = self.engine.execution_options(sqlite_begin="BEGIN IMMEDIATE")
+            engines = [self.engine]
+        else:  # two pools, so that no transaction pays for switching a connection's isolation level
             self.engine = create_engine(self.url, pool_size=pool_size, max_overflow=pool_size,
                                         pool_pre_ping=True, pool_recycle=3600, isolation_level="REPEATABLE READ")
-        self._writer = self.engine.execution_options(sqlite_begin="BEGIN IMMEDIATE") if self.is_sqlite else \
-            self.engine.execution_options(isolation_level="READ COMMITTED")
+            self._writer = create_engine(self.url, pool_size=pool_size, max_overflow=pool_size,
+                                         pool_pre_ping=True, pool_recycle=3600, isolation_level="READ COMMITTED")
+            engines = [self.engine, self._writer]
+        self._engines = engines
         self._sqlite_lock = threading.RLock()
         self._retrying = threading.local()
         self.event_listeners: list[Callable[[list[int]], None]] = []
-        if added_latency_ms > 0:
-            _add_round_trip_latency(self.engine, added_latency_ms / 1000.0)
+        for engine in engines if added_latency_ms > 0 else []:
+            _add_round_trip_latency(engine, added_latency_ms / 1000.0)
 
     @contextlib.contextmanager
     def transaction(self, write: bool = False) -> Iterator[Connection]:
@@ -148,7 +152,8 @@ class Database:
             self._retrying.active = False
 
     def dispose(self) -> None:
-        self.engine.dispose()
+        for engine in self._engines:
+            engine.dispose()
 
 
 def conflict_kind(error: sa_exc.DBAPIError) -> str | None:

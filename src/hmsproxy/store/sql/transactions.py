@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, Iterable, Sequence
 
 from sqlalchemy import Connection, delete, func, insert, select, update
@@ -315,7 +316,6 @@ class TransactionStore:
             raise hms.MetaException(message="a lock request needs at least one component")
         with self.db.transaction(write=True) as conn:
             lock_id = _next(conn, s.NEXT_LOCK_ID, s.NEXT_LOCK_ID.c.NL_NEXT)  # the decision mutex (module doc)
-            self._expire(conn)
             if txn_id:
                 if self._txn_state(conn, txn_id) == ABORTED:
                     raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
@@ -340,27 +340,27 @@ class TransactionStore:
             conn.execute(insert(s.HIVE_LOCKS), rows)
             if writes:
                 conn.execute(insert(s.TXN_COMPONENTS), writes)
-            return self._decide(conn, lock_id)
+            return self._decide(conn, lock_id, [SimpleNamespace(**row) for row in rows])
 
     def check_lock(self, lock_id: int) -> LockOutcome:
         with self.db.transaction(write=True) as conn:
             _next(conn, s.NEXT_LOCK_ID, s.NEXT_LOCK_ID.c.NL_NEXT, 0)  # the decision mutex (module doc)
-            txn_id = self._lock_rows(conn, lock_id)[0].HL_TXNID
+            mine = self._lock_rows(conn, lock_id)
+            txn_id = mine[0].HL_TXNID
             if txn_id and self._txn_state(conn, txn_id) == ABORTED:
                 raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
             self._heartbeat(conn, lock_id if not txn_id else None, txn_id or None)  # waiting is alive, as in Hive
             self._expire(conn)
-            return self._decide(conn, lock_id)
+            return self._decide(conn, lock_id, mine)
 
-    def _decide(self, conn: Connection, lock_id: int) -> LockOutcome:
-        """The lock's state after trying to acquire it, with what the cache needs to know of a grant."""
-        state = self._try_acquire(conn, lock_id)
+    def _decide(self, conn: Connection, lock_id: int, mine: Sequence[Any]) -> LockOutcome:
+        """The lock's state after trying to acquire it (its rows: `mine`), with what the cache needs to know
+        of a grant."""
+        state = self._try_acquire(conn, lock_id, mine)
         if state != hms.LockState.ACQUIRED:
             return LockOutcome(lock_id, state)
-        scopes = conn.execute(select(s.HIVE_LOCKS.c.HL_DB, s.HIVE_LOCKS.c.HL_TABLE).where(
-            s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == lock_id).distinct()).all()
-        return LockOutcome(lock_id, state, tuple((db, table) for db, table in scopes),
-                           event_log.current_event_id(conn))
+        scopes = tuple(dict.fromkeys((r.HL_DB, r.HL_TABLE) for r in mine))
+        return LockOutcome(lock_id, state, scopes, event_log.current_event_id(conn))
 
     @staticmethod
     def _lock_rows(conn: Connection, lock_id: int) -> list[Any]:
@@ -369,12 +369,12 @@ class TransactionStore:
             raise hms.NoSuchLockException(message=f"No such lock lockid:{lock_id}")
         return rows
 
-    def _try_acquire(self, conn: Connection, lock_id: int) -> int:
+    def _try_acquire(self, conn: Connection, lock_id: int, mine: Sequence[Any]) -> int:
         """Acquires every component at once if none conflicts with a held lock or an older waiting one."""
-        mine = self._lock_rows(conn, lock_id)
         if all(r.HL_LOCK_STATE == ACQUIRED for r in mine):
             return hms.LockState.ACQUIRED
-        others = conn.execute(select(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_LOCK_EXT_ID != lock_id)).all()
+        others = conn.execute(select(s.HIVE_LOCKS).where(  # locks conflict only within one database
+            s.HIVE_LOCKS.c.HL_LOCK_EXT_ID != lock_id, s.HIVE_LOCKS.c.HL_DB.in_({r.HL_DB for r in mine}))).all()
         for wanted in mine:
             for held in others:
                 blocking = held.HL_LOCK_STATE == ACQUIRED or held.HL_LOCK_EXT_ID < lock_id
