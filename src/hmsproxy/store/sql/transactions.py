@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, Iterable, Sequence
 
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import Connection, delete, func, insert, or_, select, update
 
 from hmsproxy.events import log as event_log, messages
 from hmsproxy.idl import hms
@@ -343,14 +343,19 @@ class TransactionStore:
             return self._decide(conn, lock_id, [SimpleNamespace(**row) for row in rows])
 
     def check_lock(self, lock_id: int) -> LockOutcome:
+        """The lock's state; a waiting lock is tried again, after expiring what was abandoned."""
         with self.db.transaction(write=True) as conn:
-            _next(conn, s.NEXT_LOCK_ID, s.NEXT_LOCK_ID.c.NL_NEXT, 0)  # the decision mutex (module doc)
             mine = self._lock_rows(conn, lock_id)
             txn_id = mine[0].HL_TXNID
+            waiting = any(r.HL_LOCK_STATE != ACQUIRED for r in mine)
+            if waiting:  # a decision to take: the mutex comes before any row lock (no deadlock with a holder)
+                conn.execute(select(s.NEXT_LOCK_ID.c.NL_NEXT).with_for_update())  # the decision mutex (module doc)
             if txn_id and self._txn_state(conn, txn_id) == ABORTED:
                 raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
             self._heartbeat(conn, lock_id if not txn_id else None, txn_id or None)  # waiting is alive, as in Hive
-            self._expire(conn)
+            if waiting:
+                self._expire(conn)
+                mine = self._lock_rows(conn, lock_id)
             return self._decide(conn, lock_id, mine)
 
     def _decide(self, conn: Connection, lock_id: int, mine: Sequence[Any]) -> LockOutcome:
@@ -394,17 +399,19 @@ class TransactionStore:
     def unlock(self, lock_id: int) -> None:
         """Releases a lock; a lock that is gone already is fine (Hive: idempotent). A transaction's lock may
         be given up while it waits; once acquired it lives until the transaction ends."""
+        locks = s.HIVE_LOCKS
         with self.db.transaction(write=True) as conn:
-            rows = conn.execute(select(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == lock_id)
-                                .order_by(s.HIVE_LOCKS.c.HL_LOCK_INT_ID)).all()
-            held = rows[0] if rows else None
-            if held is not None and held.HL_TXNID and held.HL_LOCK_STATE == ACQUIRED:
+            if conn.execute(delete(locks).where(locks.c.HL_LOCK_EXT_ID == lock_id, or_(
+                    locks.c.HL_TXNID == 0, locks.c.HL_LOCK_STATE != ACQUIRED))).rowcount:
+                return
+            held = conn.execute(select(locks).where(locks.c.HL_LOCK_EXT_ID == lock_id)
+                                .order_by(locks.c.HL_LOCK_INT_ID)).first()
+            if held is not None:  # an acquired lock of a transaction
                 raise hms.TxnOpenException(message=(
                     f"Unlocking locks associated with transaction not permitted.  lockid:{lock_id} "
                     f"intLockId:{held.HL_LOCK_INT_ID} txnid:{held.HL_TXNID} db:{held.HL_DB} table:{held.HL_TABLE} "
                     f"partition:{held.HL_PARTITION} state:ACQUIRED "
                     f"type:{hms.LockType._VALUES_TO_NAMES[LOCK_CODE_TYPES[held.HL_LOCK_TYPE]]}").replace(":None", ":null"))
-            conn.execute(delete(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == lock_id))
 
     def show_locks(self, db_name: str | None, table: str | None, partition: str | None,
                    txn_id: int | None) -> list[Any]:
@@ -468,8 +475,10 @@ class TransactionStore:
         """Aborts transactions (with their ABORT_TXN events) and releases plain locks not heartbeated within
         the timeout. The stale rows are read FOR UPDATE, so two instances never abort one twice."""
         cutoff = _now_ms() - self.txn_timeout_ms
-        stale = list(conn.execute(select(s.TXNS.c.TXN_ID).where(
-            s.TXNS.c.TXN_STATE == OPEN, s.TXNS.c.TXN_LAST_HEARTBEAT < cutoff).with_for_update()).scalars())
+        is_stale = (s.TXNS.c.TXN_STATE == OPEN) & (s.TXNS.c.TXN_LAST_HEARTBEAT < cutoff)
+        candidates = list(conn.execute(select(s.TXNS.c.TXN_ID).where(is_stale)).scalars())
+        stale = list(conn.execute(select(s.TXNS.c.TXN_ID).where(  # only the candidates' rows are locked
+            s.TXNS.c.TXN_ID.in_(candidates), is_stale).with_for_update()).scalars()) if candidates else []
         if stale:
             self._abort(conn, stale)
             for txn_id in stale:
