@@ -18,7 +18,7 @@ store/snapshot.py) is answered from the entry only if the entry is as fresh as t
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 from hmsproxy.dispatch import current_method
 from hmsproxy.events import log as event_log
@@ -36,6 +36,7 @@ from hmsproxy.store.snapshot import request_snapshot
 from hmsproxy.txn.write_ids import ValidWriteIdList, is_fresh_or_newer
 
 log = logging.getLogger(__name__)
+R, T = TypeVar("R"), TypeVar("T")
 # Calls always answered by the database: the notification log, and batched partition listings (one indexed
 # range read per batch, for tables too large to list at once).
 PASS_THROUGH = frozenset({"get_events", "current_event_id", "count_events", "oldest_event_id", "add_events",
@@ -167,28 +168,38 @@ class CachedStore(CachedStatistics, CachedTransactions):
         if self.policy.allows(key[1], key[2]):
             self.request_load(key)
 
+    def _read_then_install(self, cat: str, read: Callable[[], R], install: Callable[[R], T]) -> T:
+        """Reads from the database, then installs under the cache lock; reads again if a write in the catalog
+        overlapped the reads (they may be older than what the cache holds by then)."""
+        while True:
+            generation = self.cache.catalog_generations.get(cat, 0)
+            value = read()
+            with self.cache.lock:
+                if self.cache.catalog_generations.get(cat, 0) == generation:
+                    return install(value)
+
     def refresh_database(self, cat: str, name: str) -> None:
         """Reads a database again (changed elsewhere). A database new to this cache gets its table and
         function names from the database too: tables may have been created through this very instance
         before it learnt of the database, and their events, being its own, are not applied again."""
-        while True:
-            generation = self.cache.catalog_generations.get(cat, 0)
-            try:
-                database = self.delegate.get_database(cat, name)
-                known = (cat, name) in self.cache.table_index
-                tables = {} if known else {t: (kind, comment) for db, t, kind, comment in
-                                           self.delegate.get_table_meta(cat) if db == name}
-                functions = {} if known else {f.functionName: f for f in self.delegate.get_functions(cat, name)}
-            except hms.NoSuchObjectException:
-                return self.forget_database(cat, name)
-            with self.cache.lock:
-                if self.cache.catalog_generations.get(cat, 0) != generation:
-                    continue  # a write overlapped the reads: they may be older than what the cache holds
-                self.cache.bump_catalog(cat)
-                self.cache.databases[(cat, name)] = database
-                self.cache.table_index.setdefault((cat, name), tables)
-                self.cache.functions.setdefault((cat, name), functions)
-                return
+        def read() -> tuple[Any, dict[str, tuple[str, str | None]], dict[str, Any]]:
+            database = self.delegate.get_database(cat, name)
+            if (cat, name) in self.cache.table_index:
+                return database, {}, {}
+            tables = {t: (kind, comment) for db, t, kind, comment in self.delegate.get_table_meta(cat) if db == name}
+            return database, tables, {f.functionName: f for f in self.delegate.get_functions(cat, name)}
+
+        def install(read_back: tuple[Any, dict[str, tuple[str, str | None]], dict[str, Any]]) -> None:
+            database, tables, functions = read_back
+            self.cache.bump_catalog(cat)
+            self.cache.databases[(cat, name)] = database
+            self.cache.table_index.setdefault((cat, name), tables)
+            self.cache.functions.setdefault((cat, name), functions)
+
+        try:
+            self._read_then_install(cat, read, install)
+        except hms.NoSuchObjectException:
+            self.forget_database(cat, name)
 
     def forget_database(self, cat: str, name: str) -> None:
         with self.cache.lock:
@@ -201,46 +212,47 @@ class CachedStore(CachedStatistics, CachedTransactions):
             self.cache.functions.pop((cat, name), None)
 
     def refresh_function(self, cat: str, db: str, name: str) -> None:
-        while True:
-            generation = self.cache.catalog_generations.get(cat, 0)
+        def read() -> Any:
             try:
-                function = self.delegate.get_function(cat, db, name)
+                return self.delegate.get_function(cat, db, name)
             except hms.NoSuchObjectException:
-                function = None
-            with self.cache.lock:
-                if self.cache.catalog_generations.get(cat, 0) != generation:
-                    continue  # a write overlapped the read: it may be older than what the cache holds
-                self.cache.bump_catalog(cat)
-                functions = self.cache.functions.get((cat, db))
-                if functions is None:
-                    return
-                if function is None:
-                    functions.pop(name, None)
-                else:
-                    functions[name] = function
+                return None
+
+        def install(function: Any) -> None:
+            self.cache.bump_catalog(cat)
+            functions = self.cache.functions.get((cat, db))
+            if functions is None:
                 return
+            if function is None:
+                functions.pop(name, None)
+            else:
+                functions[name] = function
+
+        self._read_then_install(cat, read, install)
 
     def load_catalog(self, cat: str) -> list[TableKey]:
         """Loads a catalog's databases, functions and table name index; returns its tables to load.
         Reads again if a write in the catalog overlapped the reads, so no name list misses it."""
-        while True:
-            generation = self.cache.catalog_generations.get(cat, 0)
+        def read() -> tuple[dict[str, Any], list[tuple[str, str, str, str | None]], list[Any]]:
             databases = {name: self.delegate.get_database(cat, name) for name in self.delegate.get_database_names(cat)}
-            meta = self.delegate.get_table_meta(cat)
-            functions = self.delegate.get_functions(cat)
-            with self.cache.lock:
-                if self.cache.catalog_generations.get(cat, 0) != generation:
-                    continue
-                for name, database in databases.items():
-                    self.cache.databases[(cat, name)] = database
-                    self.cache.table_index[(cat, name)] = {}
-                    self.cache.functions[(cat, name)] = {}
-                for db, tbl, kind, comment in meta:
-                    self.cache.table_index[(cat, db)][tbl] = (kind, comment)
-                for function in functions:
-                    self.cache.functions[(cat, function.dbName)][function.functionName] = function
-                self.cache.complete_catalogs.add(cat)
-            return [(cat, db, tbl) for db, tbl, _, _ in meta if self.policy.allows(db, tbl)]
+            return databases, self.delegate.get_table_meta(cat), self.delegate.get_functions(cat)
+
+        def install(read_back: tuple[dict[str, Any], list[tuple[str, str, str, str | None]], list[Any]]
+                    ) -> list[tuple[str, str, str, str | None]]:
+            databases, meta, functions = read_back
+            for name, database in databases.items():
+                self.cache.databases[(cat, name)] = database
+                self.cache.table_index[(cat, name)] = {}
+                self.cache.functions[(cat, name)] = {}
+            for db, tbl, kind, comment in meta:
+                self.cache.table_index[(cat, db)][tbl] = (kind, comment)
+            for function in functions:
+                self.cache.functions[(cat, function.dbName)][function.functionName] = function
+            self.cache.complete_catalogs.add(cat)
+            return meta
+
+        meta = self._read_then_install(cat, read, install)
+        return [(cat, db, tbl) for db, tbl, _, _ in meta if self.policy.allows(db, tbl)]
 
     # ---- catalogs and databases --------------------------------------------------------------------
 

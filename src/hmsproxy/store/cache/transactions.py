@@ -19,7 +19,7 @@ from hmsproxy.txn.write_ids import ValidWriteIdList
 
 
 class CachedTransactions:
-    """Mixed into CachedStore: relies on its delegate, cache and _update_entry."""
+    """Mixed into CachedStore: relies on its delegate, cache, _update_entry, invalidate and catch_up."""
 
     def open_txns(self, count: int, user: str, host: str, agent: str | None, txn_type: int | None) -> list[int]:
         return self.delegate.open_txns(count, user, host, agent, txn_type)
@@ -94,10 +94,8 @@ class CachedTransactions:
         if outcome.state != hms.LockState.ACQUIRED or self.catch_up(outcome.event_head):
             return outcome
         for db, table in outcome.scopes:
-            keys = [("hive", db, table)] if table else list(self.cache.table_keys(("hive", db)))
-            for key in keys:
-                with self.cache.writing(key):
-                    self.cache.drop_table(key)
+            for key in [("hive", db, table)] if table else list(self.cache.table_keys(("hive", db))):
+                self.invalidate(key)  # dropped; the reload reads the database after the grant
         return outcome
 
     def unlock(self, lock_id: int) -> None:

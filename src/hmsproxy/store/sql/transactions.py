@@ -7,13 +7,13 @@ out unique ids and see one lock table. Committed transactions are deleted from T
 Hive 3+: a transaction that updated or deleted is checked at commit against the WRITE_SET of those that
 committed since it began, and aborted if both changed the same table or partition (one of them with an
 update), so that neither change is lost. A transaction or a lock not heartbeated within the timeout is aborted
-or released by the reaper (`reap_expired`, run periodically by every instance: idempotent) and before
-every lock decision.
+or released by the reaper (`reap_expired`, run periodically by every instance: idempotent) and when a
+waiting lock is checked.
 
 Lock decisions are linearizable: every decision to grant (lock, check_lock) first takes the NEXT_LOCK_ID
 row with SELECT ... FOR UPDATE, one mutex for all instances (Hive 2 used the same row; Hive 3+ has a
-separate AUX_TABLE 'CheckLock' row). Only after holding it does the decision read HIVE_LOCKS, and every
-backend runs READ COMMITTED (database.py), so each later statement sees every lock granted, requested or
+separate AUX_TABLE 'CheckLock' row). Only after holding it does the decision read HIVE_LOCKS, and write
+transactions run READ COMMITTED (database.py), so each later statement sees every lock granted, requested or
 released by a transaction that committed before: decisions happen one at a time, each seeing all earlier
 ones. Releases (unlock, commit, abort, expiry) need no mutex: a decision that misses a release in
 progress only waits longer. SQLite write transactions are serialised by the database file itself.
@@ -132,12 +132,9 @@ class TransactionStore:
             if state == ABORTED:
                 raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
             conflict = self._record_write_set(conn, txn_id)
-            if conflict is not None:
-                self._abort(conn, [txn_id])
-                own = self._writes_of(conn, [txn_id])
-                event_log.log(messages.abort_txn(txn_id, [(w.db, w.table, w.write_id) for w in own]))
-            else:
+            if conflict is None:
                 return self._complete(conn, txn_id)
+            self._abort(conn, [txn_id])
         raise hms.TxnAbortedException(message=conflict)
 
     def _record_write_set(self, conn: Connection, txn_id: int) -> str | None:
@@ -198,17 +195,20 @@ class TransactionStore:
                         raise
                     continue
                 known.append(txn_id)
-            txn_ids = known
-            self._abort(conn, txn_ids)
-            for txn_id in txn_ids:
-                own = self._writes_of(conn, [txn_id])
-                event_log.log(messages.abort_txn(txn_id, [(w.db, w.table, w.write_id) for w in own]))
-            return self._writes_of(conn, txn_ids)
+            return self._abort(conn, known)
 
-    def _abort(self, conn: Connection, txn_ids: Iterable[int]) -> None:
+    def _abort(self, conn: Connection, txn_ids: Iterable[int]) -> list[TableWrite]:
+        """Marks the transactions aborted, releases their locks and logs an ABORT_TXN event for each;
+        returns their write ids (which stay invalid)."""
         ids = list(txn_ids)
         conn.execute(update(s.TXNS).where(s.TXNS.c.TXN_ID.in_(ids)).values(TXN_STATE=ABORTED))
         conn.execute(delete(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_TXNID.in_(ids)))
+        writes: list[TableWrite] = []
+        for txn_id in ids:
+            own = self._writes_of(conn, [txn_id])
+            event_log.log(messages.abort_txn(txn_id, [(w.db, w.table, w.write_id) for w in own]))
+            writes += own
+        return writes
 
     @staticmethod
     def _committed_with_writes(conn: Connection, txn_id: int) -> bool:
@@ -479,14 +479,9 @@ class TransactionStore:
         candidates = list(conn.execute(select(s.TXNS.c.TXN_ID).where(is_stale)).scalars())
         stale = list(conn.execute(select(s.TXNS.c.TXN_ID).where(  # only the candidates' rows are locked
             s.TXNS.c.TXN_ID.in_(candidates), is_stale).with_for_update()).scalars()) if candidates else []
-        if stale:
-            self._abort(conn, stale)
-            for txn_id in stale:
-                own = self._writes_of(conn, [txn_id])
-                event_log.log(messages.abort_txn(txn_id, [(w.db, w.table, w.write_id) for w in own]))
         conn.execute(delete(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_TXNID == 0,
                                                 s.HIVE_LOCKS.c.HL_LAST_HEARTBEAT < cutoff))
-        return self._writes_of(conn, stale) if stale else []
+        return self._abort(conn, stale)
 
 
 def _txn_list(high: int, rows: Sequence[Any]) -> ValidTxnList:
