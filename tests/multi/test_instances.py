@@ -16,6 +16,7 @@ from hmsproxy.idl import hms
 from hmsproxy.txn.write_ids import ValidWriteIdList
 from support.databases import fresh_database
 from support.hmsproxy_server import start_hmsproxy_process
+from support.instances import instances_on_one_database
 
 VISIBLE_WITHIN_S = 10.0  # generous: the poll interval is 0.2 s; this only bounds a broken test
 
@@ -192,3 +193,24 @@ def test_event_ids_are_gap_free_and_unique_under_concurrent_writers(instances, d
     assert [e.eventType for e in events] == ["CREATE_TABLE"] * created
     assert client.get_current_notificationEventId().eventId == ids[-1]
     client.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "mariadb", "postgres"])
+def test_a_rename_onto_a_name_dropped_elsewhere_is_read_back_at_once(backend, tmp_path):
+    """A still holds t (dropped through B, event not yet applied) when it renames u to t: reading t
+    back through A must answer the renamed table, not the stale entry (found by test_coherence)."""
+    slow_poll = ("--poll-interval-s", "3600")  # A never applies B's drop before the rename
+    with instances_on_one_database(backend, tmp_path, 2, *slow_poll) as (_, (a, b)):
+        ca, cb = connect(a), connect(b)
+        ca.create_database(hms.Database(name="d", parameters={}))
+        ca.create_table(_table("d", "t", {"generation": "dropped"}))
+        assert ca.get_table("d", "t").parameters["generation"] == "dropped"  # cached in A
+        cb.drop_table("d", "t", True)
+        ca.create_table(_table("d", "u", {"generation": "renamed"}))
+        renamed = ca.get_table("d", "u")
+        renamed.tableName = "t"
+        ca.alter_table("d", "u", renamed)
+        read_back = ca.get_table("d", "t")
+        assert (read_back.id, read_back.parameters["generation"]) == (renamed.id, "renamed")
+        ca.close()
+        cb.close()

@@ -376,8 +376,10 @@ class CachedStore(CachedStatistics, CachedTransactions):
             changes_kind = old is not None and is_transactional(new_table) != (old.write_ids is not None)
             if new_key != key or cascade or old is None or changes_kind:
                 self._forget(key)
-                self.cache.index_table(new_key, new_table)
-                self.cache.bump(new_key)
+                with self.cache.lock:  # the name may still hold a table dropped elsewhere, event not yet applied
+                    self.cache.drop_table(new_key)
+                    self.cache.index_table(new_key, new_table)
+                    self.cache.bump(new_key)
                 self.request_load(new_key)
                 return
             stored = canonical.table(new_table, old.table_id, cat)
