@@ -39,6 +39,9 @@ class Metrics:
                                    registry=self.registry)
         self.cache_bytes = Gauge("hmsproxy_cache_bytes", "Estimated bytes held by cached tables",
                                  registry=self.registry)
+        self.cache_bookkeeping = Gauge("hmsproxy_cache_bookkeeping_entries", "Entries of the maps kept beside the "
+                                       "cached objects (generations, key_locks, loads_in_flight): bounded",
+                                       ["kind"], registry=self.registry)
         self.prewarm_tables = Gauge("hmsproxy_prewarm_tables", "Prewarm progress in tables", ["state"],
                                     registry=self.registry)
         self.prewarm_partitions = Gauge("hmsproxy_prewarm_partitions_loaded", "Partitions loaded by prewarm",

@@ -69,6 +69,9 @@ def cached(store: SqlStore, settings: Settings, metrics: Metrics) -> tuple[Cache
     metrics.cache_objects.labels("table").set_function(lambda: len(cache.tables))
     metrics.cache_objects.labels("database").set_function(lambda: len(cache.databases))
     metrics.cache_pending_entries.set_function(cache.pending_entries)
+    for kind in ("generations", "key_locks"):
+        metrics.cache_bookkeeping.labels(kind).set_function(lambda kind=kind: cache.bookkeeping_entries()[kind])
+    metrics.cache_bookkeeping.labels("loads_in_flight").set_function(cached_store.loads_in_flight)
     poller = Poller(cached_store, metrics, interval_s=settings.poll_interval_s, event_ttl_s=settings.event_ttl_s,
                     start_after=loader.start_after, reload_everything=loader.prewarm_again)
     store.db.event_listeners.append(poller.written_here)

@@ -57,7 +57,7 @@ def start_hmsproxy_process(workdir: Path, db_url: str, *extra_args: str) -> Runn
         log.close()
 
     return RunningServer(host="127.0.0.1", port=port, warehouse=workdir / "warehouse", workdir=workdir,
-                         metrics_port=metrics_port, _stop=stop)
+                         metrics_port=metrics_port, pid=process.pid, _stop=stop)
 
 
 def _listening(port: int) -> bool:

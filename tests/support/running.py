@@ -14,6 +14,7 @@ class RunningServer:
     warehouse: Path  # the server's hive.metastore.warehouse.dir (managed tables of `default` go here)
     workdir: Optional[Path] = None  # server-specific files (logs, database), if any
     metrics_port: Optional[int] = None  # where /metrics is served, when the server has it on
+    pid: Optional[int] = None  # the server's process, when it runs in one of its own
     _stop: Optional[Callable[[], None]] = field(default=None, repr=False, compare=False)
 
     @property

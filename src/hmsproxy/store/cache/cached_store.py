@@ -18,6 +18,7 @@ store/snapshot.py) is answered from the entry only if the entry is as fresh as t
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence, TypeVar
 
 from hmsproxy.dispatch import current_method
@@ -43,6 +44,14 @@ PASS_THROUGH = frozenset({"get_events", "current_event_id", "count_events", "old
                           "clean_events", "get_partition_batch", "table_version"})
 
 
+@dataclass
+class _LoadInFlight:
+    """A table load under way: the table's generation when it started, and the newest table version a
+    database answer showed meanwhile (the load is not cached if older)."""
+    generation: tuple[int, int]
+    newest_seen: int = 0
+
+
 class CachedStore(CachedStatistics, CachedTransactions):
     def __init__(self, delegate: RawStore, cache: SharedCache, policy: CachePolicy, metrics: Metrics,
                  request_load: Callable[[TableKey], None] = lambda key: None, strict_snapshots: bool = False) -> None:
@@ -54,7 +63,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
         # Applies the notification log up to an event id now; False if it cannot (events/poller.py).
         self.catch_up: Callable[[int], bool] = lambda event_id: False
         self.strict_snapshots = strict_snapshots
-        self._versions_seen: dict[TableKey, int] = {}   # newest table version a database answer showed
+        self._loads_in_flight: dict[TableKey, list[_LoadInFlight]] = {}
 
     # ---- bookkeeping -------------------------------------------------------------------------------
 
@@ -80,9 +89,9 @@ class CachedStore(CachedStatistics, CachedTransactions):
 
     def _read(self, cat: str, db: str, tbl: str, kind: str, from_cache: Callable[[TableEntry], Any],
               from_db: Callable[[], Any]) -> Any:
-        """Answers from the cached entry when it may, else from the database. A database answer records the
-        table's version it saw, so that no load older than that is cached afterwards: reads through this
-        instance never go backwards."""
+        """Answers from the cached entry when it may, else from the database. A database answer tells the
+        loads of the table in flight the version it saw, so that none older than that is cached afterwards:
+        reads through this instance never go backwards. (A load that starts later reads newer data.)"""
         entry = self._entry(cat, db, tbl, kind)
         if entry is not None:
             return from_cache(entry)
@@ -90,7 +99,8 @@ class CachedStore(CachedStatistics, CachedTransactions):
         key = (cat, db, tbl)
         version = self.delegate.table_version(db, tbl)
         with self.cache.lock:
-            self._versions_seen[key] = max(version, self._versions_seen.get(key, 0))
+            for load in self._loads_in_flight.get(key, ()):
+                load.newest_seen = max(load.newest_seen, version)
             cached = self.cache.get_table(key)
             if cached is not None and cached.version < version:  # a load finished meanwhile, older than this
                 self.cache.drop_table(key)
@@ -126,7 +136,23 @@ class CachedStore(CachedStatistics, CachedTransactions):
         """Loads one table into the cache (prewarm and reloads); returns the partitions loaded."""
         if not self.policy.allows(key[1], key[2]):
             return 0
-        generation = self.cache.generation(key)
+        with self.cache.lock:
+            load = _LoadInFlight(self.cache.generation(key))
+            self._loads_in_flight.setdefault(key, []).append(load)
+        try:
+            return self._load(key, load)
+        finally:
+            with self.cache.lock:
+                loads = self._loads_in_flight[key]
+                loads.remove(load)
+                if not loads:
+                    del self._loads_in_flight[key]
+
+    def loads_in_flight(self) -> int:
+        with self.cache.lock:
+            return sum(map(len, self._loads_in_flight.values()))
+
+    def _load(self, key: TableKey, load: _LoadInFlight) -> int:
         builder: PartitionSetBuilder | None = None
 
         def collect(table: Any, chunk: list[Any]) -> None:
@@ -139,12 +165,12 @@ class CachedStore(CachedStatistics, CachedTransactions):
             bundle = self.delegate.get_table_bundle(*key, partition_sink=collect)
         except hms.NoSuchObjectException:
             with self.cache.lock:
-                if self.cache.generation(key) == generation:
+                if self.cache.generation(key) == load.generation:
                     self.cache.unindex_table(key)
             return 0
         entry = entry_from_bundle(bundle, builder)
         with self.cache.lock:
-            current = self.cache.generation(key) == generation and bundle.version >= self._versions_seen.get(key, 0)
+            current = self.cache.generation(key) == load.generation and bundle.version >= load.newest_seen
             if current:
                 self.cache.index_table(key, entry.table)  # listed even when too large to keep
                 self.cache.put_table(key, entry)

@@ -7,7 +7,10 @@
   evicted when the memory bound is reached and served from the database until loaded again.
 
 Every write to a table bumps that table's generation; a load that started before the bump is dropped
-instead of overwriting newer data with older (the rule Trino's CachingHiveMetastore follows).
+instead of overwriting newer data with older (the rule Trino's CachingHiveMetastore follows). The
+bookkeeping stays bounded under any workload: generations are forgotten in bulk past a size (a floor keeps
+every later answer different from any number handed out before), and a table's write lock lives only
+while a write holds or awaits it.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from hmsproxy.txn.write_ids import ValidWriteIdList
 TableKey = tuple[str, str, str]   # catalog, database, table
 DbKey = tuple[str, str]           # catalog, database
 TABLE_OVERHEAD_BYTES = 4096       # a table object with its storage descriptor, roughly
+GENERATIONS_KEPT = 10_000         # tables whose generation is remembered; past it all are forgotten at once
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,8 @@ class _TableLRU(cachetools.LRUCache):
 
 
 class SharedCache:
-    def __init__(self, max_bytes: int, on_evict: Callable[[TableKey], None] = lambda key: None) -> None:
+    def __init__(self, max_bytes: int, on_evict: Callable[[TableKey], None] = lambda key: None,
+                 generations_kept: int = GENERATIONS_KEPT) -> None:
         self.lock = threading.RLock()
         self.databases: dict[DbKey, Any] = {}
         self.complete_catalogs: set[str] = set()
@@ -69,9 +74,12 @@ class SharedCache:
         self.tables = _TableLRU(max_bytes, on_evict)
         self.oversized: set[TableKey] = set()   # tables larger than the whole memory bound: never cached
         self._generations: dict[TableKey, int] = {}
+        self._generations_kept = generations_kept
+        self._writes = 0              # every bump takes the next number, so a generation never repeats
+        self._generation_floor = 0    # the generation of every table forgotten (or never written)
         self.catalog_generations: dict[str, int] = {}   # bumped by every write in a catalog
         self._epoch = 0
-        self._key_locks: dict[TableKey, threading.Lock] = {}
+        self._key_locks: dict[TableKey, _KeyLock] = {}
 
     # ---- tables ------------------------------------------------------------------------------------
 
@@ -82,18 +90,28 @@ class SharedCache:
     def generation(self, key: TableKey) -> tuple[int, int]:
         """Changes with every write to the table and with every clear()."""
         with self.lock:
-            return self._epoch, self._generations.get(key, 0)
+            return self._epoch, self._generations.get(key, self._generation_floor)
 
     def writing(self, key: TableKey) -> "_KeyWrite":
         """Serializes writes to one table in this process; bumps its generation when the write ends."""
-        with self.lock:
-            lock = self._key_locks.setdefault(key, threading.Lock())
-        return _KeyWrite(self, key, lock)
+        return _KeyWrite(self, key)
 
     def bump(self, key: TableKey) -> None:
+        """A write to the table: loads that started before it are dropped. Forgetting every generation
+        at once raises the floor to the newest number, which is above any a load can have started with
+        before a write since; a load that saw no write is at worst dropped and read again."""
         with self.lock:
-            self._generations[key] = self._generations.get(key, 0) + 1
+            self._writes += 1
+            self._generations[key] = self._writes
+            if len(self._generations) > self._generations_kept:
+                self._generations.clear()
+                self._generation_floor = self._writes
             self.bump_catalog(key[0])
+
+    def bookkeeping_entries(self) -> dict[str, int]:
+        """Sizes of the maps kept beside the cached objects (exported as a metric: they must stay bounded)."""
+        with self.lock:
+            return {"generations": len(self._generations), "key_locks": len(self._key_locks)}
 
     def bump_catalog(self, cat: str) -> None:
         """A catalog load that overlapped this write must start again (its name lists may miss it)."""
@@ -162,14 +180,28 @@ class SharedCache:
                 names.pop(key[2], None)
 
 
+@dataclass
+class _KeyLock:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    users: int = 0   # writes holding or awaiting the lock; at 0 it is removed
+
+
 class _KeyWrite:
-    def __init__(self, cache: SharedCache, key: TableKey, lock: threading.Lock) -> None:
-        self._cache, self._key, self._lock = cache, key, lock
+    def __init__(self, cache: SharedCache, key: TableKey) -> None:
+        self._cache, self._key = cache, key
 
     def __enter__(self) -> None:
-        self._lock.acquire()
+        with self._cache.lock:
+            key_lock = self._cache._key_locks.setdefault(self._key, _KeyLock())
+            key_lock.users += 1
+        key_lock.lock.acquire()
 
     def __exit__(self, *exc: Any) -> None:
         self._cache.bump(self._key)
-        self._lock.release()
+        with self._cache.lock:
+            key_lock = self._cache._key_locks[self._key]
+            key_lock.lock.release()
+            key_lock.users -= 1
+            if not key_lock.users:
+                del self._cache._key_locks[self._key]
 
