@@ -54,6 +54,11 @@ def make_partition_name(keys: Sequence[str], values: Sequence[str]) -> str:
     )
 
 
+def partition_exists_message(db: str, table: str, values: Sequence[str]) -> str:
+    """Hive's refusal of a rename onto an existing partition (HiveAlterHandler; values as a Java list)."""
+    return f"Partition already exists:{db}.{table}.[{', '.join(values)}]"
+
+
 def parse_partition_name(name: str) -> list[tuple[str, str]]:
     """`a=1/b=x%2Fy` -> [("a", "1"), ("b", "x/y")]; raises ValueError on a component without `=`."""
     pairs: list[tuple[str, str]] = []

@@ -34,7 +34,8 @@ class DatabaseCalls:
         stored = hms.Database(
             name=name, description=database.description, locationUri=location,
             parameters=dict(database.parameters or {}), ownerName=database.ownerName,
-            ownerType=database.ownerType, catalogName=catalog, createTime=now(),
+            ownerType=database.ownerType or hms.PrincipalType.USER,  # as Hive's ObjectStore.createDatabase
+            catalogName=catalog, createTime=now(),
             managedLocationUri=normalise_location(database.managedLocationUri),
         )
         made = self.ctx.warehouse.mkdirs(location)

@@ -56,8 +56,8 @@ class FunctionCalls:
     def _existing(self, catalog: str, db_name: str, name: str) -> Any:
         try:
             return self.ctx.store.get_function(catalog, db_name, name)
-        except hms.NoSuchObjectException as exc:
-            raise hms.InvalidOperationException(message=exc.message) from None
+        except hms.NoSuchObjectException:
+            raise hms.MetaException(message=f"function {name} doesn't exist") from None  # Hive's ObjectStore text
 
     def drop_function(self, dbName: str, funcName: str) -> None:
         catalog, db_name = split_catalog(dbName)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import re
 from typing import Any, Sequence
 
 from hmsproxy.handler.common import (
@@ -16,12 +17,13 @@ from hmsproxy.handler.tables import is_external, is_view
 from hmsproxy.events import messages
 from hmsproxy.events.log import emitting
 from hmsproxy.idl import hms
-from hmsproxy.names import make_partition_name, parse_partition_name
+from hmsproxy.names import make_partition_name, parse_partition_name, partition_exists_message, unescape_path_name
 from hmsproxy.partition_filter import FilterError, compile_filter
 from hmsproxy.warehouse import join, normalise_location
 
 
 MAX_BATCH_SIZE = 10_000
+PATH_COMPONENT = re.compile(r"([^/]+)=([^/]+)")  # key=value; the key runs to the last '='
 
 
 def _limit(items: list[Any], max_parts: int | None) -> list[Any]:
@@ -408,6 +410,8 @@ class PartitionCalls:
         except hms.MetaException as exc:
             raise hms.InvalidOperationException(message=exc.message) from None
         part.dbName, part.tableName, part.catName = db, table.tableName, catalog
+        if self.ctx.store.get_partitions_by_names(catalog, db, table.tableName, [self._name(table, part.values)]):
+            raise hms.InvalidOperationException(message=partition_exists_message(db, table.tableName, part.values))
         part.sd = part.sd or copy.deepcopy(old.sd)
         part.parameters = dict(part.parameters or {})
         part.parameters[DDL_TIME] = str(now())
@@ -485,17 +489,18 @@ class PartitionCalls:
         return True
 
     def partition_name_to_vals(self, part_name: str) -> list[str]:
-        return [v for _, v in self._parse_name(part_name)]
+        return list(self.partition_name_to_spec(part_name).values())
 
     def partition_name_to_spec(self, part_name: str) -> dict[str, str]:
-        return dict(self._parse_name(part_name))
-
-    @staticmethod
-    def _parse_name(part_name: str) -> list[tuple[str, str]]:
-        try:
-            return parse_partition_name(part_name or "")
-        except ValueError as exc:
-            raise hms.MetaException(message=str(exc)) from None
+        """Hive's reading (Warehouse.makeSpecFromName): every path component of the form key=value with both
+        sides non-empty (the key up to the last `=`), the others skipped; a repeated key keeps its first
+        place and its last value. So `garbage` is {} and `k=1/garbage` is {k: 1}, never an error."""
+        spec: dict[str, str] = {}
+        for component in (part_name or "").split("/"):
+            match = PATH_COMPONENT.fullmatch(component)
+            if match:
+                spec[unescape_path_name(match.group(1))] = unescape_path_name(match.group(2))
+        return spec
 
 
 def _stats_need_update(old_params: dict[str, str] | None, new_params: dict[str, str], env: dict[str, str]) -> bool:

@@ -81,10 +81,9 @@ class DatabaseStore:
             db_id = database_id(conn, cat, name)
             table_names = list(conn.execute(select(s.TBLS.c.TBL_NAME).where(s.TBLS.c.DB_ID == db_id)).scalars())
             function_names = list(conn.execute(select(s.FUNCS.c.FUNC_NAME).where(s.FUNCS.c.DB_ID == db_id)).scalars())
-            if (table_names or function_names) and not cascade:
-                what = f"{len(table_names)} tables" if table_names else f"{len(function_names)} functions"
-                raise hms.InvalidOperationException(
-                    message=f"Database {name} is not empty ({what}); drop it with cascade")
+            if (table_names or function_names) and not cascade:  # Hive's HMSHandler texts
+                what = "tables" if table_names else "functions"
+                raise hms.InvalidOperationException(message=f"Database {name} is not empty. One or more {what} exist.")
             dropped = [self._drop_table_in(conn, cat, name, t) for t in sorted(table_names)]
             for function_name in function_names:
                 self._drop_function_in(conn, db_id, function_name)

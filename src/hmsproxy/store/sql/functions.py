@@ -81,7 +81,7 @@ class FunctionStore:
             db_id = database_id(conn, cat, db_name)
             func_id = self._function_id(conn, db_id, name)
             if func_id is None:
-                raise hms.InvalidOperationException(message=f"Function {db_name}.{name} does not exist")
+                raise hms.MetaException(message=f"function {name} doesn't exist")  # Hive's ObjectStore.alterFunction
             new_db_id = database_id(conn, cat, function.dbName)
             if (function.dbName, function.functionName) != (db_name, name) and \
                     self._function_id(conn, new_db_id, function.functionName) is not None:

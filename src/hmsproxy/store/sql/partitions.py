@@ -13,7 +13,7 @@ from sqlalchemy import Connection, Select, delete, func, insert, select, update
 
 from hmsproxy.events import log as event_log, messages
 from hmsproxy.idl import hms
-from hmsproxy.names import make_partition_name
+from hmsproxy.names import make_partition_name, partition_exists_message
 from hmsproxy.store.canonical import write_id
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
@@ -110,7 +110,7 @@ class PartitionStore:
             ref = table_ref(conn, cat, db_name, tbl_name)
             new_name = make_partition_name(ref.partition_keys, part.values)
             if self._existing_names(conn, ref.tbl_id, [new_name]):
-                raise hms.InvalidOperationException(message=f"partition {new_name} already exists in {db_name}.{tbl_name}")
+                raise hms.InvalidOperationException(message=partition_exists_message(db_name, tbl_name, part.values))
             self._replace_partitions(conn, ref, [(list(old_values), part)])
 
     def _replace_partitions(self, conn: Connection, ref: TableRef, changes: Sequence[tuple[list[str], Any]]) -> None:

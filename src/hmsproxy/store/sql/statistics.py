@@ -83,7 +83,9 @@ class StatisticsStore:
         names = [r["COLUMN_NAME"] for r in rows]
         conn.execute(delete(stats_table).where(stats_table.c[owner] == owner_id, stats_table.c.COLUMN_NAME.in_(names)))
         first = self.db.allocate_ids(conn, model, len(rows))
-        conn.execute(insert(stats_table), [{**r, **fixed, owner: owner_id, "CS_ID": first + i} for i, r in enumerate(rows)])
+        value_columns = sorted(set().union(*rows))  # columns of different types fill different value columns
+        conn.execute(insert(stats_table), [{**dict.fromkeys(value_columns), **r, **fixed, owner: owner_id,
+                                            "CS_ID": first + i} for i, r in enumerate(rows)])
         owner_col = params_table.c[owner]
         current = _get_param(conn, params_table, owner_col, owner_id, ACCURATE)
         _set_param(conn, params_table, owner_col, owner_id, ACCURATE, mark_columns_accurate(current, names))

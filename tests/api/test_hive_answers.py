@@ -1,0 +1,181 @@
+"""Answers compared call by call with the real Hive Metastore 2.3.10 (issue 12): the same calls through
+hmsclient (Hive 2.3's IDL) at the reference (shared/reference-hms, Derby) and at hmsproxy (SQLite) must
+give the same results, or the same exception type and message. Only what must differ is normalised:
+warehouse locations (each server has its own) and times."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import uuid
+from typing import Any, Callable, Iterator
+
+import pytest
+from hmsclient import hmsclient
+from hmsclient.genthrift.hive_metastore import ttypes as A
+from thrift.Thrift import TException
+
+from support.hmsproxy_server import start_hmsproxy
+from support.reference_hms import start_reference_hms
+from support.running import RunningServer
+
+TIME_FIELDS = {"createTime", "lastAccessTime", "lastAnalyzed"}
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory) -> Iterator[tuple[RunningServer, RunningServer]]:
+    if shutil.which("java") is None or subprocess.run(["java", "-version"], capture_output=True).returncode:
+        pytest.skip("the reference Hive Metastore needs Java 17 (`java` is not on PATH)")
+    hive = start_reference_hms(tmp_path_factory.mktemp("hive-ref"))
+    ours = start_hmsproxy(tmp_path_factory.mktemp("hmsproxy"))
+    try:
+        yield hive, ours
+    finally:
+        ours.stop()
+        hive.stop()
+
+
+def _normalised(value: Any, warehouse: str, name: str | None = None) -> Any:
+    if hasattr(value, "thrift_spec"):
+        return {k: _normalised(v, warehouse, k) for k, v in vars(value).items() if v is not None}
+    if isinstance(value, dict):
+        return {k: _normalised(v, warehouse) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_normalised(v, warehouse, name) for v in value]
+    if name in TIME_FIELDS and value:
+        return "<time>"
+    if isinstance(value, str):
+        return value.replace(warehouse, "<warehouse>")
+    return value
+
+
+def _answer(server: RunningServer, calls: Callable[[Any, str], Any], db: str) -> Any:
+    """Runs `calls(client, db)` and returns its result, or its exception's type and message."""
+    client = hmsclient.HMSClient(host=server.host, port=server.port)
+    client.open()
+    try:
+        result = calls(client, db)
+    except TException as exc:
+        result = (type(exc).__name__, getattr(exc, "message", str(exc)))
+    finally:
+        client.close()
+    return _normalised(result, f"file:{server.warehouse.resolve()}")
+
+
+def same_answer(servers, calls: Callable[[Any, str], Any], db: str | None = None) -> Any:
+    hive, ours = servers
+    db = db or f"d{uuid.uuid4().hex[:8]}"
+    expected, got = _answer(hive, calls, db), _answer(ours, calls, db)
+    assert got == expected
+    return got
+
+
+def _sd(columns: list[tuple[str, str]]) -> A.StorageDescriptor:
+    return A.StorageDescriptor(
+        cols=[A.FieldSchema(name=n, type=t) for n, t in columns],
+        inputFormat="org.apache.hadoop.mapred.TextInputFormat",
+        outputFormat="org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
+        serdeInfo=A.SerDeInfo(serializationLib="org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe", parameters={}),
+        parameters={}, bucketCols=[], sortCols=[], compressed=False, numBuckets=-1)
+
+
+ALL_TYPES = [("a", "int"), ("s", "string"), ("d", "double"), ("b", "boolean"), ("dec", "decimal(10,2)"),
+             ("dt", "date"), ("bin", "binary")]
+
+
+def _partitioned_table(client: Any, db: str, values: tuple[str, ...] = ("x", "y")) -> None:
+    client.create_database(A.Database(name=db, parameters={}))
+    client.create_table(A.Table(tableName="t", dbName=db, sd=_sd(ALL_TYPES), parameters={},
+                                partitionKeys=[A.FieldSchema(name="k", type="string")], tableType="MANAGED_TABLE"))
+    client.add_partitions([A.Partition(dbName=db, tableName="t", values=[v], sd=_sd(ALL_TYPES), parameters={})
+                           for v in values])
+
+
+def test_a_database_created_without_an_owner_type_is_owned_by_a_user(servers):
+    def calls(client, db):
+        client.create_database(A.Database(name=db, parameters={}))
+        database = client.get_database(db)
+        return database.ownerName, database.ownerType
+    assert same_answer(servers, calls) == [None, A.PrincipalType.USER]
+
+
+def test_renaming_a_partition_onto_an_existing_one_is_refused_and_changes_nothing(servers):
+    def calls(client, db):
+        _partitioned_table(client, db)
+        part = client.get_partition(db, "t", ["x"])
+        part.values = ["y"]
+        try:
+            client.rename_partition(db, "t", ["x"], part)
+            refusal = None
+        except TException as exc:
+            refusal = (type(exc).__name__, exc.message)
+        return refusal, client.get_partition_names(db, "t", -1)
+    refusal, names = same_answer(servers, calls)
+    assert refusal[0] == "InvalidOperationException" and names == ["k=x", "k=y"]
+
+
+@pytest.mark.parametrize("name", ["garbage", "k=1/garbage", "", "k=", "=v", "a=b=c", "a=1/a=2", "a=1//b=2",
+                                  "/a=1/", "k=%2F", "a%3D=1"])
+def test_partition_names_are_read_as_hive_reads_them(servers, name):
+    same_answer(servers, lambda client, db: (client.partition_name_to_vals(name),
+                                             client.partition_name_to_spec(name)))
+
+
+@pytest.mark.parametrize("content", ["table", "function"])
+def test_dropping_a_database_that_is_not_empty_without_cascade(servers, content):
+    def calls(client, db):
+        client.create_database(A.Database(name=db, parameters={}))
+        if content == "table":
+            client.create_table(A.Table(tableName="t", dbName=db, sd=_sd([("a", "int")]), parameters={},
+                                        partitionKeys=[], tableType="MANAGED_TABLE"))
+        else:
+            client.create_function(A.Function(functionName="f", dbName=db, className="x.Y", ownerType=1,
+                                              functionType=1, resourceUris=[]))
+        client.drop_database(db, True, False)
+    assert same_answer(servers, calls)[0] == "InvalidOperationException"
+
+
+def test_altering_a_function_that_does_not_exist(servers):
+    def calls(client, db):
+        client.create_database(A.Database(name=db, parameters={}))
+        client.alter_function(db, "nofn", A.Function(functionName="nofn", dbName=db, className="x.Y", ownerType=1,
+                                                     functionType=1, resourceUris=[]))
+    assert same_answer(servers, calls)[0] == "MetaException"
+
+
+def _stats_of_every_type() -> list[A.ColumnStatisticsObj]:
+    data = {
+        "a": A.ColumnStatisticsData(longStats=A.LongColumnStatsData(lowValue=-1, highValue=9, numNulls=0, numDVs=3)),
+        "s": A.ColumnStatisticsData(stringStats=A.StringColumnStatsData(maxColLen=5, avgColLen=2.5, numNulls=1,
+                                                                        numDVs=2)),
+        "d": A.ColumnStatisticsData(doubleStats=A.DoubleColumnStatsData(lowValue=0.5, highValue=2.5, numNulls=0,
+                                                                        numDVs=2)),
+        "b": A.ColumnStatisticsData(booleanStats=A.BooleanColumnStatsData(numTrues=1, numFalses=2, numNulls=0)),
+        "dec": A.ColumnStatisticsData(decimalStats=A.DecimalColumnStatsData(
+            lowValue=A.Decimal(unscaled=b"\xff", scale=2), highValue=A.Decimal(unscaled=b"\x10\x00", scale=2),
+            numNulls=0, numDVs=2)),
+        "dt": A.ColumnStatisticsData(dateStats=A.DateColumnStatsData(lowValue=A.Date(daysSinceEpoch=1),
+                                                                     highValue=A.Date(daysSinceEpoch=10),
+                                                                     numNulls=0, numDVs=2)),
+        "bin": A.ColumnStatisticsData(binaryStats=A.BinaryColumnStatsData(maxColLen=4, avgColLen=2.0, numNulls=0)),
+    }
+    return [A.ColumnStatisticsObj(colName=name, colType=kind, statsData=data[name]) for name, kind in ALL_TYPES]
+
+
+def test_statistics_of_columns_of_every_type_in_one_call_read_back_field_for_field(servers):
+    columns = [name for name, _ in ALL_TYPES]
+
+    def calls(client, db):
+        _partitioned_table(client, db)
+        client.update_table_column_statistics(A.ColumnStatistics(
+            statsDesc=A.ColumnStatisticsDesc(isTblLevel=True, dbName=db, tableName="t"),
+            statsObj=_stats_of_every_type()))
+        client.update_partition_column_statistics(A.ColumnStatistics(
+            statsDesc=A.ColumnStatisticsDesc(isTblLevel=False, dbName=db, tableName="t", partName="k=y"),
+            statsObj=_stats_of_every_type()))
+        table = client.get_table_statistics_req(A.TableStatsRequest(dbName=db, tblName="t", colNames=columns))
+        parts = client.get_partitions_statistics_req(A.PartitionsStatsRequest(dbName=db, tblName="t",
+                                                                              colNames=columns, partNames=["k=y"]))
+        return table.tableStats, parts.partStats
+    table_stats, part_stats = same_answer(servers, calls)
+    assert [o["colName"] for o in table_stats] == columns
+    assert part_stats["k=y"] == table_stats
