@@ -179,3 +179,93 @@ def test_statistics_of_columns_of_every_type_in_one_call_read_back_field_for_fie
     table_stats, part_stats = same_answer(servers, calls)
     assert [o["colName"] for o in table_stats] == columns
     assert part_stats["k=y"] == table_stats
+
+
+def _answer_or_refusal(call: Callable[[], Any]) -> Any:
+    try:
+        return call()
+    except TException as exc:
+        return type(exc).__name__, getattr(exc, "message", str(exc))
+
+
+@pytest.mark.parametrize("column_type", [
+    "int", "integer", "Int", "long", "VARCHAR(10)", "varchar(10)", "numeric(3,1)", "decimal(3,1)", "double precision",
+    "timestamp with local time zone", "interval_day_time", "array<int", "struct", "null", "<x>", " int", "int_x",
+    "<derived from deserializer>", "uniontype<int,string>", "map<string,array<struct<a:int>>>"])
+def test_column_types_are_checked_as_hive_checks_them(servers, column_type):
+    def calls(client, db):
+        client.create_database(A.Database(name=db, parameters={}))
+        data = _answer_or_refusal(lambda: client.create_table(A.Table(
+            tableName="t", dbName=db, sd=_sd([("a", column_type)]), parameters={}, partitionKeys=[],
+            tableType="MANAGED_TABLE")))
+        key = _answer_or_refusal(lambda: client.create_table(A.Table(
+            tableName="p", dbName=db, sd=_sd([("a", "int")]), parameters={}, tableType="MANAGED_TABLE",
+            partitionKeys=[A.FieldSchema(name="k", type=column_type)])))
+        return data, key
+    same_answer(servers, calls)
+
+
+def test_table_shapes_hive_accepts_and_refuses(servers):
+    def calls(client, db):
+        client.create_database(A.Database(name=db, parameters={}))
+
+        def create(name, columns, keys=(), database=db):
+            return _answer_or_refusal(lambda: client.create_table(A.Table(
+                tableName=name, dbName=database, sd=_sd(columns), parameters={}, tableType="MANAGED_TABLE",
+                partitionKeys=[A.FieldSchema(name=n, type=t) for n, t in keys])))
+        answers = {
+            "missing database": create("t", [("a", "int")], database=f"No_{db}"),
+            "key named like a column": create("clash", [("a", "int")], [("a", "string")]),
+            "mixed case names": create("Mixed", [("MixedCase", "int")], [("PK", "string")]),
+            "again": create("MIXED", [("a", "int")]),
+        }
+        table = client.get_table(db, "clash")
+        mixed = client.get_table(db, "mixed")
+        altered = client.get_table(db, "mixed")
+        altered.sd.cols = [A.FieldSchema(name="x", type="notatype")]
+        answers["alter to a bad type"] = _answer_or_refusal(lambda: client.alter_table(db, "mixed", altered))
+        return (answers, [c.name for c in table.sd.cols], [k.name for k in table.partitionKeys],
+                [c.name for c in mixed.sd.cols], [k.name for k in mixed.partitionKeys])
+    same_answer(servers, calls)
+
+
+def test_objects_that_already_exist(servers):
+    def calls(client, db):
+        database = A.Database(name=db, parameters={})
+        client.create_database(database)
+        client.create_function(A.Function(functionName="f", dbName=db, className="x.Y", ownerType=1,
+                                          functionType=1, resourceUris=[]))
+        client.create_table(A.Table(tableName="t", dbName=db, sd=_sd([("a", "int")]), parameters={},
+                                    partitionKeys=[], tableType="MANAGED_TABLE"))
+        return [_answer_or_refusal(lambda: client.create_database(database)),
+                _answer_or_refusal(lambda: client.create_function(A.Function(
+                    functionName="F", dbName=db, className="x.Y", ownerType=1, functionType=1, resourceUris=[]))),
+                _answer_or_refusal(lambda: client.create_table(A.Table(
+                    tableName="T", dbName=db, sd=_sd([("a", "int")]), parameters={}, partitionKeys=[],
+                    tableType="MANAGED_TABLE")))]
+    assert [answer[0] for answer in same_answer(servers, calls)] == ["AlreadyExistsException"] * 3
+
+
+def test_an_empty_partition_value_is_kept_and_named_as_the_default_partition(servers):
+    def calls(client, db):
+        client.create_database(A.Database(name=db, parameters={}))
+        client.create_table(A.Table(tableName="t", dbName=db, sd=_sd([("a", "int")]), parameters={},
+                                    tableType="MANAGED_TABLE", partitionKeys=[A.FieldSchema(name="k", type="string"),
+                                                                              A.FieldSchema(name="h", type="int")]))
+        client.add_partitions([A.Partition(dbName=db, tableName="t", values=values, sd=_sd([("a", "int")]),
+                                           parameters={})
+                               for values in (["", "-1"], ["__HIVE_DEFAULT_PARTITION__", "2"], ["x", "1"])])
+        answers = {
+            "listing": [(p.values, p.sd.location) for p in client.get_partitions(db, "t", -1)],
+            "names": client.get_partition_names(db, "t", -1),
+            "by empty value": client.get_partition(db, "t", ["", "2"]).values,
+            "by default name": client.get_partition(db, "t", ["__HIVE_DEFAULT_PARTITION__", "-1"]).values,
+            "by name": client.get_partition_by_name(db, "t", "k=__HIVE_DEFAULT_PARTITION__/h=-1").values,
+            "by names": [p.values for p in client.get_partitions_by_names(db, "t", ["k=__HIVE_DEFAULT_PARTITION__/h=2"])],
+            "partial spec": [p.values for p in client.get_partitions_ps(db, "t", [""], -1)],
+            "appended": client.append_partition(db, "t", ["", "7"]).values,
+        }
+        for flt in ('k = "__HIVE_DEFAULT_PARTITION__"', 'k = ""', "h = -1", 'k != "x"', 'k like ".*"', "h > 0"):
+            answers[flt] = sorted(p.values for p in client.get_partitions_by_filter(db, "t", flt, -1))
+        return answers
+    same_answer(servers, calls)

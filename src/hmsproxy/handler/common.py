@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from hmsproxy.idl import hms
-from hmsproxy.names import DEFAULT_CATALOG, is_valid_identifier, normalise_partition_value
+from hmsproxy.names import DEFAULT_CATALOG, is_valid_identifier
 from hmsproxy.store.snapshot import reading_at
 from hmsproxy.warehouse import Warehouse
 
@@ -59,7 +59,8 @@ def env_properties(env: Any) -> dict[str, str]:
 
 
 def check_partition_values(table: Any, values: Sequence[str] | None) -> list[str]:
-    """The values must match the table's partition keys one to one; empty ones become the default name."""
+    """The values must match the table's partition keys one to one. An empty value is kept as given (Hive
+    stores it so); only the partition's name and directory say __HIVE_DEFAULT_PARTITION__ for it."""
     keys = [k.name for k in table.partitionKeys or []]
     values = list(values or [])
     if not keys:
@@ -67,7 +68,7 @@ def check_partition_values(table: Any, values: Sequence[str] | None) -> list[str
     if len(values) != len(keys):
         raise hms.MetaException(
             message=f"Invalid partition key & values; keys {keys}, values {values} of {table.dbName}.{table.tableName}")
-    return [normalise_partition_value(v) for v in values]
+    return ["" if v is None else v for v in values]
 
 
 def with_snapshot(method: Callable) -> Callable:

@@ -27,8 +27,11 @@ class FunctionCalls:
     def create_function(self, func: Any) -> None:
         function = self._normalised(func)
         function.createTime = now()
-        with emitting(messages.create_function(function)):
-            self.ctx.store.create_function(function)
+        try:
+            with emitting(messages.create_function(function)):
+                self.ctx.store.create_function(function)
+        except hms.AlreadyExistsException:  # Hive's text names the function as the client spelt it
+            raise hms.AlreadyExistsException(message=f"Function {func.functionName} already exists") from None
 
     def get_function(self, dbName: str, funcName: str) -> Any:
         catalog, db_name = split_catalog(dbName)

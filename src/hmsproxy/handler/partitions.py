@@ -185,13 +185,20 @@ class PartitionCalls:
 
     def get_partition(self, db_name: str, tbl_name: str, part_vals: Sequence[str]) -> Any:
         catalog, db, table = self._table(db_name, tbl_name)
-        return self.ctx.store.get_partition(catalog, db, table.tableName, check_partition_values(table, part_vals))
+        return self._partition_as_asked(catalog, db, table, check_partition_values(table, part_vals))
 
     @with_snapshot
     def get_partition_req(self, req: Any) -> Any:
         catalog, db, table = self._table(req.dbName, req.tblName, req.catName)
-        part = self.ctx.store.get_partition(catalog, db, table.tableName, check_partition_values(table, req.partVals))
+        part = self._partition_as_asked(catalog, db, table, check_partition_values(table, req.partVals))
         return hms.GetPartitionResponse(partition=part)
+
+    def _partition_as_asked(self, catalog: str, db: str, table: Any, values: list[str]) -> Any:
+        """The partition with the values it was asked by, as Hive answers: asked by `""` or by
+        __HIVE_DEFAULT_PARTITION__ (the same partition), it answers with the asker's spelling."""
+        part = copy.copy(self.ctx.store.get_partition(catalog, db, table.tableName, values))
+        part.values = values
+        return part
 
     def get_partition_with_auth(self, db_name: str, tbl_name: str, part_vals: Sequence[str], user_name: str,
                                 group_names: Sequence[str]) -> Any:
@@ -199,7 +206,7 @@ class PartitionCalls:
 
     def get_partition_by_name(self, db_name: str, tbl_name: str, part_name: str) -> Any:
         catalog, db, table = self._table(db_name, tbl_name)
-        return self.ctx.store.get_partition(catalog, db, table.tableName, self._values_from_name(table, part_name))
+        return self._partition_as_asked(catalog, db, table, self._values_from_name(table, part_name))
 
     def _check_limit(self, table: Any, count: int) -> None:
         """metastore.limit.partition.request: refuse, never truncate, a listing that is too large."""

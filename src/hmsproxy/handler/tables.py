@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import re
 from typing import Any, Sequence
 
 from hmsproxy.handler.common import (
@@ -30,17 +31,34 @@ def is_view(table: Any) -> bool:
     return table.tableType in (VIEW, MATERIALIZED_VIEW)
 
 
-def _check_columns(table: Any) -> None:
-    seen: set[str] = set()
-    for column in list(table.sd.cols or []) + list(table.partitionKeys or []):
-        if not column.name or column.type is None:
-            raise hms.InvalidObjectException(message=f"invalid column in table {table.tableName}: {column}")
-        name = column.name.lower()
-        if name in seen:
-            raise hms.InvalidObjectException(
-                message=f"Partition column name {name} conflicts with table columns or is duplicated")
-        seen.add(name)
-        column.name = name
+# The type names Hive's metastore accepts as the first word of a column type (serdeConstants' primitive and
+# collection types, uniontype, struct), case-sensitive, as MetaStoreUtils.validateColumnType checks them.
+HIVE_TYPE_NAMES = frozenset({
+    "void", "boolean", "tinyint", "smallint", "int", "bigint", "float", "double", "string", "varchar", "char",
+    "date", "datetime", "timestamp", "decimal", "binary", "interval_year_month", "interval_day_time",
+    "array", "map", "struct", "uniontype"})
+TYPE_FROM_DESERIALIZER = "<derived from deserializer>"
+FIRST_TYPE_WORD = re.compile(r"\w+|\W+")
+
+
+def _check_columns(table: Any, error: type[Exception]) -> None:
+    """Hive's checks of a table's columns and partition keys: the first word of every type is a Hive type
+    name (`error`, which differs between create and alter, else the text Hive sends); names are lower-cased.
+    A name used twice in one list fails as Hive's database insert does (MetaException); a partition key
+    may share a data column's name (HMS 2.3 accepts it)."""
+    for kind, columns in (("column", table.sd.cols or []), ("partition column", table.partitionKeys or [])):
+        seen: set[str] = set()
+        for column in columns:
+            if column.name is None or not column.type:
+                raise hms.MetaException(message=f"{kind} {column.name!r} of table {table.tableName} has no "
+                                                f"{'name' if column.name is None else 'type'}")
+            word = FIRST_TYPE_WORD.match(column.type)
+            if column.type != TYPE_FROM_DESERIALIZER and (word is None or word.group() not in HIVE_TYPE_NAMES):
+                raise error(message=f"Invalid {kind} type: {column.type}")
+            column.name = column.name.lower()
+            if column.name in seen:
+                raise hms.MetaException(message=f"{kind} {column.name} appears twice in table {table.tableName}")
+            seen.add(column.name)
 
 
 class TableCalls:
@@ -63,11 +81,20 @@ class TableCalls:
     def _create_table(self, tbl: Any, env: Any) -> None:
         if tbl is None or tbl.sd is None:
             raise hms.InvalidObjectException(message="table and its storage descriptor must be given")
+        try:
+            self._create_new_table(tbl, env)
+        except hms.AlreadyExistsException:  # Hive's text names the table as the client spelt it
+            raise hms.AlreadyExistsException(message=f"Table {tbl.tableName} already exists") from None
+
+    def _create_new_table(self, tbl: Any, env: Any) -> None:
         table = copy.deepcopy(tbl)
         table.tableName = require_valid_name(table.tableName)
         table.catName, table.dbName = split_catalog(table.dbName, table.catName)
-        _check_columns(table)
-        database = self.ctx.store.get_database(table.catName, table.dbName)
+        _check_columns(table, hms.InvalidObjectException)
+        try:
+            database = self.ctx.store.get_database(table.catName, table.dbName)
+        except hms.NoSuchObjectException:
+            raise hms.InvalidObjectException(message=tbl.dbName) from None  # HMS 2.3 names only the database
         if is_external(table):
             table.tableType = EXTERNAL
             table.parameters = {**(table.parameters or {}), "EXTERNAL": "TRUE"}
@@ -223,10 +250,7 @@ class TableCalls:
         new_keys = [(k.name.lower(), k.type) for k in table.partitionKeys or []]
         if old_keys != new_keys:
             raise hms.InvalidOperationException(message="partition keys can not be changed.")
-        try:
-            _check_columns(table)
-        except hms.InvalidObjectException as exc:
-            raise hms.InvalidOperationException(message=exc.message) from None
+        _check_columns(table, hms.InvalidOperationException)
         if is_external(table):
             table.tableType = EXTERNAL
         table.tableType = table.tableType or old.tableType

@@ -32,7 +32,7 @@ class DatabaseStore:
             exists = conn.execute(select(s.DBS.c.DB_ID).where(
                 s.DBS.c.NAME == database.name, s.DBS.c.CTLG_NAME == database.catalogName)).first()
             if exists is not None:
-                raise hms.AlreadyExistsException(message=f"database {database.name} already exists")
+                raise hms.AlreadyExistsException(message=f"Database {database.name} already exists")
             db_id = self.db.allocate_ids(conn, "MDatabase", 1)
             conn.execute(insert(s.DBS).values(
                 DB_ID=db_id, NAME=database.name, DESC=database.description, DB_LOCATION_URI=database.locationUri,

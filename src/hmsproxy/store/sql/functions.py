@@ -25,8 +25,7 @@ class FunctionStore:
         with self.db.transaction(write=True) as conn:
             db_id = database_id(conn, function.catName, function.dbName)
             if self._function_id(conn, db_id, function.functionName) is not None:
-                raise hms.AlreadyExistsException(
-                    message=f"Function {function.dbName}.{function.functionName} already exists")
+                raise hms.AlreadyExistsException(message=f"Function {function.functionName} already exists")
             func_id = self.db.allocate_ids(conn, "MFunction", 1)
             conn.execute(insert(s.FUNCS).values(FUNC_ID=func_id, DB_ID=db_id, **_function_row(function)))
             self._write_resources(conn, func_id, function)

@@ -40,7 +40,7 @@ class TableStore:
         with self.db.transaction(write=True) as conn:
             db_id = database_id(conn, table.catName, table.dbName)
             if find_table(conn, table.catName, table.dbName, table.tableName) is not None:
-                raise hms.AlreadyExistsException(message=f"Table {table.catName}.{table.dbName}.{table.tableName} already exists")
+                raise hms.AlreadyExistsException(message=f"Table {table.tableName} already exists")
             cd_id = insert_columns(self.db, conn, table.sd.cols)
             [sd_id] = insert_descriptors(self.db, conn, [table.sd], [cd_id])
             tbl_id = self.db.allocate_ids(conn, "MTable", 1)
