@@ -1,5 +1,5 @@
 """Answers compared call by call with the real Hive Metastore 2.3.10 (issue 12): the same calls through
-hmsclient (Hive 2.3's IDL) at the reference (shared/reference-hms, Derby) and at hmsproxy (SQLite) must
+hmsclient (Hive 2.3's IDL) at the reference (shared/reference-hms, Derby) and at hmsproxy (on each backend) must
 give the same results, or the same exception type and message. Only what must differ is normalised:
 warehouse locations (each server has its own) and times."""
 from __future__ import annotations
@@ -14,6 +14,7 @@ from hmsclient import hmsclient
 from hmsclient.genthrift.hive_metastore import ttypes as A
 from thrift.Thrift import TException
 
+from support.databases import BACKENDS, fresh_database
 from support.hmsproxy_server import start_hmsproxy
 from support.reference_hms import start_reference_hms
 from support.running import RunningServer
@@ -22,16 +23,19 @@ TIME_FIELDS = {"createTime", "lastAccessTime", "lastAnalyzed"}
 
 
 @pytest.fixture(scope="module")
-def servers(tmp_path_factory) -> Iterator[tuple[RunningServer, RunningServer]]:
+def hive(tmp_path_factory) -> Iterator[RunningServer]:
     if shutil.which("java") is None or subprocess.run(["java", "-version"], capture_output=True).returncode:
         pytest.skip("the reference Hive Metastore needs Java 17 (`java` is not on PATH)")
-    hive = start_reference_hms(tmp_path_factory.mktemp("hive-ref"))
-    ours = start_hmsproxy(tmp_path_factory.mktemp("hmsproxy"))
-    try:
+    with start_reference_hms(tmp_path_factory.mktemp("hive-ref")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def servers(request, hive, tmp_path_factory) -> Iterator[tuple[RunningServer, RunningServer]]:
+    """The reference and hmsproxy on each backend (sqlite, mariadb, postgres)."""
+    workdir = tmp_path_factory.mktemp(f"hmsproxy-{request.param}")
+    with fresh_database(request.param, workdir) as url, start_hmsproxy(workdir, url) as ours:
         yield hive, ours
-    finally:
-        ours.stop()
-        hive.stop()
 
 
 def _normalised(value: Any, warehouse: str, name: str | None = None) -> Any:
