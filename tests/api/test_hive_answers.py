@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 import uuid
 from typing import Any, Callable, Iterator
 
@@ -273,3 +274,26 @@ def test_an_empty_partition_value_is_kept_and_named_as_the_default_partition(ser
             answers[flt] = sorted(p.values for p in client.get_partitions_by_filter(db, "t", flt, -1))
         return answers
     same_answer(servers, calls)
+
+
+def test_statistics_record_when_they_were_written(servers):
+    hive, ours = servers
+    column = A.ColumnStatisticsObj(colName="a", colType="int", statsData=A.ColumnStatisticsData(
+        longStats=A.LongColumnStatsData(lowValue=1, highValue=9, numNulls=0, numDVs=3)))
+
+    def calls(client, db):
+        _partitioned_table(client, db)
+        client.update_table_column_statistics(A.ColumnStatistics(statsDesc=A.ColumnStatisticsDesc(
+            isTblLevel=True, dbName=db, tableName="t", lastAnalyzed=12345), statsObj=[column]))
+        client.update_partition_column_statistics(A.ColumnStatistics(statsDesc=A.ColumnStatisticsDesc(
+            isTblLevel=False, dbName=db, tableName="t", partName="k=x"), statsObj=[column]))
+        return (client.get_table_column_statistics(db, "t", "a").statsDesc,
+                client.get_partition_column_statistics(db, "t", "k=x", "a").statsDesc)
+    db = f"d{uuid.uuid4().hex[:8]}"
+    before = int(time.time())
+    written = _answer(ours, calls, db)
+    assert _answer(hive, calls, db) == written
+    assert [desc["lastAnalyzed"] for desc in written] == ["<time>", "<time>"]
+    client = hmsclient.HMSClient(host=ours.host, port=ours.port)
+    with client:
+        assert before <= client.get_table_column_statistics(db, "t", "a").statsDesc.lastAnalyzed <= time.time()

@@ -66,8 +66,10 @@ class StatisticsCalls:
         objs = self.ctx.store.get_table_column_statistics(catalog, db, table, [column])
         if not objs:
             raise hms.NoSuchObjectException(message=f"no column statistics for {db}.{table}.{column}")
+        analyzed = self.ctx.store.statistics_analyzed_at(catalog, db, table, None, column)
         return hms.ColumnStatistics(
-            statsDesc=hms.ColumnStatisticsDesc(isTblLevel=True, dbName=db, tableName=table, catName=catalog),
+            statsDesc=hms.ColumnStatisticsDesc(isTblLevel=True, dbName=db, tableName=table, catName=catalog,
+                                               lastAnalyzed=analyzed),
             statsObj=objs)
 
     def get_partition_column_statistics(self, db_name: str, tbl_name: str, part_name: str, col_name: str) -> Any:
@@ -77,9 +79,10 @@ class StatisticsCalls:
         found = self.ctx.store.get_partition_column_statistics(catalog, db, table, [part_name], [column])
         if not found.get(part_name):
             raise hms.NoSuchObjectException(message=f"no column statistics for {db}.{table} {part_name} {column}")
+        analyzed = self.ctx.store.statistics_analyzed_at(catalog, db, table, part_name, column)
         return hms.ColumnStatistics(
             statsDesc=hms.ColumnStatisticsDesc(isTblLevel=False, dbName=db, tableName=table, partName=part_name,
-                                               catName=catalog),
+                                               catName=catalog, lastAnalyzed=analyzed),
             statsObj=found[part_name])
 
     @with_snapshot

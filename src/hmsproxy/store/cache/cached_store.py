@@ -38,10 +38,11 @@ from hmsproxy.txn.write_ids import ValidWriteIdList, is_fresh_or_newer
 
 log = logging.getLogger(__name__)
 R, T = TypeVar("R"), TypeVar("T")
-# Calls always answered by the database: the notification log, and batched partition listings (one indexed
-# range read per batch, for tables too large to list at once).
+# Calls always answered by the database: the notification log, batched partition listings (one indexed
+# range read per batch, for tables too large to list at once), and the time statistics were written (asked
+# only by the single-column statistics calls of old clients).
 PASS_THROUGH = frozenset({"get_events", "current_event_id", "count_events", "oldest_event_id", "add_events",
-                          "clean_events", "get_partition_batch", "table_version"})
+                          "clean_events", "get_partition_batch", "table_version", "statistics_analyzed_at"})
 
 
 @dataclass

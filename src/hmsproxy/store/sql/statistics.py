@@ -92,7 +92,7 @@ class StatisticsStore:
 
     @staticmethod
     def _rows(stats: Any, known_columns: dict[str, str], owner: str) -> list[dict[str, Any]]:
-        last_analyzed = stats.statsDesc.lastAnalyzed or int(time.time())
+        last_analyzed = int(time.time())  # the time of writing, whatever the client says (as HMS 2.3 does)
         rows = []
         for obj in stats.statsObj or []:
             name = (obj.colName or "").lower()
@@ -131,6 +131,18 @@ class StatisticsStore:
                         s.PART_COL_STATS.c.COLUMN_NAME.in_(list(col_names)))):
                     result[r.PARTITION_NAME][r.COLUMN_NAME] = row_to_obj(r._mapping)
         return {p: [cols[c] for c in col_names if c in cols] for p, cols in result.items()}
+
+    def statistics_analyzed_at(self, cat: str, db_name: str, tbl_name: str, part_name: str | None,
+                               col_name: str) -> int | None:
+        """When a column's statistics were written (ColumnStatisticsDesc.lastAnalyzed); None if it has none."""
+        with self.db.transaction() as conn:
+            ref = table_ref(conn, cat, db_name, tbl_name)
+            if part_name is None:
+                where = (s.TAB_COL_STATS.c.TBL_ID == ref.tbl_id) & (s.TAB_COL_STATS.c.COLUMN_NAME == col_name)
+                return conn.execute(select(s.TAB_COL_STATS.c.LAST_ANALYZED).where(where)).scalar()
+            stats = s.PART_COL_STATS
+            return conn.execute(select(stats.c.LAST_ANALYZED).where(
+                stats.c.PART_ID == self._part_id(conn, ref, part_name), stats.c.COLUMN_NAME == col_name)).scalar()
 
     def delete_table_column_statistics(self, cat: str, db_name: str, tbl_name: str, col_name: str | None) -> None:
         with self.db.transaction(write=True) as conn:
