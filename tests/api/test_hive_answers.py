@@ -297,3 +297,74 @@ def test_statistics_record_when_they_were_written(servers):
     client = hmsclient.HMSClient(host=ours.host, port=ours.port)
     with client:
         assert before <= client.get_table_column_statistics(db, "t", "a").statsDesc.lastAnalyzed <= time.time()
+
+
+FAST_STATS = ("numFiles", "totalSize", "COLUMN_STATS_ACCURATE")
+
+
+def _put_file(location: str, name: str, content: str) -> None:
+    with open(f"{location.removeprefix('file:')}/{name}", "w") as file:
+        file.write(content)
+
+
+def test_quick_stats_are_computed_when_hive_computes_them(servers, tmp_path):
+    """numFiles/totalSize: on a plain alter of a table or partition, not on a table rename, not with
+    DO_NOT_UPDATE_STATS, kept accurate with STATS_GENERATED=TASK; over existing data at creation."""
+    def calls(client, db):
+        def fast(params):
+            return {k: v for k, v in params.items() if k in FAST_STATS}
+        seen = {}
+        client.create_database(A.Database(name=db, parameters={}))
+        client.create_table(A.Table(tableName="t", dbName=db, sd=_sd([("a", "int")]), parameters={},
+                                    partitionKeys=[], tableType="MANAGED_TABLE"))
+        table = client.get_table(db, "t")
+        _put_file(table.sd.location, "f", "hello")
+        seen["created"] = fast(table.parameters)
+        renamed = client.get_table(db, "t")
+        renamed.tableName = "t2"
+        client.alter_table(db, "t", renamed)
+        seen["renamed"] = fast(client.get_table(db, "t2").parameters)
+        altered = client.get_table(db, "t2")
+        altered.parameters["x"] = "1"
+        client.alter_table(db, "t2", altered)
+        seen["altered"] = fast(client.get_table(db, "t2").parameters)
+        _partitioned_table(client, f"{db}p", values=("x", "y", "z"))
+        for value in ("x", "y", "z"):
+            _put_file(client.get_partition(f"{db}p", "t", [value]).sd.location, "f", "abc" * 3)
+        part = client.get_partition(f"{db}p", "t", ["x"])
+        part.parameters["u"] = "1"
+        client.alter_partition(f"{db}p", "t", part)
+        seen["partition altered"] = fast(client.get_partition(f"{db}p", "t", ["x"]).parameters)
+        for value, env in (("y", {"DO_NOT_UPDATE_STATS": "true"}), ("z", {"STATS_GENERATED": "TASK"})):
+            part = client.get_partition(f"{db}p", "t", [value])
+            part.parameters["COLUMN_STATS_ACCURATE"] = '{"BASIC_STATS":"true"}'
+            client.alter_partition_with_environment_context(f"{db}p", "t", part, A.EnvironmentContext(properties=env))
+            seen[f"partition altered with {env}"] = fast(client.get_partition(f"{db}p", "t", [value]).parameters)
+        outside = tmp_path / uuid.uuid4().hex   # existing data, a directory for each server
+        outside.mkdir()
+        (outside / "f").write_text("xyz")
+        client.create_table(A.Table(tableName="e", dbName=db, sd=_sd([("a", "int")]), parameters={"EXTERNAL": "TRUE"},
+                                    partitionKeys=[], tableType="EXTERNAL_TABLE"))
+        external = client.get_table(db, "e")
+        external.sd.location = f"file:{outside}"
+        client.alter_table(db, "e", external)
+        seen["external altered onto data"] = fast(client.get_table(db, "e").parameters)
+        return seen
+    seen = same_answer(servers, calls)
+    assert seen["renamed"] == {} and seen["altered"] == {"numFiles": "1", "totalSize": "5"}
+
+
+def test_a_renamed_partition_gets_true_quick_stats(servers):
+    """On purpose unlike HMS 2.3, which computes them before moving the data and records 0 files, 0 bytes."""
+    hive, ours = servers
+
+    def calls(client, db):
+        _partitioned_table(client, db, values=("x",))
+        part = client.get_partition(db, "t", ["x"])
+        _put_file(part.sd.location, "f", "abcd")
+        part.values = ["y"]
+        client.rename_partition(db, "t", ["x"], part)
+        return {k: v for k, v in client.get_partition(db, "t", ["y"]).parameters.items() if k in FAST_STATS}
+    db = f"d{uuid.uuid4().hex[:8]}"
+    assert _answer(hive, calls, db) == {"numFiles": "0", "totalSize": "0"}
+    assert _answer(ours, calls, db) == {"numFiles": "1", "totalSize": "4"}

@@ -435,6 +435,9 @@ class PartitionCalls:
                 moved = self.ctx.warehouse.move(*move)
             except FileExistsError as exc:
                 raise hms.InvalidOperationException(message=str(exc)) from None
+        # HMS computes them when the new partition lacks them, but before it moves the data (0 files, 0
+        # bytes); here after the move, so that they are true (README: Hive 2.3 or Hive 4)
+        update_quick_stats(part.parameters, part.sd.location, new_dir=False, force=False, env={})
         try:
             with emitting(messages.alter_partition(table, old, part)):
                 self.ctx.store.rename_partition(catalog, db, table.tableName, old_values, part)

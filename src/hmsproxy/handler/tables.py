@@ -275,7 +275,9 @@ class TableCalls:
                 raise hms.InvalidOperationException(message=str(exc)) from None
         props = env_properties(env)
         expected = _expected_parameter(props, table)
-        if not is_view(table) and not table.partitionKeys and props.get(DO_NOT_UPDATE_STATS, "").lower() != "true":
+        # HiveAlterHandler computes them on a plain alter, never on a rename
+        if not renamed and not is_view(table) and not table.partitionKeys \
+                and props.get(DO_NOT_UPDATE_STATS, "").lower() != "true":
             update_quick_stats(table.parameters, table.sd.location, new_dir=False, force=True, env=props)
         strip_marker(table.parameters)
         try:
