@@ -8,7 +8,7 @@ import sys
 import threading
 
 from hmsproxy import config
-from hmsproxy.store.sql.database import Database, init_schema, schema_version
+from hmsproxy.store.sql.database import Database, SchemaRefused, init_schema, schema_version
 from hmsproxy.warehouse import to_uri
 
 
@@ -61,9 +61,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"hmsproxy: {exc}", file=sys.stderr)
         return 2
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if args.command == "schema":
-        return _schema(args.action, settings)
-    return _serve(settings)
+    try:
+        if args.command == "schema":
+            return _schema(args.action, settings)
+        return _serve(settings)
+    except SchemaRefused as exc:
+        print(f"hmsproxy: {exc}", file=sys.stderr)
+        return 2
 
 
 def _schema(action: str, settings: config.Settings) -> int:

@@ -223,6 +223,29 @@ def schema_exists(db: Database) -> bool:
     return inspect(db.engine).has_table("VERSION")
 
 
+class SchemaRefused(Exception):
+    """The database holds a metastore schema hmsproxy does not serve: it is left exactly as it is."""
+
+
+def check_servable(db: Database) -> None:
+    """Refuses a metastore database that Hive's schematool (or another tool) laid out, so that nothing is
+    ever created in it: a VERSION other than ours, Hive 4's layout (transaction ids from TXNS itself, no
+    NEXT_TXN_ID), or Hive's tables without a VERSION row. An empty database, or one of ours, passes."""
+    tables = set(inspect(db.engine).get_table_names())
+    version = schema_version(db) if "VERSION" in tables else None
+    if version is None and not tables & {"DBS", "TBLS"}:
+        return
+    if version == s.SCHEMA_VERSION and "NEXT_TXN_ID" in tables:
+        return
+    found = f"Hive metastore schema {version}" if version else "a Hive metastore schema with no VERSION row"
+    if version == s.SCHEMA_VERSION:
+        found += " as Hive's schematool creates it"
+    raise SchemaRefused(
+        f"this database holds {found}; hmsproxy serves only the schema `hmsproxy schema init` creates "
+        f"(Hive {s.SCHEMA_VERSION} names, with NEXT_TXN_ID). Serving Hive's own schemas in place and "
+        f"`hmsproxy schema upgrade` are not available yet. Nothing was changed.")
+
+
 def schema_version(db: Database) -> str | None:
     if not schema_exists(db):
         return None
@@ -232,7 +255,9 @@ def schema_version(db: Database) -> str | None:
 
 def init_schema(db: Database, default_catalog_location: str) -> bool:
     """Creates the Hive schema with its VERSION row, sequences and the default catalog; False if it was
-    already there. Tables a newer hmsproxy added to an existing schema are created either way."""
+    already there. Tables a newer hmsproxy added to an existing schema are created either way; a schema
+    that is not ours is refused before anything is written (check_servable)."""
+    check_servable(db)
     created = not schema_exists(db)
     s.metadata.create_all(db.engine)
     with db.transaction() as conn:
