@@ -17,6 +17,8 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the metastore Thrift server")
     serve.add_argument("--config", help="TOML config file (also HMSPROXY_CONFIG)")
+    serve.add_argument("--hive-site", help="hive-site.xml of a Java HMS: its database, warehouse, port and cache "
+                                           "keys (also HMSPROXY_HIVE_SITE)")
     serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="Thrift port (default 9083; 0 picks a free one)")
     serve.add_argument("--db", help="SQLAlchemy URL of the metastore database (default sqlite:///hmsproxy.db)")
@@ -49,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     schema.add_argument("--db", help="SQLAlchemy URL of the metastore database")
     schema.add_argument("--warehouse", help="warehouse root, for the default catalog's location")
     schema.add_argument("--config", help="TOML config file")
+    schema.add_argument("--hive-site", help="hive-site.xml of a Java HMS (its database)")
     return parser
 
 

@@ -1,7 +1,8 @@
-"""One Settings object, resolved as: command-line flags > HMSPROXY_* environment > config file > defaults.
+"""One Settings object, resolved as: command-line flags > HMSPROXY_* environment > config file >
+hive-site.xml > defaults.
 
 The config file is TOML. Keys may be our own names (`port`, `db`, ...) or the Hive key names operators
-already know (`metastore.thrift.port`, `hive.metastore.warehouse.dir`, ...).
+already know, in either of Hive's forms (`metastore.thrift.port` or `hive.metastore.thrift.port`).
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
+
+from hmsproxy import hive_site
 
 HIVE_KEY_ALIASES: dict[str, str] = {
     "metastore.thrift.port": "port",
@@ -72,6 +75,24 @@ class Settings:
         return Path(self.warehouse).expanduser().resolve()
 
 
+def setting_name(key: str) -> str | None:
+    """Our setting for a Hive key, in either form Hive reads (`hive.metastore.x` and `metastore.x`)."""
+    key = key.lower()
+    for candidate in (key, "metastore." + key[len("hive.metastore."):] if key.startswith("hive.metastore.")
+                      else "hive." + key if key.startswith("metastore.") else key):
+        if candidate in HIVE_KEY_ALIASES:
+            return HIVE_KEY_ALIASES[candidate]
+    return None
+
+
+def hive_key_names() -> set[str]:
+    """Every Hive key name hmsproxy reads, in both forms."""
+    names = set(HIVE_KEY_ALIASES)
+    names |= {"metastore." + k[len("hive.metastore."):] for k in HIVE_KEY_ALIASES if k.startswith("hive.metastore.")}
+    names |= {"hive." + k for k in HIVE_KEY_ALIASES if k.startswith("metastore.")}
+    return names
+
+
 def _coerce(name: str, value: Any) -> Any:
     """Turns strings from the environment or a file into the field's type; rejects nonsense early."""
     field_type = {f.name: f.type for f in fields(Settings)}[name]
@@ -84,6 +105,10 @@ def _coerce(name: str, value: Any) -> Any:
         if text in ("0", "false", "no", "off"):
             return False
         raise ValueError(f"setting {name!r}: expected a boolean, got {value!r}")
+    if name == "db" and str(value).lower().startswith("jdbc:"):
+        return hive_site.sqlalchemy_url(str(value), None, None)
+    if name == "warehouse":
+        return _local_warehouse(str(value))
     if name in ("cache_max_bytes", "max_message_bytes"):
         return _size(name, value)
     if name in ("txn_timeout_s", "txn_reaper_interval_s"):
@@ -99,6 +124,17 @@ def _coerce(name: str, value: Any) -> Any:
         except (TypeError, ValueError):
             raise ValueError(f"setting {name!r}: expected an integer, got {value!r}") from None
     return str(value)
+
+
+def _local_warehouse(value: str) -> str:
+    """A directory, also given as Hive writes it (`file:/data/wh`, `file:///data/wh`); other file systems
+    (hdfs:, s3a:) are refused: hmsproxy creates and deletes managed data on the local file system."""
+    scheme = re.match(r"([a-zA-Z][a-zA-Z0-9+.-]*):", value)
+    if scheme is None or len(scheme.group(1)) == 1:  # a plain path (or a Windows drive letter)
+        return value
+    if scheme.group(1).lower() != "file":
+        raise ValueError(f"setting 'warehouse': {value!r} is not on the local file system (file:)")
+    return "/" + value[len("file:"):].lstrip("/")
 
 
 def _size(name: str, value: Any) -> int:
@@ -121,7 +157,7 @@ def _normalise_keys(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
     known = {f.name for f in fields(Settings)}
     result: dict[str, Any] = {}
     for key, value in raw.items():
-        name = HIVE_KEY_ALIASES.get(key.lower(), key.replace("-", "_").lower())
+        name = setting_name(key) or key.replace("-", "_").lower()
         if name not in known:
             raise ValueError(f"{source}: unknown setting {key!r}")
         result[name] = _coerce(name, value)
@@ -137,7 +173,8 @@ def load_file(path: str | Path) -> dict[str, Any]:
 
 def from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
     prefix = "HMSPROXY_"
-    raw = {k[len(prefix):]: v for k, v in environ.items() if k.startswith(prefix) and k != "HMSPROXY_CONFIG"}
+    raw = {k[len(prefix):]: v for k, v in environ.items()
+           if k.startswith(prefix) and k not in ("HMSPROXY_CONFIG", "HMSPROXY_HIVE_SITE")}
     return _normalise_keys(raw, "environment")
 
 
@@ -145,10 +182,13 @@ def resolve(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) 
     """Merges the sources; `flags` holds only the options given on the command line (None = not given)."""
     environ = os.environ if environ is None else environ
     config_path = flags.get("config") or environ.get("HMSPROXY_CONFIG")
+    hive_site_path = flags.get("hive_site") or environ.get("HMSPROXY_HIVE_SITE")
     merged: dict[str, Any] = {}
+    if hive_site_path:
+        merged.update(_normalise_keys(hive_site.settings_from(hive_site_path, hive_key_names()), str(hive_site_path)))
     if config_path:
         merged.update(load_file(config_path))
     merged.update(from_environment(environ))
-    given = {k: v for k, v in flags.items() if v is not None and k != "config"}
+    given = {k: v for k, v in flags.items() if v is not None and k not in ("config", "hive_site")}
     merged.update(_normalise_keys(given, "command line"))
     return dataclasses.replace(Settings(), **merged)

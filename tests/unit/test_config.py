@@ -36,3 +36,60 @@ def test_hive_key_names_are_accepted_in_the_file(tmp_path):
 def test_bad_values_are_refused_with_a_clear_message(environ, message):
     with pytest.raises(ValueError, match=message):
         resolve({}, environ=environ)
+
+
+@pytest.mark.parametrize("key", ["hive.metastore.thrift.bind.host", "metastore.thrift.bind.host",
+                                 "HIVE.METASTORE.THRIFT.BIND.HOST"])
+def test_hive_keys_are_read_in_either_of_hives_forms(tmp_path, key):
+    config = tmp_path / "hive.toml"
+    config.write_text(f'"{key}" = "0.0.0.0"\n"metastore.warehouse.dir" = "file:///data/wh"\n')
+    settings = resolve({"config": str(config)}, environ={})
+    assert settings.host == "0.0.0.0" and settings.warehouse == "/data/wh"
+
+
+HIVE_SITE = """<?xml version="1.0"?>
+<configuration>
+  <property><name>javax.jdo.option.ConnectionURL</name>
+            <value>jdbc:mysql://db.example:3306/metastore?createDatabaseIfNotExist=true&amp;useSSL=false</value></property>
+  <property><name>javax.jdo.option.ConnectionDriverName</name><value>com.mysql.jdbc.Driver</value></property>
+  <property><name>javax.jdo.option.ConnectionUserName</name><value>hive</value></property>
+  <property><name>javax.jdo.option.ConnectionPassword</name><value>p@ss:w/rd</value></property>
+  <property><name>hive.metastore.warehouse.dir</name><value>file:/data/warehouse</value></property>
+  <property><name>hive.metastore.port</name><value>9999</value></property>
+  <property><name>hive.metastore.thrift.bind.host</name><value>0.0.0.0</value></property>
+  <property><name>hive.exec.dynamic.partition.mode</name><value>nonstrict</value></property>
+</configuration>
+"""
+
+
+def test_a_hive_site_gives_the_database_warehouse_and_port(tmp_path):
+    site = tmp_path / "hive-site.xml"
+    site.write_text(HIVE_SITE)
+    settings = resolve({"hive_site": str(site)}, environ={})
+    assert settings.db == "mysql+pymysql://hive:p%40ss%3Aw%2Frd@db.example:3306/metastore"
+    assert (settings.warehouse, settings.port, settings.host) == ("/data/warehouse", 9999, "0.0.0.0")
+    overridden = resolve({"hive_site": str(site), "port": 1234}, environ={"HMSPROXY_HOST": "127.0.0.2"})
+    assert (overridden.port, overridden.host) == (1234, "127.0.0.2")  # flags and environment win
+
+
+@pytest.mark.parametrize("jdbc, expected", [
+    ("jdbc:postgresql://pg:5432/hive", "postgresql+psycopg://u@pg:5432/hive"),
+    ("jdbc:mariadb://m:3307/hms?x=1", "mysql+pymysql://u@m:3307/hms"),
+    ("jdbc:derby:;databaseName=metastore_db;create=true", "not 'derby'"),
+    ("jdbc:mysql://a:3306,b:3306/hms", "several hosts"),
+])
+def test_jdbc_urls_become_sqlalchemy_urls_or_a_clear_refusal(tmp_path, jdbc, expected):
+    site = tmp_path / "hive-site.xml"
+    site.write_text(f"<configuration><property><name>javax.jdo.option.ConnectionURL</name><value>{jdbc}</value>"
+                    "</property><property><name>javax.jdo.option.ConnectionUserName</name><value>u</value>"
+                    "</property></configuration>")
+    if "://" in expected:
+        assert resolve({"hive_site": str(site)}, environ={}).db == expected
+    else:
+        with pytest.raises(ValueError, match=expected):
+            resolve({"hive_site": str(site)}, environ={})
+
+
+def test_a_warehouse_off_the_local_file_system_is_refused():
+    with pytest.raises(ValueError, match="not on the local file system"):
+        resolve({"warehouse": "hdfs://nn:8020/warehouse"}, environ={})
