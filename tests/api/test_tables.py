@@ -101,6 +101,13 @@ def test_get_fields_and_schema(client, hclient, db):
         client.get_fields(db, "missing")
     with pytest.raises(A.UnknownTableException):
         hclient.get_schema(db, "missing")
+    # Hive 3+'s request forms answer the same
+    fields = client.get_fields_req(hms.GetFieldsRequest(dbName=db, tblName="p")).fields
+    assert fields == client.get_fields(db, "p")
+    schema = client.get_schema_req(hms.GetSchemaRequest(catName="hive", dbName=db, tblName="P")).fields
+    assert schema == client.get_schema(db, "p")
+    with pytest.raises(hms.UnknownTableException):
+        client.get_schema_req(hms.GetSchemaRequest(dbName=db, tblName="missing"))
 
 
 def test_alter_properties_and_columns(client, hclient, db):

@@ -30,23 +30,31 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_hmsproxy_process(workdir: Path, db_url: str, *extra_args: str) -> RunningServer:
+def start_hmsproxy_process(workdir: Path, db_url: str, *extra_args: str, attempts: int = 3) -> RunningServer:
     """`hmsproxy serve` as its own process (for several instances on one database); stopped with SIGTERM.
-    The metrics port is in `metrics_port` on the returned server."""
+    The metrics port is in `metrics_port` on the returned server. Started again on other ports when one
+    of the two free ports it picked was taken before the server could bind it."""
     workdir.mkdir(parents=True, exist_ok=True)
-    port, metrics_port = _free_port(), _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("HMSPROXY_")}
-    log = open(workdir / f"hmsproxy-{port}.log", "w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "hmsproxy.cli", "serve", "--port", str(port), "--metrics-port", str(metrics_port),
-         "--db", db_url, "--warehouse", str(workdir / "warehouse"), *extra_args],
-        cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while not _listening(port):
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            raise RuntimeError(f"hmsproxy did not start: {(workdir / f'hmsproxy-{port}.log').read_text()[-2000:]}")
-        time.sleep(0.05)  # waiting for a child process to open its port
+    for attempt in range(attempts):
+        port, metrics_port = _free_port(), _free_port()
+        log_path = workdir / f"hmsproxy-{port}.log"
+        log = open(log_path, "w")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "hmsproxy.cli", "serve", "--port", str(port), "--metrics-port", str(metrics_port),
+             "--db", db_url, "--warehouse", str(workdir / "warehouse"), *extra_args],
+            cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while process.poll() is None and not (_listening(port) and _listening(metrics_port)):
+            if time.monotonic() > deadline:
+                process.kill()
+                raise RuntimeError(f"hmsproxy did not start: {log_path.read_text()[-2000:]}")
+            time.sleep(0.05)  # waiting for a child process to open its ports
+        if process.poll() is None:
+            break
+        log.close()
+        if "Address already in use" not in log_path.read_text() or attempt == attempts - 1:
+            raise RuntimeError(f"hmsproxy did not start: {log_path.read_text()[-2000:]}")
 
     def stop() -> None:
         process.send_signal(signal.SIGTERM)

@@ -203,8 +203,16 @@ class TableCalls:
     def get_schema_with_environment_context(self, db_name: str, table_name: str, environment_context: Any) -> list[Any]:
         return self._fields(db_name, table_name, with_partition_keys=True)
 
-    def _fields(self, dbname: str, table_name: str, with_partition_keys: bool) -> list[Any]:
-        catalog, db_name = split_catalog(dbname)
+    @with_snapshot
+    def get_fields_req(self, req: Any) -> Any:
+        return hms.GetFieldsResponse(fields=self._fields(req.dbName, req.tblName, False, req.catName))
+
+    @with_snapshot
+    def get_schema_req(self, req: Any) -> Any:
+        return hms.GetSchemaResponse(fields=self._fields(req.dbName, req.tblName, True, req.catName))
+
+    def _fields(self, dbname: str, table_name: str, with_partition_keys: bool, cat: str | None = None) -> list[Any]:
+        catalog, db_name = split_catalog(dbname, cat)
         try:
             table = self.ctx.store.get_table(catalog, db_name, lower(table_name, "table"))
         except hms.NoSuchObjectException as exc:
