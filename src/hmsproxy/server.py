@@ -4,6 +4,9 @@ from __future__ import annotations
 import logging
 import sys
 from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
 
 from hmsproxy.config import Settings
 from hmsproxy.dispatch import MetastoreProcessor
@@ -111,9 +114,16 @@ class RunningServer:
 GIL_SWITCH_INTERVAL_S = 0.0005
 
 
+def _server_files(settings: Settings) -> tuple[Path, ...]:
+    """What no client's drop or rename may delete or move: the working directory and the database file."""
+    url = make_url(settings.db)
+    database_file = Path(url.database) if url.get_backend_name() == "sqlite" and url.database else None
+    return (Path.cwd(),) + ((database_file,) if database_file and str(database_file) != ":memory:" else ())
+
+
 def start(settings: Settings) -> RunningServer:
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
-    warehouse = Warehouse(settings.warehouse_path)
+    warehouse = Warehouse(settings.warehouse_path, keep=_server_files(settings))
     warehouse.root.mkdir(parents=True, exist_ok=True)
     metrics = Metrics()
     store: RawStore = open_store(settings, warehouse)

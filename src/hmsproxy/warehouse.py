@@ -3,6 +3,13 @@
 Locations are stored as URIs the way Hive writes them (`file:/abs/path`). Only local file systems are
 touched; a location on another scheme (hdfs://, s3a://, ...) is stored as given and left alone, because
 this server has no client for it.
+
+What a client may name, and what the server may delete or move:
+- a location is an absolute path or an absolute URI (`file:/x`, `file:///x`, `hdfs://nn/x`); relative ones
+  (`.`, `..`, `dir`, `file:.`, `file:rel`) are refused, and `..` segments are resolved before anything else;
+- nothing that holds the warehouse root, the server's working directory or its database file (the file
+  system root included) is deleted, emptied or moved, whatever object claims it as its location; nor is
+  anything inside the working directory or beside the database file, unless it is inside the warehouse.
 """
 from __future__ import annotations
 
@@ -41,11 +48,21 @@ def local_path(location: str | None) -> Path | None:
 
 
 def normalise_location(location: str | None) -> str | None:
-    """`/x/y/`, `file:///x/y` and `file:/x/y` all become `file:/x/y`, as Hive's Path does."""
+    """`/x/y/`, `file:///x/y` and `file:/x/y` all become `file:/x/y`, as Hive's Path does.
+    Raises ValueError for a relative location (see the module docstring)."""
     path = local_path(location)
     if path is None:
+        if location and not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:/", location):
+            raise ValueError(f"location {location!r} is not absolute: give an absolute path or URI")
         return location.rstrip("/") if location else location
+    if not path.is_absolute():
+        raise ValueError(f"location {location!r} is not absolute: give an absolute path or URI")
     return to_uri(Path(os.path.normpath(path)))
+
+
+def _inside(path: str, directory: str) -> bool:
+    """path is directory itself or below it (both normalised absolute paths)."""
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
 def join(location: str, *parts: str) -> str:
@@ -55,8 +72,25 @@ def join(location: str, *parts: str) -> str:
 class Warehouse:
     """Computes default locations under the warehouse root and does the directory work."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, keep: tuple[Path, ...] = ()) -> None:
+        """`keep`: what the server runs from (its working directory, its database file)."""
         self.root = root
+        self._root = os.path.normpath(root.absolute())
+        self._kept = (self._root, *(os.path.normpath(p.absolute()) for p in keep))
+        self._kept_trees = tuple(os.path.normpath((p if p.is_dir() else p.parent).absolute()) for p in keep)
+
+    def _refusal(self, path: Path) -> str | None:
+        """Why `path` may not be deleted, emptied or moved (see the module docstring), or None."""
+        candidate = os.path.normpath(path.absolute())
+        for kept in self._kept:
+            if _inside(kept, candidate):
+                return f"it holds {kept}"
+        if _inside(candidate, self._root):
+            return None
+        for tree in self._kept_trees:
+            if _inside(candidate, tree):
+                return f"it is inside {tree}, which the server runs from"
+        return None
 
     def default_database_location(self, db_name: str) -> str:
         if db_name == "default":
@@ -76,22 +110,41 @@ class Warehouse:
         path.mkdir(parents=True, exist_ok=True)
         return True
 
-    @staticmethod
-    def remove(location: str | None) -> None:
+    def remove(self, location: str | None) -> None:
+        """Deletes an object's directory; never one that holds something kept (then it logs and keeps it)."""
         path = local_path(location)
         if path is None or not path.exists():
+            return
+        refusal = self._refusal(path)
+        if refusal is not None:
+            log.warning("not deleting %s: %s", location, refusal)
             return
         try:
             shutil.rmtree(path) if path.is_dir() else path.unlink()
         except OSError as exc:
             log.warning("could not delete %s: %s", path, exc)
 
-    @staticmethod
-    def move(source: str | None, target: str | None) -> bool:
-        """Renames a directory; True if something was moved. Refuses to overwrite an existing target."""
+    def empty(self, location: str | None) -> None:
+        """Deletes what a directory holds (truncate), each entry as `remove` would."""
+        path = local_path(location)
+        if path is None or not path.is_dir():
+            return
+        refusal = self._refusal(path)
+        if refusal is not None:
+            log.warning("not emptying %s: %s", location, refusal)
+            return
+        for child in path.iterdir():
+            self.remove(join(location, child.name))
+
+    def move(self, source: str | None, target: str | None) -> bool:
+        """Renames a directory; True if something was moved. Refuses to overwrite an existing target and
+        to move a directory that holds something kept (FileExistsError / PermissionError)."""
         src, dst = local_path(source), local_path(target)
         if src is None or dst is None or not src.exists() or src == dst:
             return False
+        refusal = self._refusal(src)
+        if refusal is not None:
+            raise PermissionError(f"cannot move {source}: {refusal}")
         if dst.exists():
             raise FileExistsError(f"cannot move {source} to {target}: the target already exists")
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -101,7 +154,8 @@ class Warehouse:
     @staticmethod
     def quick_stats(location: str | None) -> dict[str, str] | None:
         """numFiles / totalSize of the data files under a directory (hidden `_`/`.` files skipped), as HMS
-        computes them; None when the directory cannot be read."""
+        computes them; None when the directory cannot be read. What cannot be stat'ed (a dangling
+        symlink, a file deleted meanwhile) is skipped: a write never fails for the sake of these figures."""
         path = local_path(location)
         if path is None or not path.is_dir():
             return None
@@ -112,6 +166,9 @@ class Warehouse:
             for name in filenames:
                 if name.startswith((".", "_")):
                     continue
+                try:
+                    size += os.path.getsize(os.path.join(dirpath, name))
+                except OSError:
+                    continue
                 files += 1
-                size += os.path.getsize(os.path.join(dirpath, name))
         return {"numFiles": str(files), "totalSize": str(size)}

@@ -45,7 +45,37 @@ def test_move_refuses_to_overwrite(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "f").write_text("data")
     (tmp_path / "b").mkdir()
+    warehouse = Warehouse(tmp_path / "warehouse")
     with pytest.raises(FileExistsError):
-        Warehouse.move(f"file:{tmp_path}/a", f"file:{tmp_path}/b")
-    assert Warehouse.move(f"file:{tmp_path}/a", f"file:{tmp_path}/c/d")
+        warehouse.move(f"file:{tmp_path}/a", f"file:{tmp_path}/b")
+    assert warehouse.move(f"file:{tmp_path}/a", f"file:{tmp_path}/c/d")
     assert (tmp_path / "c" / "d" / "f").read_text() == "data"
+
+
+@pytest.mark.parametrize("location", [".", "..", "dir", "file:.", "file:rel", "file:..", "hdfs:rel"])
+def test_relative_locations_are_refused(location):
+    with pytest.raises(ValueError, match="not absolute"):
+        normalise_location(location)
+
+
+def test_dangling_symlinks_are_skipped_by_quick_stats(tmp_path):
+    (tmp_path / "part-0").write_bytes(b"x" * 10)
+    (tmp_path / "gone").symlink_to(tmp_path / "never-there")
+    assert Warehouse.quick_stats(f"file:{tmp_path}") == {"numFiles": "1", "totalSize": "10"}
+
+
+def test_nothing_that_holds_the_warehouse_or_a_kept_path_is_deleted_or_moved(tmp_path):
+    server_dir = tmp_path / "server"
+    (server_dir / "warehouse" / "t").mkdir(parents=True)
+    database_file = server_dir / "metastore.db"
+    database_file.write_text("db")
+    warehouse = Warehouse(server_dir / "warehouse", keep=(server_dir, database_file))
+    # never "/": were the guard broken, this test must not harm the machine
+    for location in (f"file:{tmp_path}", f"file:{server_dir}", f"file:{server_dir}/warehouse",
+                     f"file:{server_dir}/metastore.db"):
+        warehouse.remove(location)
+        with pytest.raises(PermissionError):
+            warehouse.move(location, f"file:{tmp_path}/elsewhere")
+    assert database_file.read_text() == "db" and (server_dir / "warehouse" / "t").is_dir()
+    warehouse.remove(f"file:{server_dir}/warehouse/t")   # an object's own directory is deleted
+    assert not (server_dir / "warehouse" / "t").exists()

@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 from hmsproxy.idl import hms
 from hmsproxy.names import DEFAULT_CATALOG, is_valid_identifier
 from hmsproxy.store.snapshot import reading_at
-from hmsproxy.warehouse import Warehouse
+from hmsproxy.warehouse import Warehouse, normalise_location
 
 DDL_TIME = "transient_lastDdlTime"
 
@@ -25,6 +25,14 @@ class HandlerContext:
 
 def now() -> int:
     return int(time.time())
+
+
+def checked_location(location: str | None, error: type[Exception]) -> str | None:
+    """A client's location, normalised; a relative one is refused with `error`, the call's declared type."""
+    try:
+        return normalise_location(location)
+    except ValueError as exc:
+        raise error(message=str(exc)) from None
 
 
 def split_catalog(name: str | None, default_catalog: str | None = None) -> tuple[str, str]:

@@ -4,12 +4,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from hmsproxy.handler.common import HandlerContext, now, require_valid_name, split_catalog
+from hmsproxy.handler.common import HandlerContext, checked_location, now, require_valid_name, split_catalog
 from hmsproxy.events import messages
 from hmsproxy.events.log import emitting
 from hmsproxy.idl import hms
 from hmsproxy.names import filter_by_pattern
-from hmsproxy.warehouse import normalise_location
 
 
 class DatabaseCalls:
@@ -30,13 +29,14 @@ class DatabaseCalls:
             raise hms.InvalidObjectException(message="database must not be null")
         name = require_valid_name(database.name)
         catalog = (database.catalogName or "hive").lower()
-        location = normalise_location(database.locationUri) or self.ctx.warehouse.default_database_location(name)
+        location = checked_location(database.locationUri, hms.InvalidObjectException) or \
+            self.ctx.warehouse.default_database_location(name)
         stored = hms.Database(
             name=name, description=database.description, locationUri=location,
             parameters=dict(database.parameters or {}), ownerName=database.ownerName,
             ownerType=database.ownerType or hms.PrincipalType.USER,  # as Hive's ObjectStore.createDatabase
             catalogName=catalog, createTime=now(),
-            managedLocationUri=normalise_location(database.managedLocationUri),
+            managedLocationUri=checked_location(database.managedLocationUri, hms.InvalidObjectException),
         )
         made = self.ctx.warehouse.mkdirs(location)
         try:

@@ -7,8 +7,8 @@ import re
 from typing import Any, Sequence
 
 from hmsproxy.handler.common import (
+    DDL_TIME, HandlerContext, check_partition_values, checked_location, env_properties, lower, now, split_catalog,
     with_snapshot,
-    DDL_TIME, HandlerContext, check_partition_values, env_properties, lower, now, split_catalog,
 )
 from hmsproxy.handler.quick_stats import (
     DO_NOT_UPDATE_STATS, FAST_STATS, STATS_GENERATED, strip_marker, update_quick_stats,
@@ -19,7 +19,7 @@ from hmsproxy.events.log import emitting
 from hmsproxy.idl import hms
 from hmsproxy.names import make_partition_name, parse_partition_name, partition_exists_message, unescape_path_name
 from hmsproxy.partition_filter import FilterError, compile_filter
-from hmsproxy.warehouse import join, normalise_location
+from hmsproxy.warehouse import join
 
 
 MAX_BATCH_SIZE = 10_000
@@ -71,7 +71,7 @@ class PartitionCalls:
         if part.sd is None:
             part.sd = copy.deepcopy(table.sd)
             part.sd.location = None
-        part.sd.location = normalise_location(part.sd.location) or \
+        part.sd.location = checked_location(part.sd.location, hms.InvalidObjectException) or \
             join(table.sd.location, self._name(table, part.values))
         part.parameters = dict(part.parameters or {})
         part.createTime = now()
@@ -382,7 +382,7 @@ class PartitionCalls:
                 raise hms.InvalidOperationException(message=f"alter is not possible: {exc.message}") from None
             part.dbName, part.tableName, part.catName = db, table.tableName, catalog
             part.createTime = old.createTime
-            part.sd.location = normalise_location(part.sd.location) or old.sd.location
+            part.sd.location = checked_location(part.sd.location, hms.InvalidOperationException) or old.sd.location
             part.parameters = dict(part.parameters or {})
             part.parameters.setdefault(DDL_TIME, str(now()))
             if _stats_need_update(old.parameters, part.parameters, props):
@@ -433,7 +433,7 @@ class PartitionCalls:
         if move:
             try:
                 moved = self.ctx.warehouse.move(*move)
-            except FileExistsError as exc:
+            except (FileExistsError, PermissionError) as exc:
                 raise hms.InvalidOperationException(message=str(exc)) from None
         # HMS computes them when the new partition lacks them, but before it moves the data (0 files, 0
         # bytes); here after the move, so that they are true (README: Hive 2.3 or Hive 4)

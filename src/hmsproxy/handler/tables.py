@@ -7,15 +7,15 @@ import re
 from typing import Any, Sequence
 
 from hmsproxy.handler.common import (
+    DDL_TIME, HandlerContext, checked_location, env_properties, lower, now, require_valid_name, split_catalog,
     with_snapshot,
-    DDL_TIME, HandlerContext, env_properties, lower, now, require_valid_name, split_catalog,
 )
 from hmsproxy.handler.quick_stats import DO_NOT_UPDATE_STATS, strip_marker, update_quick_stats
 from hmsproxy.events import messages
 from hmsproxy.events.log import emitting
 from hmsproxy.idl import hms
 from hmsproxy.names import filter_by_pattern
-from hmsproxy.warehouse import Warehouse, join, local_path, normalise_location
+from hmsproxy.warehouse import Warehouse
 
 log = logging.getLogger(__name__)
 
@@ -106,9 +106,9 @@ class TableCalls:
         table.id = None
         made = False
         if is_view(table):
-            table.sd.location = normalise_location(table.sd.location) or None
+            table.sd.location = checked_location(table.sd.location, hms.InvalidObjectException) or None
         else:
-            table.sd.location = normalise_location(table.sd.location) or \
+            table.sd.location = checked_location(table.sd.location, hms.InvalidObjectException) or \
                 Warehouse.default_table_location(database.locationUri, table.tableName)
             made = self.ctx.warehouse.mkdirs(table.sd.location)
             if not table.partitionKeys:
@@ -264,7 +264,7 @@ class TableCalls:
         table.tableType = table.tableType or old.tableType
         table.parameters = dict(table.parameters or {})
         table.parameters.setdefault(DDL_TIME, str(now()))
-        table.sd.location = normalise_location(table.sd.location) or old.sd.location
+        table.sd.location = checked_location(table.sd.location, hms.InvalidOperationException) or old.sd.location
         renamed = (table.dbName, table.tableName) != (db_name, tbl_name)
         moves: tuple[str, str] | None = None
         moved = False
@@ -274,13 +274,17 @@ class TableCalls:
             except hms.NoSuchObjectException:
                 raise hms.InvalidOperationException(
                     message=f"Unable to change partition or table. Database {table.dbName} does not exist") from None
-            db_location = target_db.locationUri if target_db else self._db_location(catalog, db_name)
-            table.sd.location = Warehouse.default_table_location(db_location, table.tableName)
-            moves = (old.sd.location, table.sd.location)
-            try:
-                moved = self.ctx.warehouse.move(old.sd.location, table.sd.location)
-            except FileExistsError as exc:
-                raise hms.InvalidOperationException(message=str(exc)) from None
+            old_db_location = self._db_location(catalog, db_name)
+            # HiveAlterHandler moves the data only from its default place (<database>/<table>); a location
+            # the user chose stays where it is, and so does the table's location
+            if old.sd.location == Warehouse.default_table_location(old_db_location, tbl_name):
+                db_location = target_db.locationUri if target_db else old_db_location
+                table.sd.location = Warehouse.default_table_location(db_location, table.tableName)
+                moves = (old.sd.location, table.sd.location)
+                try:
+                    moved = self.ctx.warehouse.move(old.sd.location, table.sd.location)
+                except (FileExistsError, PermissionError) as exc:
+                    raise hms.InvalidOperationException(message=str(exc)) from None
         props = env_properties(env)
         expected = _expected_parameter(props, table)
         # HiveAlterHandler computes them on a plain alter, never on a rename
@@ -333,7 +337,7 @@ class TableCalls:
             names = partNames or self.ctx.store.get_partition_names(catalog, db_name, table.tableName)
             parts = copy.deepcopy(self.ctx.store.get_partitions_by_names(catalog, db_name, table.tableName, names))
             for part in parts:
-                _empty_directory(part.sd.location)
+                self.ctx.warehouse.empty(part.sd.location)
                 update_quick_stats(part.parameters, part.sd.location, new_dir=False, force=True, env={})
             before = {p.sd.location: p for p in self.ctx.store.get_partitions_by_names(
                 catalog, db_name, table.tableName, names)}
@@ -341,7 +345,7 @@ class TableCalls:
             with emitting(*events):
                 self.ctx.store.alter_partitions(catalog, db_name, table.tableName, parts)
         else:
-            _empty_directory(table.sd.location)
+            self.ctx.warehouse.empty(table.sd.location)
             update_quick_stats(table.parameters, table.sd.location, new_dir=False, force=True, env={})
             before = self.ctx.store.get_table(catalog, db_name, table.tableName)
             with emitting(messages.alter_table(before, table, is_truncate=True)):
@@ -365,10 +369,3 @@ def _expected_parameter(props: dict[str, str], new_table: Any) -> tuple[str, str
         raise hms.MetaException(message=f"New value for expected key {key} is not set")
     return key, value
 
-
-def _empty_directory(location: str | None) -> None:
-    path = local_path(location)
-    if path is None or not path.is_dir():
-        return
-    for child in path.iterdir():
-        Warehouse.remove(join(location, child.name))
