@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -88,12 +89,26 @@ def _schema(action: str, settings: config.Settings) -> int:
         db.dispose()
 
 
+# How long a clean stop may take after SIGTERM/SIGINT before the process exits anyway (a second signal
+# exits at once): orchestrators wait 10 s (Kubernetes' grace period is 30 s, docker stop's 10 s) before SIGKILL.
+STOP_GRACE_S = 8.0
+
+
 def _serve(settings: config.Settings) -> int:
     from hmsproxy.server import start
 
     stop = threading.Event()
+
+    def on_signal(*_: object) -> None:
+        if stop.is_set():
+            os._exit(1)
+        stop.set()
+        deadline = threading.Timer(STOP_GRACE_S, os._exit, (1,))  # whatever a request thread is doing
+        deadline.daemon = True
+        deadline.start()
+
     for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+        signal.signal(signum, on_signal)
     running = start(settings)
     print(f"hmsproxy listening on {settings.host}:{running.port}", flush=True)
     stop.wait()

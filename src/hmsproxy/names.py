@@ -6,7 +6,9 @@ name is also the relative directory of the partition.
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import Iterable, Sequence
+
+from hmsproxy.like import LikePattern
 
 DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
 DEFAULT_CATALOG = "hive"
@@ -72,20 +74,12 @@ def parse_partition_name(name: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def pattern_to_regex(pattern: str) -> re.Pattern[str]:
-    """Hive's listing patterns, as its ObjectStore reads them: alternatives split on `|`, `*` becomes `.*`,
-    the rest is a Java regex matched against the whole name, case-insensitively.
-
-    Raises ValueError for a pattern that is not a valid regex."""
-    alternatives = [alt.strip().replace("*", ".*") for alt in pattern.split("|")]
-    try:
-        return re.compile("(?:" + "|".join(alternatives) + r")\Z", re.IGNORECASE)
-    except re.error as exc:
-        raise ValueError(f"invalid name pattern {pattern!r}: {exc}") from None
-
-
-def filter_by_pattern(names: Sequence[str], pattern: str | None) -> list[str]:
+def filter_by_pattern(names: Iterable[str], pattern: str | None) -> list[str]:
+    """Hive's listing patterns as its ObjectStore reads them: the pattern trimmed, alternatives split on `|`
+    (each kept as it is, spaces included), `*` means any
+    sequence, each alternative matched case-insensitively as HMS's DataNucleus matches a "regex"
+    (hmsproxy/like.py: `.` is any one character, `[`, `(`, `+`, `?` are literal)."""
     if pattern is None or pattern == "" or pattern == "*":
         return sorted(names)
-    regex = pattern_to_regex(pattern)
-    return sorted(n for n in names if regex.match(n))
+    alternatives = [LikePattern.compile("(?i)" + alt.replace("*", ".*")) for alt in pattern.strip().split("|")]
+    return sorted(n for n in names if any(alt.matches(n) for alt in alternatives))

@@ -42,6 +42,7 @@ on Derby, see tests/test_partition_filter.py):
   ``RegularExpressionConverter``; measured: ``a[x%]b`` matches only the text ``a[x%]b`` literally,
   ``ab?c`` does not match ``abc``]. That is also what Spark needs: it sends ``v.*``, ``.*v``,
   ``.*v.*`` for startsWith/endsWith/contains. ``'x' LIKE key`` is an error [ExpressionTree].
+  Matched in linear time by hmsproxy/like.py (no regex backtracking).
 * Key types decide the comparison [MetaStoreDirectSql.PartitionFilterGenerator]:
   - integral (tinyint/smallint/int/bigint): numeric. A stored value that is not an integer
     (``__HIVE_DEFAULT_PARTITION__``) never matches, not even ``!=`` (SQL NULL; Hive 4 wraps the
@@ -73,6 +74,8 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Callable, Sequence, Union
+
+from hmsproxy.like import LikePattern
 
 __all__ = ["FilterError", "compile_filter"]
 
@@ -487,54 +490,9 @@ def _java_order(s: str) -> str:
 # LIKE
 # --------------------------------------------------------------------------------------------
 
-def like_to_regex(pattern: str) -> tuple["re.Pattern[str]", bool]:
-    r"""Compile a LIKE pattern the way HMS 2.3 evaluates it (DataNucleus String.matches) -> (regex, ignore_case).
-
-    DataNucleus turns the "regex" into SQL LIKE (escape '\'): ``.*`` -> ``%``, ``.`` -> ``_``,
-    ``%``/``_`` -> escaped literals, ``\.`` -> literal ``.``, ``\\`` -> two literal
-    backslashes, ``\`` + other char c -> literal backslash followed by c taken as LIKE text
-    (so ``\%`` is a backslash then any sequence), anything else literal. A leading ``(?i)``
-    makes the match case-insensitive. The LIKE must match the whole value.
-    """
-    ignore_case = pattern.startswith("(?i)")
-    if ignore_case:
-        pattern = pattern[4:].upper()
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if c == "\\":
-            if i + 1 >= n:
-                out.append(re.escape("\\"))
-                i += 1
-                continue
-            nxt = pattern[i + 1]
-            if nxt == ".":
-                out.append(re.escape("."))
-            elif nxt == "\\":
-                out.append(re.escape("\\\\"))
-            else:
-                # LIKE sees "\\" (a literal backslash) then nxt unescaped: % and _ stay wildcards.
-                out.append(re.escape("\\"))
-                out.append({"%": ".*", "_": "."}.get(nxt, re.escape(nxt)))
-            i += 2
-        elif c == "." and i + 1 < n and pattern[i + 1] == "*":
-            out.append(".*")
-            i += 2
-        elif c == ".":
-            out.append(".")
-            i += 1
-        else:
-            out.append(re.escape(c))
-            i += 1
-    return re.compile("".join(out), re.DOTALL), ignore_case
-
-
 def _like_predicate(index: int, pattern: str) -> Predicate:
-    regex, ignore_case = like_to_regex(pattern)
-    if ignore_case:
-        return lambda values: regex.fullmatch(values[index].upper()) is not None
-    return lambda values: regex.fullmatch(values[index]) is not None
+    like = LikePattern.compile(pattern)
+    return lambda values: like.matches(values[index])
 
 
 # --------------------------------------------------------------------------------------------

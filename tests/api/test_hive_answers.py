@@ -368,3 +368,15 @@ def test_a_renamed_partition_gets_true_quick_stats(servers):
     db = f"d{uuid.uuid4().hex[:8]}"
     assert _answer(hive, calls, db) == {"numFiles": "0", "totalSize": "0"}
     assert _answer(ours, calls, db) == {"numFiles": "1", "totalSize": "4"}
+
+
+@pytest.mark.parametrize("pattern", ["t[ab]", "t.", "t.*", "t*", "T*", "t_x", "t\\.y", "ta|tb", "(ta)", "t.?", "t+",
+                                     "a.c", "t[0-9]", "t_.", "*b*", "(?i)TA", "  ta | tb "])
+def test_name_patterns_mean_what_they_mean_to_hive(servers, pattern):
+    def calls(client, db):
+        client.create_database(A.Database(name=db, parameters={}))
+        for name in ("ta", "tb", "tab", "t_x", "txx", "abc", "t1"):
+            client.create_table(A.Table(tableName=name, dbName=db, sd=_sd([("a", "int")]), parameters={},
+                                        partitionKeys=[], tableType="MANAGED_TABLE"))
+        return sorted(client.get_tables(db, pattern)), sorted(client.get_table_meta(db, pattern, None), key=str)
+    same_answer(servers, calls)

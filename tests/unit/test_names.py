@@ -39,5 +39,7 @@ def test_patterns_are_case_insensitive_alternatives_with_star():
     assert filter_by_pattern(names, "sales|other") == ["other", "sales"]
     assert filter_by_pattern(names, "STAG*") == ["Staging"]
     assert filter_by_pattern(names, None) == sorted(names)
-    with pytest.raises(ValueError):
-        filter_by_pattern(names, "(")
+    # as HMS 2.3 matches them (measured): regex syntax other than `.` and `.*` is literal
+    assert filter_by_pattern(names + ["s1", "(s)", "sx"], "s[0-9]") == []
+    assert filter_by_pattern(names + ["s1", "(s)", "sx"], "(s)") == ["(s)"]
+    assert filter_by_pattern(names + ["s1", "(s)", "sx"], "s.") == ["s1", "sx"]

@@ -60,10 +60,7 @@ class DatabaseCalls:
         if pattern and pattern.startswith("@"):
             catalog, pattern = split_catalog(pattern)
         names = self.ctx.store.get_database_names(catalog)
-        try:
-            return filter_by_pattern(names, pattern)
-        except ValueError as exc:
-            raise hms.MetaException(message=str(exc)) from None
+        return filter_by_pattern(names, pattern)
 
     def get_all_databases(self) -> list[str]:
         return self.ctx.store.get_database_names("hive")

@@ -40,10 +40,7 @@ class FunctionCalls:
     def get_functions(self, dbName: str, pattern: str | None) -> list[str]:
         catalog, db_name = split_catalog(dbName)
         names = [f.functionName for f in self.ctx.store.get_functions(catalog, db_name)]
-        try:
-            return filter_by_pattern(names, pattern)
-        except ValueError as exc:
-            raise hms.MetaException(message=str(exc)) from None
+        return filter_by_pattern(names, pattern)
 
     def get_all_functions(self) -> Any:
         return hms.GetAllFunctionsResponse(functions=self.ctx.store.get_functions("hive"))

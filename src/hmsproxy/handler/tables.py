@@ -159,10 +159,7 @@ class TableCalls:
             names = self.ctx.store.get_table_names(catalog, db_name, table_type)
         except hms.NoSuchObjectException:
             return []
-        try:
-            return filter_by_pattern(names, pattern)
-        except ValueError as exc:
-            raise hms.MetaException(message=str(exc)) from None
+        return filter_by_pattern(names, pattern)
 
     def get_tables(self, db_name: str, pattern: str | None) -> list[str]:
         catalog, db = split_catalog(db_name)
@@ -181,11 +178,8 @@ class TableCalls:
         if db_patterns and db_patterns.startswith("@"):
             catalog, db_patterns = split_catalog(db_patterns)
         rows = self.ctx.store.get_table_meta(catalog)
-        try:
-            dbs = set(filter_by_pattern({r[0] for r in rows}, db_patterns))
-            tables = set(filter_by_pattern({r[1] for r in rows}, tbl_patterns))
-        except ValueError as exc:
-            raise hms.MetaException(message=str(exc)) from None
+        dbs = set(filter_by_pattern({r[0] for r in rows}, db_patterns))
+        tables = set(filter_by_pattern({r[1] for r in rows}, tbl_patterns))
         types = set(tbl_types or [])
         return [hms.TableMeta(dbName=db, tableName=t, tableType=kind, comments=comment, catName=catalog)
                 for db, t, kind, comment in rows

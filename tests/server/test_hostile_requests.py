@@ -1,0 +1,132 @@
+"""No request can stop the server serving others (issue 11): crafted LIKE filters and name patterns are
+matched in linear time (HMS's semantics, hmsproxy/like.py), other clients keep their latency meanwhile,
+and SIGTERM stops the server within 10 s whatever it is doing. Through real sockets, against a server
+process."""
+from __future__ import annotations
+
+import os
+import signal
+import statistics
+import threading
+import time
+from typing import Iterator
+
+import pytest
+import thriftpy2.rpc
+
+from api.builders import partition, table
+from hmsproxy.idl import hms
+from support.hmsproxy_server import start_hmsproxy_process
+from support.running import RunningServer
+
+LONG = "a" * 120   # a partition value and a table name; no 'c' anywhere
+# Backtracking regexes need about len**12 steps for these (the value never ends in 'c')
+HOSTILE_LIKE = ".*a" * 12 + ".*c"
+HOSTILE_NAME = "a*" * 12 + "c"
+BOUND_S = 10.0
+
+
+@pytest.fixture
+def server(tmp_path) -> Iterator[RunningServer]:
+    running = start_hmsproxy_process(tmp_path / "server", f"sqlite:///{tmp_path / 'metastore.db'}")
+    client = _client(running)
+    client.create_database(hms.Database(name="d", parameters={}))
+    client.create_table(table(hms, "d", "t", part_keys=[("k", "string")]))
+    client.create_table(table(hms, "d", LONG))
+    parent = client.get_table("d", "t")
+    client.add_partitions([partition(hms, parent, [LONG + str(i)]) for i in range(50)])
+    client.close()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def _client(server: RunningServer, timeout_s: float = 60):
+    return thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, server.host, server.port, timeout=int(timeout_s * 1000))
+
+
+def _while_measuring_others(server: RunningServer, hostile) -> tuple[float, list[float], BaseException | None]:
+    """Runs `hostile(client)` while another client times get_database calls; returns the hostile call's
+    duration, the other client's latencies and what the hostile call raised (None if it answered)."""
+    done = threading.Event()
+    latencies: list[float] = []
+
+    def measure() -> None:
+        other = _client(server)
+        while not done.is_set():
+            started = time.monotonic()
+            other.get_database("d")
+            latencies.append(time.monotonic() - started)
+        other.close()
+
+    probe = threading.Thread(target=measure)
+    probe.start()
+    started, error = time.monotonic(), None
+    attacker = _client(server, timeout_s=BOUND_S)
+    try:
+        hostile(attacker)
+    except Exception as exc:  # a declared MetaException is fine; a timeout shows in the duration
+        error = exc
+    elapsed = time.monotonic() - started
+    done.set()
+    probe.join()
+    attacker.close()
+    return elapsed, latencies, error
+
+
+def _p99(latencies: list[float]) -> float:
+    return statistics.quantiles(latencies, n=100)[98] if len(latencies) >= 2 else max(latencies)
+
+
+def test_a_crafted_like_filter_is_answered_at_once_and_others_keep_being_served(server):
+    elapsed, latencies, error = _while_measuring_others(
+        server, lambda c: c.get_partitions_by_filter("d", "t", f'k like "{HOSTILE_LIKE}"', -1))
+    assert error is None and elapsed < BOUND_S, (elapsed, error)
+    assert latencies and _p99(latencies) <= 1.0
+    client = _client(server)  # and the matcher still means what HMS means
+    with_a_4 = client.get_partitions_by_filter("d", "t", f'k like "{"a.*" * 12}4.*"', -1)
+    assert sorted(p.values[0] for p in with_a_4) == sorted(LONG + str(i) for i in range(50) if "4" in str(i))
+    assert client.get_partitions_by_filter("d", "t", 'k like "a.*[0-9]"', -1) == []   # '[' is literal, as in HMS
+    client.close()
+
+
+def test_a_crafted_name_pattern_is_answered_at_once_and_others_keep_being_served(server):
+    elapsed, latencies, error = _while_measuring_others(server, lambda c: c.get_tables("d", HOSTILE_NAME))
+    assert error is None and elapsed < BOUND_S, (elapsed, error)
+    assert latencies and _p99(latencies) <= 1.0
+    client = _client(server)
+    assert client.get_tables("d", "a*" * 12) == [LONG]
+    client.close()
+
+
+def test_sigterm_stops_the_server_within_10_s_while_it_is_busy(server):
+    def hammer() -> None:
+        client = _client(server)
+        try:
+            for _ in range(10_000):
+                client.get_partitions_by_filter("d", "t", f'k like "{HOSTILE_LIKE}"', -1)
+                client.get_tables("d", HOSTILE_NAME)
+        except Exception:  # the server going away ends the loop
+            pass
+
+    threads = [threading.Thread(target=hammer, daemon=True) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    busy = _client(server)   # the server is busy once a call of another client waits behind the hostile ones
+    busy.get_database("d")
+    busy.close()
+    started = time.monotonic()
+    os.kill(server.pid, signal.SIGTERM)
+    while not _exited(server.pid) and time.monotonic() - started < 10.0:
+        time.sleep(0.05)  # polling the process table, bounded by the 10 s the test allows
+    stopped_after = time.monotonic() - started
+    assert _exited(server.pid), f"still running {stopped_after:.1f} s after SIGTERM"
+
+
+def _exited(pid: int) -> bool:
+    try:
+        finished, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return finished == pid
