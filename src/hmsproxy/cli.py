@@ -46,6 +46,10 @@ def _parser() -> argparse.ArgumentParser:
                                                "and released (default 300s, Hive's hive.txn.timeout)")
     serve.add_argument("--txn-reaper-interval-s", help="how often abandoned transactions and locks are reaped "
                                                        "(default 30s)")
+    serve.add_argument("--client-idle-timeout-s", help="a connection with no request for this long is closed "
+                                                       "(default 600s)")
+    serve.add_argument("--request-timeout-s", help="a request must arrive whole this long after its first byte, "
+                                                   "else the connection is closed (default 30s)")
     serve.add_argument("--db-latency-ms", type=float, help="benchmarks only: delay added to every database round trip")
     schema = commands.add_parser("schema", help="create or inspect the metastore schema")
     schema.add_argument("action", choices=["init", "info"])

@@ -25,6 +25,8 @@ class Metrics:
                                registry=self.registry)
         self.refused_messages = Counter("hmsproxy_refused_messages", "Requests or replies refused for exceeding "
                                         "the maximum message size", registry=self.registry)
+        self.slow_clients = Counter("hmsproxy_closed_slow_connections", "Connections closed because they were "
+                                    "idle too long or sent a request too slowly", registry=self.registry)
 
         self.cache_lookups = Counter("hmsproxy_cache_lookups", "Store reads by Thrift method, object kind and result "
                                      "(hit: answered from memory, miss: from the database)",

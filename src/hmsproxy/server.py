@@ -136,7 +136,8 @@ def start(settings: Settings) -> RunningServer:
     reaper = Reaper(store.reap_expired, settings.txn_reaper_interval_s)
     thrift = ThriftServer(lambda: MetastoreProcessor(handler, metrics, settings.max_message_bytes), settings.host,
                           settings.port, framed=settings.framed, max_connections=settings.max_connections,
-                          max_message_bytes=settings.max_message_bytes, metrics=metrics)
+                          max_message_bytes=settings.max_message_bytes, metrics=metrics,
+                          idle_timeout_s=settings.client_idle_timeout_s, request_timeout_s=settings.request_timeout_s)
     metrics_server = None
     if settings.metrics_port:
         ready = loader.complete.is_set if loader else (lambda: True)

@@ -3,13 +3,18 @@
 Built here instead of thriftpy2's make_server because that one reads strictly (drops non-strict clients),
 closes idle connections after 3 s (Spark keeps them idle for long), sets no TCP_NODELAY on accepted
 sockets and starts unbounded threads. Beyond `max_connections` a new connection is accepted and closed at
-once, and that is logged: a client then sees a clean close instead of a hang.
+once, and that is logged once per burst: a client then sees a clean close instead of a hang.
+
+No client holds a connection slot for ever: a connection with no request for `idle_timeout_s` is closed,
+and so is one whose request has not arrived whole `request_timeout_s` after its first byte (a slow
+sender). Replies are written with the idle timeout as their bound.
 """
 from __future__ import annotations
 
 import logging
 import socket
 import threading
+import time
 from typing import Any, Callable
 
 from thriftpy2.protocol.cybin import TCyBinaryProtocol
@@ -17,13 +22,19 @@ from thriftpy2.transport import TSocket, TTransportException
 from thriftpy2.transport.buffered import TCyBufferedTransport
 from thriftpy2.transport.framed import TCyFramedTransport
 
+from hmsproxy.burst_log import BurstLog
 from hmsproxy.metrics import Metrics
 
 log = logging.getLogger(__name__)
+REFUSAL_LOG_INTERVAL_S = 10.0
 
 
 class MessageTooLarge(TTransportException):
     pass
+
+
+class ClientTooSlow(TTransportException):
+    """Idle past the idle timeout, or a request not complete within the request timeout."""
 
 
 class MessageBudget:
@@ -33,22 +44,38 @@ class MessageBudget:
     endless list) cannot make the server read and hold gigabytes. The transport may reserve address
     space for a declared length, but only what is actually received is ever touched."""
 
-    def __init__(self, sock: TSocket, max_bytes: int) -> None:
-        self._sock = sock
+    def __init__(self, sock: socket.socket, max_bytes: int, idle_timeout_s: float, request_timeout_s: float) -> None:
+        self._raw = sock
+        self._sock = TSocket(sock=sock)
         self._max_bytes = max_bytes
+        self._idle_timeout_s = idle_timeout_s
+        self._request_timeout_s = request_timeout_s
+        self._request_deadline: float | None = None   # set by the first byte of a request
         self.received = 0
 
     def new_message(self) -> None:
         self.received = 0
+        self._request_deadline = None
 
     def read(self, size: int) -> bytes:
-        data = self._sock.read(size)
+        if self._request_deadline is None:
+            self._raw.settimeout(self._idle_timeout_s)
+        else:
+            self._raw.settimeout(max(0.001, self._request_deadline - time.monotonic()))
+        try:
+            data = self._sock.read(size)
+        except TimeoutError:
+            raise ClientTooSlow(message=f"no request for {self._idle_timeout_s:g} s" if self._request_deadline is None
+                                else f"request not complete within {self._request_timeout_s:g} s") from None
+        if self._request_deadline is None:
+            self._request_deadline = time.monotonic() + self._request_timeout_s
         self.received += len(data)
         if self.received > self._max_bytes:
             raise MessageTooLarge(message=f"request larger than {self._max_bytes} bytes")
         return data
 
     def write(self, data: bytes) -> None:
+        self._raw.settimeout(self._idle_timeout_s)
         self._sock.write(data)
 
     def flush(self) -> None:
@@ -66,10 +93,14 @@ class MessageBudget:
 
 class ThriftServer:
     def __init__(self, processor_factory: Callable[[], Any], host: str, port: int, *, framed: bool,
-                 max_connections: int, max_message_bytes: int, metrics: Metrics) -> None:
+                 max_connections: int, max_message_bytes: int, metrics: Metrics, idle_timeout_s: float = 600.0,
+                 request_timeout_s: float = 30.0) -> None:
         self._processor_factory = processor_factory
         self._framed = framed
         self._max_message_bytes = max_message_bytes
+        self._idle_timeout_s = idle_timeout_s
+        self._request_timeout_s = request_timeout_s
+        self._refusals = BurstLog("refusing a connection: %d connections already open", REFUSAL_LOG_INTERVAL_S, log)
         self._metrics = metrics
         self._slots = threading.BoundedSemaphore(max_connections)
         self._max_connections = max_connections
@@ -110,7 +141,7 @@ class ThriftServer:
                 continue
             if not self._slots.acquire(blocking=False):
                 self._metrics.refused.inc()
-                log.warning("refusing connection from %s: %d connections already open", address, self._max_connections)
+                self._refusals.happened(self._max_connections)
                 client.close()
                 continue
             client.settimeout(None)
@@ -124,7 +155,7 @@ class ThriftServer:
     def _serve(self, client: socket.socket, address: Any) -> None:
         self._metrics.connections.inc()
         transport_class = TCyFramedTransport if self._framed else TCyBufferedTransport
-        budget = MessageBudget(TSocket(sock=client), self._max_message_bytes)
+        budget = MessageBudget(client, self._max_message_bytes, self._idle_timeout_s, self._request_timeout_s)
         transport = transport_class(budget)
         protocol = TCyBinaryProtocol(transport, strict_read=False, strict_write=True)
         processor = self._processor_factory()
@@ -135,6 +166,9 @@ class ThriftServer:
         except MessageTooLarge as exc:
             self._metrics.refused_messages.inc()
             log.warning("closing connection from %s: %s", address, exc.message)
+        except ClientTooSlow as exc:
+            self._metrics.slow_clients.inc()
+            log.info("closing connection from %s: %s", address, exc.message)
         except TTransportException:
             pass  # the client closed the connection
         except Exception as exc:  # a malformed request: drop this connection, keep serving the others
