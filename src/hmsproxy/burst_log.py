@@ -17,8 +17,8 @@ class BurstLog:
         self._window_started: float | None = None
         self._suppressed = 0
 
-    def happened(self, *args: object) -> bool:
-        """Records one event; True if it was logged (the first of its interval)."""
+    def happened(self, *args: object, exc_info: BaseException | None = None) -> bool:
+        """Records one event; True if it was logged (the first of its interval, with `exc_info`'s traceback)."""
         with self._lock:
             now = time.monotonic()
             if self._window_started is not None and now - self._window_started < self._interval_s:
@@ -28,5 +28,5 @@ class BurstLog:
                 self._logger.log(self._level, "%d more like the next line in the last %.0f s", self._suppressed,
                                  now - (self._window_started or now))
             self._window_started, self._suppressed = now, 0
-        self._logger.log(self._level, self._message, *args)
+        self._logger.log(self._level, self._message, *args, exc_info=exc_info)
         return True

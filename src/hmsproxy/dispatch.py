@@ -13,16 +13,22 @@ import copy
 import logging
 import struct
 import time
+import uuid
 from typing import Any
+
+from sqlalchemy import exc as sa_exc
 
 from thriftpy2.thrift import TApplicationException, TException, TMessageType, TProcessor, TType
 
+from hmsproxy.burst_log import BurstLog
 from hmsproxy.codec import EncodedList, encode
 
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
 
 log = logging.getLogger(__name__)
+# Internal errors are logged with their traceback once per burst (a database outage fails every call).
+internal_errors = BurstLog("internal error in %s (error id %s): %r", 60.0, log, logging.ERROR)
 
 # The Thrift method being answered on this thread, for metrics further down (e.g. cache hits per method).
 current_method: contextvars.ContextVar[str] = contextvars.ContextVar("current_method", default="internal")
@@ -34,6 +40,22 @@ FIELD_ONE_FOR_LEGACY_CLIENTS = {"get_partition_names": hms.NoSuchObjectException
 
 def declared_exceptions(result: Any) -> list[type]:
     return [spec[2] for fid, spec in sorted(result.thrift_spec.items()) if spec[1] != "success"]
+
+
+def client_message(api: str, exc: Exception) -> str:
+    """What the client is told of an internal error: what went wrong in its terms and an id to find the
+    details (SQL, parameters, paths, hosts) in the server log, never the details themselves."""
+    error_id = uuid.uuid4().hex[:12]
+    internal_errors.happened(api, error_id, exc, exc_info=exc)  # the first of a burst in full, then a count
+    if isinstance(exc, sa_exc.OperationalError) or isinstance(exc, sa_exc.InterfaceError):
+        what = "the metastore database could not be reached or did not answer"
+    elif isinstance(exc, sa_exc.IntegrityError):
+        what = "the metastore database refused the change (a constraint was violated)"
+    elif isinstance(exc, sa_exc.DBAPIError):
+        what = "the metastore database failed the request"
+    else:
+        what = "an internal error occurred"
+    return f"{api}: {what}; nothing was changed (server log: error id {error_id})"
 
 
 def to_declared(api: str, exc: Exception, result: Any) -> Exception:
@@ -48,8 +70,7 @@ def to_declared(api: str, exc: Exception, result: Any) -> Exception:
     if isinstance(exc, TException) and hasattr(exc, "message"):
         message = exc.message or type(exc).__name__
     else:
-        log.exception("internal error in %s", api)
-        message = f"{type(exc).__name__}: {exc}"
+        message = client_message(api, exc)
     if hms.MetaException in declared:
         return hms.MetaException(message=message)
     return TApplicationException(TApplicationException.INTERNAL_ERROR, message)
@@ -100,15 +121,16 @@ class MetastoreProcessor(TProcessor):
 
     def process(self, iprot: Any, oprot: Any) -> None:
         api, seqid, result, call = self.process_in(iprot)
-        if isinstance(result, TApplicationException):
+        if isinstance(result, TApplicationException):  # not in the IDL: named, as Thrift's servers answer
             self._metrics.observe("unknown", "unknown_method", 0.0)
-            return self.send_exception(oprot, api, result, seqid)
+            unknown = TApplicationException(TApplicationException.UNKNOWN_METHOD, f"Invalid method name: '{api}'")
+            return self.send_exception(oprot, api, unknown, seqid)
         started = time.perf_counter()
         outcome = "ok"
         current_method.set(api)
         try:
-            if not hasattr(self._handler, api):
-                raise TApplicationException(TApplicationException.UNKNOWN_METHOD, f"hmsproxy does not implement {api}")
+            if not hasattr(self._handler, api):  # in the IDL, not served: the declared MetaException says so
+                raise hms.MetaException(message=f"{api} is not supported by hmsproxy")
             result.success = call()
         except TApplicationException as exc:
             self._metrics.observe(api, "unsupported", time.perf_counter() - started)

@@ -11,6 +11,7 @@ import threading
 import time
 from collections import deque
 
+from hmsproxy.burst_log import BurstLog
 from hmsproxy.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.shared_cache import TableKey
@@ -31,6 +32,7 @@ class Loader:
         self._wakeup = threading.Condition()
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="cache-loader", daemon=True)
+        self._load_failures = BurstLog("could not load %s into the cache; it is served from the database", 60.0, log)
 
     def start(self) -> None:
         self._thread.start()
@@ -78,8 +80,8 @@ class Loader:
     def _load(self, key: TableKey) -> int:
         try:
             return self.store.load_table(key)
-        except Exception:
-            log.exception("could not load %s into the cache", ".".join(key))
+        except Exception as exc:  # the database may be down: the first failure in full, then a count per minute
+            self._load_failures.happened(".".join(key), exc_info=exc)
             return 0
 
     def start_after(self) -> int:
