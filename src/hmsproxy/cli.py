@@ -50,6 +50,10 @@ def _parser() -> argparse.ArgumentParser:
                                                        "(default 600s)")
     serve.add_argument("--request-timeout-s", help="a request must arrive whole this long after its first byte, "
                                                    "else the connection is closed (default 30s)")
+    serve.add_argument("--db-connect-timeout-s", help="longest wait for a database connection (default 10s)")
+    serve.add_argument("--db-statement-timeout-s", help="longest wait for one database statement's answer; "
+                                                        "a database that stops answering fails calls after it "
+                                                        "(default 60s)")
     serve.add_argument("--db-latency-ms", type=float, help="benchmarks only: delay added to every database round trip")
     schema = commands.add_parser("schema", help="create or inspect the metastore schema")
     schema.add_argument("action", choices=["init", "info"])

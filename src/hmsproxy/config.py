@@ -71,6 +71,8 @@ class Settings:
     txn_reaper_interval_s: float = 30.0
     client_idle_timeout_s: float = 600.0
     request_timeout_s: float = 30.0
+    db_connect_timeout_s: float = 10.0
+    db_statement_timeout_s: float = 60.0
 
     @property
     def warehouse_path(self) -> Path:
@@ -113,7 +115,8 @@ def _coerce(name: str, value: Any) -> Any:
         return _local_warehouse(str(value))
     if name in ("cache_max_bytes", "max_message_bytes"):
         return _size(name, value)
-    if name in ("txn_timeout_s", "txn_reaper_interval_s", "client_idle_timeout_s", "request_timeout_s"):
+    if name in ("txn_timeout_s", "txn_reaper_interval_s", "client_idle_timeout_s", "request_timeout_s",
+                "db_connect_timeout_s", "db_statement_timeout_s"):
         return _duration(name, value)
     if field_type == "float":
         try:

@@ -42,7 +42,8 @@ def server_conf(settings: Settings) -> dict[str, str]:
 
 def open_store(settings: Settings, warehouse: Warehouse) -> SqlStore:
     """Connects, creates the schema on an empty database and makes sure the `default` database exists."""
-    db = Database(settings.db, added_latency_ms=settings.db_latency_ms)
+    db = Database(settings.db, added_latency_ms=settings.db_latency_ms, connect_timeout_s=settings.db_connect_timeout_s,
+                  statement_timeout_s=settings.db_statement_timeout_s)
     if init_schema(db, to_uri(warehouse.root)):
         log.info("created the Hive metastore schema %s in %s", schema_version(db), db.engine.url.render_as_string())
     store = SqlStore(db)

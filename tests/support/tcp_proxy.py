@@ -1,4 +1,6 @@
-"""A TCP forwarder on loopback that a test can cut and restore, to take a database away from a server."""
+"""A TCP forwarder on loopback that a test can cut, stall and restore, to take a database away from a server:
+cut closes every connection (the database is down), stall keeps them open and forwards nothing (the
+network black-holes the database)."""
 from __future__ import annotations
 
 import socket
@@ -13,6 +15,8 @@ class TcpProxy:
         self._connections: list[socket.socket] = []
         self._lock = threading.Lock()
         self.open = True
+        self._flowing = threading.Event()
+        self._flowing.set()
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -24,6 +28,7 @@ class TcpProxy:
             if not self.open:
                 client.close()
                 continue
+            self._flowing.wait()   # stalled: the connection is accepted and left unanswered
             try:
                 upstream = socket.create_connection(("127.0.0.1", self.target_port))
             except OSError:
@@ -34,10 +39,10 @@ class TcpProxy:
             for source, sink in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
 
-    @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+    def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
         try:
             while data := source.recv(65536):
+                self._flowing.wait()
                 sink.sendall(data)
         except OSError:
             pass
@@ -59,9 +64,15 @@ class TcpProxy:
                 pass
             connection.close()
 
+    def stall(self) -> None:
+        """Keeps every connection open and forwards nothing, new ones included: a black hole."""
+        self._flowing.clear()
+
     def restore(self) -> None:
         self.open = True
+        self._flowing.set()
 
     def close(self) -> None:
+        self._flowing.set()
         self.cut()
         self._listener.close()

@@ -72,11 +72,26 @@ def normalise_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
+def _timeouts(url: str, connect_timeout_s: float, statement_timeout_s: float) -> dict[str, Any]:
+    """Driver options that bound every wait on the database, so that one that stops answering fails calls
+    within the bound instead of hanging them. MySQL/MariaDB: the client's own connect, read and write
+    timeouts. PostgreSQL: connect timeout, the server's statement_timeout, and TCP keepalives and
+    tcp_user_timeout for a peer that vanished from the network (libpq has no read timeout of its own)."""
+    if make_url(url).get_backend_name() == "mysql":
+        return {"connect_timeout": max(1, round(connect_timeout_s)), "read_timeout": statement_timeout_s,
+                "write_timeout": statement_timeout_s}
+    statement_ms = int(statement_timeout_s * 1000)
+    return {"connect_timeout": max(1, round(connect_timeout_s)), "options": f"-c statement_timeout={statement_ms}",
+            "keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2, "keepalives_count": 3,
+            "tcp_user_timeout": statement_ms}
+
+
 class Database:
     """Owns the engine; `transaction()` is the only way the store talks to the database."""
 
     def __init__(self, url: str, pool_size: int = 16, added_latency_ms: float = 0.0,
-                 conflict_retries: int = DEFAULT_CONFLICT_RETRIES) -> None:
+                 conflict_retries: int = DEFAULT_CONFLICT_RETRIES, connect_timeout_s: float = 10.0,
+                 statement_timeout_s: float = 60.0) -> None:
         self.url = normalise_url(url)
         self.is_sqlite = self.url.startswith("sqlite")
         self.conflict_retries = conflict_retries
@@ -87,9 +102,10 @@ class Database:
             self._writer = self.engine.execution_options(sqlite_begin="BEGIN IMMEDIATE")
             engines = [self.engine]
         else:  # two pools, so that no transaction pays for switching a connection's isolation level
-            self.engine = create_engine(self.url, pool_size=pool_size, max_overflow=pool_size,
+            bounds = _timeouts(self.url, connect_timeout_s, statement_timeout_s)
+            self.engine = create_engine(self.url, pool_size=pool_size, max_overflow=pool_size, connect_args=bounds,
                                         pool_pre_ping=True, pool_recycle=3600, isolation_level="REPEATABLE READ")
-            self._writer = create_engine(self.url, pool_size=pool_size, max_overflow=pool_size,
+            self._writer = create_engine(self.url, pool_size=pool_size, max_overflow=pool_size, connect_args=bounds,
                                          pool_pre_ping=True, pool_recycle=3600, isolation_level="READ COMMITTED")
             engines = [self.engine, self._writer]
         self._engines = engines

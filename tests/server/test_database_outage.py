@@ -1,0 +1,58 @@
+"""A database that stops answering (a network black hole) makes calls fail within the statement timeout
+with a declared MetaException, cached reads answer meanwhile, and the server recovers by itself when
+the database answers again (issue 11). MariaDB through a TCP proxy that stalls."""
+from __future__ import annotations
+
+import time
+
+import pytest
+import thriftpy2.rpc
+
+from api.builders import table
+from hmsproxy.idl import hms
+from support.databases import fresh_database
+from support.hmsproxy_server import start_hmsproxy_process
+from support.tcp_proxy import TcpProxy
+
+STATEMENT_TIMEOUT_S = 3
+
+
+def _client(server):
+    return thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, server.host, server.port, timeout=60000)
+
+
+def test_a_black_holed_database_fails_calls_in_bounded_time_and_the_server_recovers(tmp_path):
+    with fresh_database("mariadb", tmp_path) as url:
+        proxy = TcpProxy(3306)
+        server = start_hmsproxy_process(tmp_path / "server", url.replace(":3306/", f":{proxy.port}/"),
+                                        "--db-statement-timeout-s", str(STATEMENT_TIMEOUT_S),
+                                        "--db-connect-timeout-s", "2")
+        try:
+            client = _client(server)
+            client.create_database(hms.Database(name="d", parameters={}))
+            client.create_table(table(hms, "d", "t"))
+            assert client.get_table("d", "t").tableName == "t"
+            proxy.stall()
+            started = time.monotonic()
+            with pytest.raises(hms.MetaException) as failure:
+                client.create_database(hms.Database(name="d2", parameters={}))   # a write: always the database
+            failed_after = time.monotonic() - started
+            assert failed_after < 4 * STATEMENT_TIMEOUT_S, failed_after
+            assert "metastore database" in failure.value.message and "3306" not in failure.value.message
+            started = time.monotonic()
+            assert client.get_table("d", "t").tableName == "t"                    # the cache answers meanwhile
+            assert time.monotonic() - started < 1.0
+            proxy.restore()
+            deadline = time.monotonic() + 30
+            while True:   # the server recovers without a restart
+                try:
+                    client.create_database(hms.Database(name="d2", parameters={}))
+                    break
+                except hms.MetaException:
+                    assert time.monotonic() < deadline, "the server did not recover"
+                    time.sleep(0.2)  # polling the recovered server, bounded by the deadline
+            assert "d2" in client.get_all_databases()
+            client.close()
+        finally:
+            server.stop()
+            proxy.close()
