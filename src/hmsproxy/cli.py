@@ -50,6 +50,12 @@ def _parser() -> argparse.ArgumentParser:
                                                        "(default 600s)")
     serve.add_argument("--request-timeout-s", help="a request must arrive whole this long after its first byte, "
                                                    "else the connection is closed (default 30s)")
+    serve.add_argument("--max-request-depth", type=int, help="deepest nesting of structs and containers in a "
+                                                             "request (default 64)")
+    serve.add_argument("--max-request-objects", type=int, help="most values one request may hold, which bounds the "
+                                                               "memory its decoding takes (default 1000000)")
+    serve.add_argument("--max-large-requests", type=int, help="requests of more than 100000 values decoded at once "
+                                                              "(default 4); the others wait their turn")
     serve.add_argument("--db-connect-timeout-s", help="longest wait for a database connection (default 10s)")
     serve.add_argument("--db-statement-timeout-s", help="longest wait for one database statement's answer; "
                                                         "a database that stops answering fails calls after it "

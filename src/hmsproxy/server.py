@@ -138,7 +138,9 @@ def start(settings: Settings) -> RunningServer:
     thrift = ThriftServer(lambda: MetastoreProcessor(handler, metrics, settings.max_message_bytes), settings.host,
                           settings.port, framed=settings.framed, max_connections=settings.max_connections,
                           max_message_bytes=settings.max_message_bytes, metrics=metrics,
-                          idle_timeout_s=settings.client_idle_timeout_s, request_timeout_s=settings.request_timeout_s)
+                          idle_timeout_s=settings.client_idle_timeout_s, request_timeout_s=settings.request_timeout_s,
+                          max_depth=settings.max_request_depth, max_objects=settings.max_request_objects,
+                          max_large_requests=settings.max_large_requests)
     metrics_server = None
     if settings.metrics_port:
         ready = loader.complete.is_set if loader else (lambda: True)

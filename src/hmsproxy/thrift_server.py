@@ -11,6 +11,7 @@ sender). Replies are written with the idle timeout as their bound.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import threading
@@ -21,12 +22,17 @@ from thriftpy2.protocol.cybin import TCyBinaryProtocol
 from thriftpy2.transport import TSocket, TTransportException
 from thriftpy2.transport.buffered import TCyBufferedTransport
 from thriftpy2.transport.framed import TCyFramedTransport
+from thriftpy2.transport.memory import TCyMemoryBuffer
 
 from hmsproxy.burst_log import BurstLog
 from hmsproxy.metrics import Metrics
+from hmsproxy.wire_check import MalformedRequest, MessageCheck
 
 log = logging.getLogger(__name__)
 REFUSAL_LOG_INTERVAL_S = 10.0
+# Requests holding more values than this are decoded and answered a few at a time (max_large_requests):
+# decoding takes about 200 bytes per value, so the ones in flight together stay within a known ceiling.
+LARGE_REQUEST_VALUES = 100_000
 
 
 class MessageTooLarge(TTransportException):
@@ -94,13 +100,18 @@ class MessageBudget:
 class ThriftServer:
     def __init__(self, processor_factory: Callable[[], Any], host: str, port: int, *, framed: bool,
                  max_connections: int, max_message_bytes: int, metrics: Metrics, idle_timeout_s: float = 600.0,
-                 request_timeout_s: float = 30.0) -> None:
+                 request_timeout_s: float = 30.0, max_depth: int = 64, max_objects: int = 1_000_000,
+                 max_large_requests: int = 4) -> None:
         self._processor_factory = processor_factory
         self._framed = framed
         self._max_message_bytes = max_message_bytes
         self._idle_timeout_s = idle_timeout_s
         self._request_timeout_s = request_timeout_s
         self._refusals = BurstLog("refusing a connection: %d connections already open", REFUSAL_LOG_INTERVAL_S, log)
+        self._message_check = MessageCheck(max_message_bytes, max_depth, max_objects)
+        self._large_requests = threading.BoundedSemaphore(max_large_requests)
+        self._malformed = BurstLog("closing connection from %s after a malformed request: %s", REFUSAL_LOG_INTERVAL_S,
+                                   log)
         self._metrics = metrics
         self._slots = threading.BoundedSemaphore(max_connections)
         self._max_connections = max_connections
@@ -162,7 +173,12 @@ class ThriftServer:
         try:
             while not self._stopping.is_set():
                 budget.new_message()
-                processor.process(protocol, protocol)
+                request, values = self._message_check.read_message(transport.read)   # checked before decoding
+                with self._large_requests if values > LARGE_REQUEST_VALUES else contextlib.nullcontext():
+                    processor.process(TCyBinaryProtocol(TCyMemoryBuffer(request), strict_read=False), protocol)
+        except MalformedRequest as exc:
+            self._metrics.refused_messages.inc()
+            self._malformed.happened(address, exc)
         except MessageTooLarge as exc:
             self._metrics.refused_messages.inc()
             log.warning("closing connection from %s: %s", address, exc.message)
