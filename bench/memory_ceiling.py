@@ -20,26 +20,18 @@ import time
 import uuid
 from pathlib import Path
 
-from thriftpy2.protocol import TBinaryProtocolFactory
-from thriftpy2.thrift import TMessageType
-from thriftpy2.transport import TMemoryBuffer
-
 HERE = Path(__file__).resolve().parent
 if str(HERE.parent / "tests") not in sys.path:
     sys.path.insert(0, str(HERE.parent / "tests"))
 
 from hmsproxy.idl import hms  # noqa: E402
 from support.hmsproxy_server import start_hmsproxy_process  # noqa: E402
+from support.raw_wire import call_frame  # noqa: E402
 
 
 def maximal_request(values: int) -> bytes:
     """add_partitions with `values` empty Partition structs."""
-    buffer = TMemoryBuffer()
-    protocol = TBinaryProtocolFactory().get_protocol(buffer)
-    protocol.write_message_begin("add_partitions", TMessageType.CALL, 1)
-    protocol.write_struct(hms.ThriftHiveMetastore.add_partitions_args(new_parts=[]))
-    protocol.write_message_end()
-    frame = buffer.getvalue()
+    frame = call_frame("add_partitions", hms.ThriftHiveMetastore.add_partitions_args(new_parts=[]))
     empty_list = struct.pack("!bhbi", 15, 1, 12, 0)
     return frame[:frame.index(empty_list)] + struct.pack("!bhbi", 15, 1, 12, values) + b"\x00" * values + b"\x00"
 

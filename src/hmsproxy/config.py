@@ -72,10 +72,10 @@ class Settings:
     client_idle_timeout_s: float = 600.0
     request_timeout_s: float = 30.0
     db_connect_timeout_s: float = 10.0
+    db_statement_timeout_s: float = 60.0
     max_request_depth: int = 64
     max_request_objects: int = 1_000_000
     max_large_requests: int = 4
-    db_statement_timeout_s: float = 60.0
 
     @property
     def warehouse_path(self) -> Path:

@@ -13,13 +13,10 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-import thriftpy2.rpc
-from thriftpy2.protocol import TBinaryProtocolFactory
-from thriftpy2.thrift import TMessageType
-from thriftpy2.transport import TMemoryBuffer
 
 from hmsproxy.idl import hms
 from support.hmsproxy_server import start_hmsproxy_process
+from support.raw_wire import call_frame, closed_within, serves
 from support.running import RunningServer
 
 MAX_OBJECTS = 100_000
@@ -36,15 +33,6 @@ def server(tmp_path_factory) -> Iterator[RunningServer]:
         running.stop()
 
 
-def _call(name: str, args: object) -> bytes:
-    buffer = TMemoryBuffer()
-    protocol = TBinaryProtocolFactory().get_protocol(buffer)
-    protocol.write_message_begin(name, TMessageType.CALL, 1)
-    protocol.write_struct(args)
-    protocol.write_message_end()
-    return buffer.getvalue()
-
-
 def _with_extra_field(frame: bytes, field: bytes) -> bytes:
     """The call with one more field, one the method does not have, before the struct's end."""
     assert frame.endswith(b"\x00")
@@ -57,28 +45,14 @@ def _rss_mib(pid: int) -> float:
 
 def _closed_at_once(server: RunningServer, payload: bytes, within_s: float = 5.0) -> bool:
     with socket.create_connection((server.host, server.port)) as sock:
-        sock.settimeout(within_s)
         try:
             sock.sendall(payload)
         except OSError:
             return True
-        try:
-            return sock.recv(1) == b""
-        except ConnectionResetError:
-            return True
-        except socket.timeout:
-            return False
+        return closed_within(sock, within_s)
 
 
-def _serves(server: RunningServer) -> bool:
-    client = thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, server.host, server.port, timeout=5000)
-    try:
-        return client.get_database("default").name == "default"
-    finally:
-        client.close()
-
-
-GET_DATABASE = _call("get_database", hms.ThriftHiveMetastore.get_database_args(name="default"))
+GET_DATABASE = call_frame("get_database", hms.ThriftHiveMetastore.get_database_args(name="default"))
 
 
 @pytest.mark.parametrize("what, field", [
@@ -93,22 +67,22 @@ GET_DATABASE = _call("get_database", hms.ThriftHiveMetastore.get_database_args(n
 ])
 def test_a_malformed_request_closes_its_connection_at_once(server, what, field):
     assert _closed_at_once(server, _with_extra_field(GET_DATABASE, field)), what
-    assert _serves(server)
+    assert serves(server)
 
 
 def test_many_nearly_empty_structs_are_refused_before_they_take_memory(server):
     before = _rss_mib(server.pid)
     empty_partitions = struct.pack("!bhbi", 15, 1, 12, 4 * MAX_OBJECTS) + b"\x00" * (4 * MAX_OBJECTS)  # 400 KB
-    frame = _call("add_partitions", hms.ThriftHiveMetastore.add_partitions_args(new_parts=[]))
+    frame = call_frame("add_partitions", hms.ThriftHiveMetastore.add_partitions_args(new_parts=[]))
     # replace the empty list field with the big one: header of field 1 (list of struct, 0 elements) + stop
     frame = frame[:frame.index(struct.pack("!bhbi", 15, 1, 12, 0))] + empty_partitions + b"\x00"
     assert _closed_at_once(server, frame)
     assert _rss_mib(server.pid) - before < 50
-    assert _serves(server)
+    assert serves(server)
 
 
 def test_thousands_of_truncated_and_mutated_frames_leave_the_server_serving(server):
-    frame = _call("get_table", hms.ThriftHiveMetastore.get_table_args(dbname="default", tbl_name="t"))
+    frame = call_frame("get_table", hms.ThriftHiveMetastore.get_table_args(dbname="default", tbl_name="t"))
     rng = random.Random(20261124)
     before = _rss_mib(server.pid)
     started = time.monotonic()
@@ -122,7 +96,7 @@ def test_thousands_of_truncated_and_mutated_frames_leave_the_server_serving(serv
         with socket.create_connection((server.host, server.port)) as sock:
             sock.sendall(bytes(data))
         if i % 500 == 499:
-            assert _serves(server), f"not serving after {i + 1} frames"
-    assert _serves(server)
+            assert serves(server), f"not serving after {i + 1} frames"
+    assert serves(server)
     assert _rss_mib(server.pid) - before < 50
     assert time.monotonic() - started < 60
