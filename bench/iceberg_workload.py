@@ -88,7 +88,11 @@ def _writer(index: int, uri: str, warehouse_dir: str, identifier: str, appends: 
 
 
 def run(uris: list[str], warehouse_dir: str, writers: int, appends_per_writer: int, *,
-        namespace: str, table: str, rows_per_append: int = 1, deadline_s: float = 300.0) -> AppendReport:
+        namespace: str, table: str, rows_per_append: int = 1, deadline_s: float = 300.0,
+        verify_uri: str | None = None) -> AppendReport:
+    """`verify_uri`: the metastore the final table is read from (default the first): across instances a
+    read right after another instance's commit may be up to a poll interval old, so a check of what the
+    database holds reads through an uncached server."""
     identifier = f"{namespace}.{table}"
     catalog = _catalog(uris[0], warehouse_dir)
     if (namespace,) not in catalog.list_namespaces():
@@ -108,7 +112,7 @@ def run(uris: list[str], warehouse_dir: str, writers: int, appends_per_writer: i
     for process in processes:
         process.join(timeout=30)
     acknowledged = {(index, seq) for index, seqs, _, _ in reports for seq in seqs}
-    final = catalog.load_table(identifier)
+    final = _catalog(verify_uri or uris[0], warehouse_dir).load_table(identifier)
     found = Counter(zip(*final.scan(selected_fields=("writer", "seq")).to_arrow().to_pydict().values()))
     rows_found = sum(found.values())
     appends_found = Counter({key: count // rows_per_append for key, count in found.items()})
