@@ -69,6 +69,7 @@ class Settings:
     db_latency_ms: float = 0.0
     txn_timeout_s: float = 300.0
     txn_reaper_interval_s: float = 30.0
+    check_lock_wait_s: float = 0.5
     client_idle_timeout_s: float = 600.0
     request_timeout_s: float = 30.0
     db_connect_timeout_s: float = 10.0
@@ -118,8 +119,8 @@ def _coerce(name: str, value: Any) -> Any:
         return _local_warehouse(str(value))
     if name in ("cache_max_bytes", "max_message_bytes"):
         return _size(name, value)
-    if name in ("txn_timeout_s", "txn_reaper_interval_s", "client_idle_timeout_s", "request_timeout_s",
-                "db_connect_timeout_s", "db_statement_timeout_s"):
+    if name in ("txn_timeout_s", "txn_reaper_interval_s", "check_lock_wait_s", "client_idle_timeout_s",
+                "request_timeout_s", "db_connect_timeout_s", "db_statement_timeout_s"):
         return _duration(name, value)
     if field_type == "float":
         try:

@@ -48,6 +48,7 @@ def open_store(settings: Settings, warehouse: Warehouse) -> SqlStore:
         log.info("created the Hive metastore schema %s in %s", schema_version(db), db.engine.url.render_as_string())
     store = SqlStore(db)
     store.txn_timeout_ms = int(settings.txn_timeout_s * 1000)
+    store.check_lock_wait_s = settings.check_lock_wait_s
     try:
         store.get_database("hive", "default")
     except hms.NoSuchObjectException:

@@ -243,6 +243,28 @@ def test_plain_locks_wait_acquire_and_show(pair):
     pair.compare(scenario)
 
 
+def test_a_queue_of_locks_names_the_lock_before_each(pair):
+    """Hive names, as a waiting lock's blocker, the nearest conflicting lock before it in its order (it
+    searches backwards), so in a queue each lock waits for the one before it."""
+    d = "lk_queue"
+
+    def scenario(s: Script) -> None:
+        locks = [s.lock(f"EXCLUSIVE t, {n}", _c(LT.EXCLUSIVE, d, "t")) for n in range(4)]
+        for n, lock in enumerate(locks[1:]):
+            s.call(f"check_lock {n}", "check_lock", A.CheckLockRequest(lockid=lock), post=lambda r: r.state)
+        s.show_locks("show_locks of the queue", A.ShowLocksRequest(dbname=d), {d})
+        s.call("unlock the holder", "unlock", A.UnlockRequest(lockid=locks[0]))
+        s.call("check_lock: the next is acquired", "check_lock", A.CheckLockRequest(lockid=locks[1]),
+               post=lambda r: r.state)
+        s.call("check_lock: the one after still waits", "check_lock", A.CheckLockRequest(lockid=locks[2]),
+               post=lambda r: r.state)
+        s.show_locks("show_locks after one release", A.ShowLocksRequest(dbname=d), {d})
+        for n, lock in enumerate(locks[1:]):
+            s.call(f"unlock {n}", "unlock", A.UnlockRequest(lockid=lock))
+
+    pair.compare(scenario)
+
+
 def test_unknown_and_released_locks(pair):
     def scenario(s: Script) -> None:
         s.call("check_lock of an unknown lock", "check_lock", A.CheckLockRequest(lockid=UNKNOWN))

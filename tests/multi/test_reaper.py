@@ -98,3 +98,37 @@ def test_heartbeats_keep_a_lock_past_the_timeout(tmp_path):
         assert {t.id: t.state for t in client.get_open_txns_info().open_txns}[txn] == hms.TxnState.OPEN
         client.commit_txn(hms.CommitTxnRequest(txnid=txn))
         client.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "mariadb", "postgres"])
+def test_polling_check_lock_keeps_waiting_locks_alive(backend, tmp_path):
+    """A client that only polls check_lock (as Hive's and Iceberg's clients do while they wait) keeps its
+    waiting lock and its transaction alive, even though polls of an unchanged lock are answered by a read
+    and heartbeat only now and then; the lock is granted at the first poll after the holder lets go."""
+    args = ("--txn-timeout-s", str(TIMEOUT_S), "--txn-reaper-interval-s", str(REAPER_INTERVAL_S))
+    with instances_on_one_database(backend, tmp_path, 2, *args) as (_, (a, b)):
+        holder, waiter = connect(a), connect(b)
+        db = f"poll_{uuid.uuid4().hex[:6]}"
+        holder.create_database(hms.Database(name=db, parameters={}))
+        held = [holder.lock(_exclusive(db, table)) for table in ("plain", "acid")]
+        assert [lock.state for lock in held] == [hms.LockState.ACQUIRED] * 2
+        plain = waiter.lock(_exclusive(db, "plain"))
+        [txn] = waiter.open_txns(hms.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids
+        in_txn = waiter.lock(hms.LockRequest(component=_exclusive(db, "acid").component, txnid=txn,
+                                             user="u", hostname="h"))
+        until = time.monotonic() + 3 * TIMEOUT_S
+        while time.monotonic() < until:
+            for lock in held:
+                holder.heartbeat(hms.HeartbeatRequest(lockid=lock.lockid))
+            for lock in (plain, in_txn):
+                assert waiter.check_lock(hms.CheckLockRequest(lockid=lock.lockid)).state == hms.LockState.WAITING
+            time.sleep(TIMEOUT_S / 8)  # the clients' polling interval
+        assert {t.id: t.state for t in waiter.get_open_txns_info().open_txns}[txn] == hms.TxnState.OPEN
+        for lock in held:
+            holder.unlock(hms.UnlockRequest(lockid=lock.lockid))
+        for lock in (plain, in_txn):
+            assert waiter.check_lock(hms.CheckLockRequest(lockid=lock.lockid)).state == hms.LockState.ACQUIRED
+        waiter.commit_txn(hms.CommitTxnRequest(txnid=txn))
+        waiter.unlock(hms.UnlockRequest(lockid=plain.lockid))
+        holder.close()
+        waiter.close()

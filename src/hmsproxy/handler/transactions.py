@@ -5,20 +5,11 @@ from typing import Any
 
 from hmsproxy.handler.common import HandlerContext
 from hmsproxy.idl import hms
-from hmsproxy.store.sql.transactions import ACQUIRED, LOCK_CODE_TYPES
+from hmsproxy.store.sql.transactions import LOCK_CODE_TYPES, hive_lock_order
 from hmsproxy.txn.write_ids import ValidTxnList
 
 _TXN_STATES = {"o": hms.TxnState.OPEN, "a": hms.TxnState.ABORTED}
 _LOCK_STATES = {"a": hms.LockState.ACQUIRED, "w": hms.LockState.WAITING}
-# Hive lists locks as its checkLock examines them: acquired before waiting, then from the least restrictive type
-# to the most, then by lock id and component id (LockInfoComparator in Hive's TxnHandler / ShowLocksHandler).
-_TYPE_RANK = {"r": 0, "w": 1, "x": 2, "e": 3}
-
-
-def _show_order(row: Any) -> tuple[bool, int, int, int]:
-    return (row.HL_LOCK_STATE != ACQUIRED, _TYPE_RANK[row.HL_LOCK_TYPE], row.HL_LOCK_EXT_ID, row.HL_LOCK_INT_ID)
-
-
 def _bits(flags: list[bool]) -> bytes:
     """java.util.BitSet.toByteArray: bit i is bit (i % 8) of byte i // 8, trailing zero bytes dropped."""
     data = bytearray((len(flags) + 7) // 8)
@@ -100,7 +91,7 @@ class TransactionCalls:
                 lastheartbeat=r.HL_LAST_HEARTBEAT, acquiredat=r.HL_ACQUIRED_AT, user=r.HL_USER, hostname=r.HL_HOST,
                 agentInfo=r.HL_AGENT_INFO, blockedByExtId=r.HL_BLOCKEDBY_EXT_ID,
                 blockedByIntId=r.HL_BLOCKEDBY_INT_ID, lockIdInternal=r.HL_LOCK_INT_ID)
-            for r in sorted(rows, key=_show_order)])
+            for r in sorted(rows, key=hive_lock_order)])
 
     def heartbeat(self, ids: Any) -> None:
         self.ctx.store.heartbeat(ids.lockid, ids.txnid)

@@ -102,11 +102,13 @@ class Database:
             self._writer = self.engine.execution_options(sqlite_begin="BEGIN IMMEDIATE")
             engines = [self.engine]
         else:  # two pools, so that no transaction pays for switching a connection's isolation level
-            bounds = _timeouts(self.url, connect_timeout_s, statement_timeout_s)
-            self.engine = create_engine(self.url, pool_size=pool_size, max_overflow=pool_size, connect_args=bounds,
-                                        pool_pre_ping=True, pool_recycle=3600, isolation_level="REPEATABLE READ")
-            self._writer = create_engine(self.url, pool_size=pool_size, max_overflow=pool_size, connect_args=bounds,
-                                         pool_pre_ping=True, pool_recycle=3600, isolation_level="READ COMMITTED")
+            # Every checkout is an `engine.begin()` block, which ends its transaction (commit, or rollback on
+            # error), so the pool's own rollback when a connection comes back would be a wasted round trip.
+            pooling = {"pool_size": pool_size, "max_overflow": pool_size, "pool_pre_ping": True, "pool_recycle": 3600,
+                       "pool_reset_on_return": None,
+                       "connect_args": _timeouts(self.url, connect_timeout_s, statement_timeout_s)}
+            self.engine = create_engine(self.url, isolation_level="REPEATABLE READ", **pooling)
+            self._writer = create_engine(self.url, isolation_level="READ COMMITTED", **pooling)
             engines = [self.engine, self._writer]
         self._engines = engines
         self._sqlite_lock = threading.RLock()

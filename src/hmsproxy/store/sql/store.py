@@ -12,6 +12,7 @@ from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database, retried
 from hmsproxy.store.sql.databases import DatabaseStore
 from hmsproxy.store.sql.functions import FunctionStore
+from hmsproxy.store.sql.lock_waits import LockReleases
 from hmsproxy.store.sql.lookups import no_such_object, table_ref
 from hmsproxy.store.sql.notifications import NotificationStore
 from hmsproxy.store.sql.partitions import PartitionStore
@@ -27,6 +28,7 @@ class SqlStore(DatabaseStore, TableStore, PartitionStore, FunctionStore, Statist
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self.lock_releases = LockReleases()
 
     def get_table_bundle(self, cat: str, db_name: str, tbl_name: str,
                          partition_sink: Callable[[Any, list[Any]], None] | None = None) -> TableBundle:

@@ -16,21 +16,25 @@ separate AUX_TABLE 'CheckLock' row). Only after holding it does the decision rea
 transactions run READ COMMITTED (database.py), so each later statement sees every lock granted, requested or
 released by a transaction that committed before: decisions happen one at a time, each seeing all earlier
 ones. Releases (unlock, commit, abort, expiry) need no mutex: a decision that misses a release in
-progress only waits longer. SQLite write transactions are serialised by the database file itself.
+progress only waits longer. SQLite write transactions are serialised by the database file itself. Polls of a
+lock whose state cannot have changed (acquired, or still behind a live blocker) need no decision either: they
+are answered by one read, so clients polling while they wait do not queue for the mutex.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
-from sqlalchemy import Connection, delete, func, insert, or_, select, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, or_, select, true as sa_true, update
 
 from hmsproxy.events import log as event_log, messages
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.lock_waits import LockReleases
 from hmsproxy.txn.write_ids import LONG_MAX, ValidTxnList, ValidWriteIdList
 
 OPEN, ABORTED = "o", "a"
@@ -38,9 +42,11 @@ ACQUIRED, WAITING = "a", "w"
 LOCK_TYPE_CODES = {hms.LockType.SHARED_READ: "r", hms.LockType.SHARED_WRITE: "w",
                    hms.LockType.EXCL_WRITE: "x", hms.LockType.EXCLUSIVE: "e"}
 LOCK_CODE_TYPES = {code: kind for kind, code in LOCK_TYPE_CODES.items()}
+_TYPE_RANK = {"r": 0, "w": 1, "x": 2, "e": 3}
 # Which held lock types a requested type can live with (Hive's lock compatibility matrix).
 COMPATIBLE = {"r": {"r", "w", "x"}, "w": {"r", "w"}, "x": {"r"}, "e": set()}
 MAX_HEARTBEAT_RANGE = 100_000
+RECHECK_S = 0.05  # a held check_lock reads again this often, for releases through other instances
 WRITE_OPERATIONS = {hms.DataOperationType.INSERT: "i", hms.DataOperationType.UPDATE: "u",
                     hms.DataOperationType.DELETE: "d"}
 
@@ -62,6 +68,15 @@ class LockOutcome:
     state: int                                     # hms.LockState
     scopes: tuple[tuple[str, str | None], ...] = field(default=())  # (db, table); table None: whole database
     event_head: int = 0                            # newest event id committed before an ACQUIRED grant
+    blocked_by: int = 0                            # of a WAITING lock: the lock it waits for
+
+
+@dataclass(frozen=True)
+class _Undecided:
+    """check_lock's one read could not answer: the full decision, with what it must do first."""
+
+    heartbeat: bool  # the lock's (or its transaction's) heartbeat is due
+    expire: bool     # a blocker may be abandoned: expire what was before deciding
 
 
 def _now_ms() -> int:
@@ -102,8 +117,21 @@ def _conflicts(wanted: Any, held: Any) -> bool:
 
 
 class TransactionStore:
+    """Mixed into SqlStore, which gives it `db` and `lock_releases`."""
+
     db: Database
+    lock_releases: LockReleases
     txn_timeout_ms: int = 300_000
+    check_lock_wait_s: float = 0.0  # how long check_lock holds a WAITING answer (server.py sets the flag's value)
+
+    @contextlib.contextmanager
+    def _releasing(self, lock_id: int | None) -> Iterator[None]:
+        """Around a transaction that may release a lock (None: locks not known by id): when it has ended,
+        check_lock calls waiting on it read again."""
+        try:
+            yield
+        finally:
+            self.lock_releases.released(lock_id)
 
     # ---- transactions ------------------------------------------------------------------------------
 
@@ -125,7 +153,7 @@ class TransactionStore:
         """Commits; returns the table write ids that became valid. Committing a transaction that committed
         its writes already succeeds again (Hive 4): a client whose first reply was lost retries safely. A
         write conflict aborts the transaction instead (TxnAbortedException, with Hive's text)."""
-        with self.db.transaction(write=True) as conn:
+        with self._releasing(None), self.db.transaction(write=True) as conn:
             if self._committed_with_writes(conn, txn_id):
                 return self._writes_of(conn, [txn_id])
             state = self._txn_state(conn, txn_id)
@@ -183,7 +211,7 @@ class TransactionStore:
     def abort_txns(self, txn_ids: Sequence[int], skip_unknown: bool = False) -> list[TableWrite]:
         """Aborts open transactions (aborting an aborted one again is a no-op); returns their write ids. An
         unknown or committed id fails the call, or with `skip_unknown` (abort_txns, as Hive) is passed over."""
-        with self.db.transaction(write=True) as conn:
+        with self._releasing(None), self.db.transaction(write=True) as conn:
             known = []
             for txn_id in txn_ids:
                 try:
@@ -311,7 +339,9 @@ class TransactionStore:
 
     def lock(self, components: Sequence[Any], txn_id: int | None, user: str, host: str,
              agent: str | None) -> LockOutcome:
-        """Records a lock request and acquires it if nothing conflicts."""
+        """Records a lock request, acquired at once if nothing conflicts. The mutex is held until the commit,
+        so the statements after it are as few as the decision allows: read the others, insert the rows in
+        their final state."""
         if not components:
             raise hms.MetaException(message="a lock request needs at least one component")
         with self.db.transaction(write=True) as conn:
@@ -320,52 +350,112 @@ class TransactionStore:
                 if self._txn_state(conn, txn_id) == ABORTED:
                     raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
             now = _now_ms()
-            rows, writes = [], []
-            for i, c in enumerate(components):
-                if c.type not in LOCK_TYPE_CODES or not c.dbname:
-                    raise hms.MetaException(message=f"invalid lock component {c}")
-                table = c.tablename.lower() if c.tablename else None
-                if c.level == hms.LockLevel.PARTITION and not (table and c.partitionname):
-                    raise hms.MetaException(message="a partition lock needs a table and a partition name")
-                if c.level == hms.LockLevel.TABLE and not table:
-                    raise hms.MetaException(message="a table lock needs a table name")
-                rows.append({"HL_LOCK_EXT_ID": lock_id, "HL_LOCK_INT_ID": i + 1, "HL_TXNID": txn_id or 0,
-                             "HL_DB": c.dbname.lower(), "HL_TABLE": table, "HL_PARTITION": c.partitionname,
-                             "HL_LOCK_STATE": WAITING, "HL_LOCK_TYPE": LOCK_TYPE_CODES[c.type],
-                             "HL_LAST_HEARTBEAT": 0 if txn_id else now, "HL_USER": user or "", "HL_HOST": host or "",
-                             "HL_HEARTBEAT_COUNT": 0, "HL_AGENT_INFO": agent})
-                if txn_id and c.operationType in WRITE_OPERATIONS:
-                    writes.append({"TC_TXNID": txn_id, "TC_DATABASE": c.dbname.lower(), "TC_TABLE": table,
-                                   "TC_PARTITION": c.partitionname, "TC_OPERATION_TYPE": WRITE_OPERATIONS[c.operationType]})
+            rows = [_lock_row(lock_id, i + 1, c, txn_id, user, host, agent, now) for i, c in enumerate(components)]
+            writes = [{"TC_TXNID": txn_id, "TC_DATABASE": row["HL_DB"], "TC_TABLE": row["HL_TABLE"],
+                       "TC_PARTITION": row["HL_PARTITION"], "TC_OPERATION_TYPE": WRITE_OPERATIONS[c.operationType]}
+                      for c, row in zip(components, rows) if txn_id and c.operationType in WRITE_OPERATIONS]
+            head, others = self._others_and_head(conn, lock_id, {row["HL_DB"] for row in rows})
+            mine = [SimpleNamespace(**row) for row in rows]
+            blocked = _first_block(lock_id, mine, others)
+            if blocked is None:
+                for row in rows:
+                    row.update(HL_LOCK_STATE=ACQUIRED, HL_ACQUIRED_AT=now)
+            else:
+                wanted, held = blocked  # as Hive: the component that conflicted is marked
+                rows[wanted.HL_LOCK_INT_ID - 1].update(HL_BLOCKEDBY_EXT_ID=held.HL_LOCK_EXT_ID,
+                                                       HL_BLOCKEDBY_INT_ID=held.HL_LOCK_INT_ID)
             conn.execute(insert(s.HIVE_LOCKS), rows)
             if writes:
                 conn.execute(insert(s.TXN_COMPONENTS), writes)
-            return self._decide(conn, lock_id, [SimpleNamespace(**row) for row in rows])
+            if blocked is not None:
+                return LockOutcome(lock_id, hms.LockState.WAITING, blocked_by=blocked[1].HL_LOCK_EXT_ID)
+            return LockOutcome(lock_id, hms.LockState.ACQUIRED, _scopes(mine), head)
+
+    @staticmethod
+    def _others_and_head(conn: Connection, lock_id: int, dbs: set[str]) -> tuple[int, list[Any]]:
+        """The other locks in these databases (locks conflict only within one) and the log's head, in one
+        statement: the single NOTIFICATION_SEQUENCE row joined to the locks, so there is a row when none."""
+        result = conn.execute(_OTHER_LOCKS_AND_HEAD, {"lock_id": lock_id, "dbs": sorted(dbs)}).all()
+        head = result[0].NEXT_EVENT_ID - 1
+        return head, [row for row in result if row.HL_LOCK_EXT_ID is not None]
 
     def check_lock(self, lock_id: int) -> LockOutcome:
-        """The lock's state; a waiting lock is tried again, after expiring what was abandoned."""
+        """The lock's state; a waiting lock is tried again. A lock whose state cannot have changed is answered
+        by one read (`_unchanged_lock`). A lock still WAITING is held up to `check_lock_wait_s`: read again as
+        soon as its blocker is released through this process and every RECHECK_S otherwise (releases through
+        other instances, expiry), so the waiter learns of its grant as soon as polling could tell it, and
+        clients polling in a tight loop cost a read per release instead of a read per poll."""
+        deadline = time.monotonic() + self.check_lock_wait_s
+        while True:
+            since = self.lock_releases.mark()
+            seen = self._unchanged_lock(lock_id)
+            if isinstance(seen, _Undecided):
+                return self._decide_again(lock_id, seen)
+            left = deadline - time.monotonic()
+            if seen.state != hms.LockState.WAITING or left <= 0:
+                return seen
+            self.lock_releases.wait(since, seen.blocked_by, min(RECHECK_S, left))
+
+    def _unchanged_lock(self, lock_id: int) -> LockOutcome | _Undecided:
+        """check_lock's answer without the mutex or a write, when one read shows it cannot differ from the
+        full decision's: the lock is ACQUIRED (it stays so until released), or WAITING behind a recorded
+        blocker that still exists and is alive (it blocks as long as it exists: an acquired lock stays
+        acquired, an older waiting one stays older). Only if the lock (or its transaction) was heartbeated
+        within a tenth of the timeout: a client that only polls check_lock keeps its lock alive, as in Hive,
+        with one heartbeat write per tenth of the timeout instead of one per poll. Otherwise what the full
+        decision must do besides deciding."""
+        with self.db.transaction() as conn:
+            rows = conn.execute(_LOCK_WITH_BLOCKERS, {"lock_id": lock_id}).all()
+        if not rows or rows[0].HL_TXNID and rows[0].TXN_STATE != OPEN:
+            return _Undecided(heartbeat=False, expire=False)  # gone or aborted: the full path says which
+        now = _now_ms()
+        if not _alive(rows[0].HL_TXNID, rows[0].HL_LAST_HEARTBEAT, rows[0].MY_TXN_HEARTBEAT,
+                      now - self.txn_timeout_ms // 10):
+            return _Undecided(heartbeat=True, expire=True)
+        if all(r.HL_LOCK_STATE == ACQUIRED for r in rows):
+            return LockOutcome(lock_id, hms.LockState.ACQUIRED, _scopes(rows), rows[0].NEXT_EVENT_ID - 1)
+        blockers = [r for r in rows if r.HL_LOCK_STATE != ACQUIRED and r.BLOCKER is not None]
+        alive_after = now - self.txn_timeout_ms
+        for r in blockers:
+            if _alive(r.BLOCKER_TXNID, r.BLOCKER_HEARTBEAT, r.BLOCKER_TXN_HEARTBEAT, alive_after):
+                return LockOutcome(lock_id, hms.LockState.WAITING, blocked_by=r.BLOCKER)
+        return _Undecided(heartbeat=False, expire=bool(blockers))  # blockers gone, or abandoned: expire them
+
+    def _decide_again(self, lock_id: int, undecided: _Undecided) -> LockOutcome:
+        """check_lock's full path: under the mutex, the lock's rows, what `undecided` asks for, the decision."""
         with self.db.transaction(write=True) as conn:
+            conn.execute(select(s.NEXT_LOCK_ID.c.NL_NEXT).with_for_update())  # the decision mutex (module doc)
             mine = self._lock_rows(conn, lock_id)
             txn_id = mine[0].HL_TXNID
-            waiting = any(r.HL_LOCK_STATE != ACQUIRED for r in mine)
-            if waiting:  # a decision to take: the mutex comes before any row lock (no deadlock with a holder)
-                conn.execute(select(s.NEXT_LOCK_ID.c.NL_NEXT).with_for_update())  # the decision mutex (module doc)
             if txn_id and self._txn_state(conn, txn_id) == ABORTED:
                 raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
-            self._heartbeat(conn, lock_id if not txn_id else None, txn_id or None)  # waiting is alive, as in Hive
-            if waiting:
+            if undecided.heartbeat:  # waiting is alive, as in Hive
+                self._heartbeat(conn, lock_id if not txn_id else None, txn_id or None)
+            if undecided.expire:
                 self._expire(conn)
-                mine = self._lock_rows(conn, lock_id)
             return self._decide(conn, lock_id, mine)
 
     def _decide(self, conn: Connection, lock_id: int, mine: Sequence[Any]) -> LockOutcome:
-        """The lock's state after trying to acquire it (its rows: `mine`), with what the cache needs to know
-        of a grant."""
-        state = self._try_acquire(conn, lock_id, mine)
-        if state != hms.LockState.ACQUIRED:
-            return LockOutcome(lock_id, state)
-        scopes = tuple(dict.fromkeys((r.HL_DB, r.HL_TABLE) for r in mine))
-        return LockOutcome(lock_id, state, scopes, event_log.current_event_id(conn))
+        """Acquires every component of the lock (its rows: `mine`) at once if none conflicts with a held lock
+        or an older waiting one; the outcome carries what the cache needs to know of a grant."""
+        if all(r.HL_LOCK_STATE == ACQUIRED for r in mine):
+            return LockOutcome(lock_id, hms.LockState.ACQUIRED, _scopes(mine), event_log.current_event_id(conn))
+        head, others = self._others_and_head(conn, lock_id, {r.HL_DB for r in mine})
+        blocked = _first_block(lock_id, mine, others)
+        locks = s.HIVE_LOCKS
+        if blocked is not None:  # as Hive: the component that conflicted is marked
+            wanted, held = blocked
+            conn.execute(update(locks).where(locks.c.HL_LOCK_EXT_ID == lock_id,
+                                             locks.c.HL_LOCK_INT_ID == wanted.HL_LOCK_INT_ID)
+                         .values(HL_BLOCKEDBY_EXT_ID=held.HL_LOCK_EXT_ID, HL_BLOCKEDBY_INT_ID=held.HL_LOCK_INT_ID))
+            return LockOutcome(lock_id, hms.LockState.WAITING, blocked_by=held.HL_LOCK_EXT_ID)
+        now = _now_ms()
+        acquired = {"HL_LOCK_STATE": ACQUIRED, "HL_ACQUIRED_AT": now, "HL_BLOCKEDBY_EXT_ID": None,
+                    "HL_BLOCKEDBY_INT_ID": None}
+        if not mine[0].HL_TXNID:
+            acquired["HL_LAST_HEARTBEAT"] = now  # a transaction's locks live by its heartbeats instead
+        conn.execute(update(locks).where(locks.c.HL_LOCK_EXT_ID == lock_id).values(acquired))
+        return LockOutcome(lock_id, hms.LockState.ACQUIRED, _scopes(mine), head)
 
     @staticmethod
     def _lock_rows(conn: Connection, lock_id: int) -> list[Any]:
@@ -374,33 +464,11 @@ class TransactionStore:
             raise hms.NoSuchLockException(message=f"No such lock lockid:{lock_id}")
         return rows
 
-    def _try_acquire(self, conn: Connection, lock_id: int, mine: Sequence[Any]) -> int:
-        """Acquires every component at once if none conflicts with a held lock or an older waiting one."""
-        if all(r.HL_LOCK_STATE == ACQUIRED for r in mine):
-            return hms.LockState.ACQUIRED
-        others = conn.execute(select(s.HIVE_LOCKS).where(  # locks conflict only within one database
-            s.HIVE_LOCKS.c.HL_LOCK_EXT_ID != lock_id, s.HIVE_LOCKS.c.HL_DB.in_({r.HL_DB for r in mine}))).all()
-        for wanted in mine:
-            for held in others:
-                blocking = held.HL_LOCK_STATE == ACQUIRED or held.HL_LOCK_EXT_ID < lock_id
-                if blocking and _conflicts(wanted, held):  # as Hive: the component that conflicted is marked
-                    conn.execute(update(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == lock_id,
-                                                            s.HIVE_LOCKS.c.HL_LOCK_INT_ID == wanted.HL_LOCK_INT_ID)
-                                 .values(HL_BLOCKEDBY_EXT_ID=held.HL_LOCK_EXT_ID, HL_BLOCKEDBY_INT_ID=held.HL_LOCK_INT_ID))
-                    return hms.LockState.WAITING
-        now = _now_ms()
-        acquired = {"HL_LOCK_STATE": ACQUIRED, "HL_ACQUIRED_AT": now, "HL_BLOCKEDBY_EXT_ID": None,
-                    "HL_BLOCKEDBY_INT_ID": None}
-        if not mine[0].HL_TXNID:
-            acquired["HL_LAST_HEARTBEAT"] = now  # a transaction's locks live by its heartbeats instead
-        conn.execute(update(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == lock_id).values(acquired))
-        return hms.LockState.ACQUIRED
-
     def unlock(self, lock_id: int) -> None:
         """Releases a lock; a lock that is gone already is fine (Hive: idempotent). A transaction's lock may
         be given up while it waits; once acquired it lives until the transaction ends."""
         locks = s.HIVE_LOCKS
-        with self.db.transaction(write=True) as conn:
+        with self._releasing(lock_id), self.db.transaction(write=True) as conn:
             if conn.execute(delete(locks).where(locks.c.HL_LOCK_EXT_ID == lock_id, or_(
                     locks.c.HL_TXNID == 0, locks.c.HL_LOCK_STATE != ACQUIRED))).rowcount:
                 return
@@ -459,7 +527,7 @@ class TransactionStore:
     def reap_expired(self) -> list[TableWrite]:
         """Aborts transactions and releases locks whose clients stopped heartbeating; returns the write ids
         of the aborted transactions. Safe to run on every instance at once."""
-        with self.db.transaction(write=True) as conn:
+        with self._releasing(None), self.db.transaction(write=True) as conn:
             aborted = self._expire(conn)
             self._forget_old_write_sets(conn)
             return aborted
@@ -482,6 +550,85 @@ class TransactionStore:
         conn.execute(delete(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_TXNID == 0,
                                                 s.HIVE_LOCKS.c.HL_LAST_HEARTBEAT < cutoff))
         return self._abort(conn, stale)
+
+
+def _lock_row(lock_id: int, int_id: int, component: Any, txn_id: int | None, user: str, host: str,
+              agent: str | None, now: int) -> dict[str, Any]:
+    """A component's HIVE_LOCKS row, WAITING until decided; a malformed component fails the call."""
+    c = component
+    if c.type not in LOCK_TYPE_CODES or not c.dbname:
+        raise hms.MetaException(message=f"invalid lock component {c}")
+    table = c.tablename.lower() if c.tablename else None
+    if c.level == hms.LockLevel.PARTITION and not (table and c.partitionname):
+        raise hms.MetaException(message="a partition lock needs a table and a partition name")
+    if c.level == hms.LockLevel.TABLE and not table:
+        raise hms.MetaException(message="a table lock needs a table name")
+    return {"HL_LOCK_EXT_ID": lock_id, "HL_LOCK_INT_ID": int_id, "HL_TXNID": txn_id or 0, "HL_DB": c.dbname.lower(),
+            "HL_TABLE": table, "HL_PARTITION": c.partitionname, "HL_LOCK_STATE": WAITING,
+            "HL_LOCK_TYPE": LOCK_TYPE_CODES[c.type], "HL_LAST_HEARTBEAT": 0 if txn_id else now,
+            "HL_ACQUIRED_AT": None, "HL_USER": user or "", "HL_HOST": host or "", "HL_HEARTBEAT_COUNT": 0,
+            "HL_AGENT_INFO": agent, "HL_BLOCKEDBY_EXT_ID": None, "HL_BLOCKEDBY_INT_ID": None}
+
+
+def hive_lock_order(row: Any) -> tuple[bool, int, int, int]:
+    """Hive's order of locks (LockInfoComparator in its TxnHandler): acquired before waiting, then from the
+    least restrictive type to the most, then by lock id and component id. show_locks lists them so."""
+    return row.HL_LOCK_STATE != ACQUIRED, _TYPE_RANK[row.HL_LOCK_TYPE], row.HL_LOCK_EXT_ID, row.HL_LOCK_INT_ID
+
+
+def _first_block(lock_id: int, mine: Sequence[Any], others: Sequence[Any]) -> tuple[Any, Any] | None:
+    """(my component, the lock blocking it) for the first component that conflicts with a held lock or an
+    older waiting one; None when all can be acquired. As Hive, the blocker named is the nearest one before
+    the lock in Hive's order (searched backwards): in a queue each lock waits for the one before it, so a
+    release wakes only the next in line (lock_waits.py)."""
+    for wanted in mine:
+        for held in sorted(others, key=hive_lock_order, reverse=True):
+            if (held.HL_LOCK_STATE == ACQUIRED or held.HL_LOCK_EXT_ID < lock_id) and _conflicts(wanted, held):
+                return wanted, held
+    return None
+
+
+def _scopes(rows: Sequence[Any]) -> tuple[tuple[str, str | None], ...]:
+    return tuple(dict.fromkeys((r.HL_DB, r.HL_TABLE) for r in rows))
+
+
+def _alive(txn_id: int, lock_heartbeat: int, txn_heartbeat: int | None, since_ms: int) -> bool:
+    """Whether a lock was heartbeated since `since_ms`: a plain lock by its own heartbeat, a transaction's
+    lock by the transaction's."""
+    beat = txn_heartbeat if txn_id else lock_heartbeat
+    return beat is not None and beat >= since_ms
+
+
+def _lock_with_blockers() -> Any:
+    """A lock's rows, each with its transaction's state, the blocker it recorded (if that still exists) with
+    the blocker's heartbeats, and the log's head: all check_lock needs to see that nothing changed."""
+    mine, blocker = s.HIVE_LOCKS.alias("mine"), s.HIVE_LOCKS.alias("blocker")
+    my_txn, blocker_txn, seq = s.TXNS.alias("my_txn"), s.TXNS.alias("blocker_txn"), s.NOTIFICATION_SEQUENCE
+    joined = (mine.join(seq, sa_true())
+              .outerjoin(my_txn, my_txn.c.TXN_ID == mine.c.HL_TXNID)
+              .outerjoin(blocker, (blocker.c.HL_LOCK_EXT_ID == mine.c.HL_BLOCKEDBY_EXT_ID)
+                         & (blocker.c.HL_LOCK_INT_ID == mine.c.HL_BLOCKEDBY_INT_ID))
+              .outerjoin(blocker_txn, blocker_txn.c.TXN_ID == blocker.c.HL_TXNID))
+    return select(mine.c.HL_DB, mine.c.HL_TABLE, mine.c.HL_LOCK_STATE, mine.c.HL_TXNID, mine.c.HL_LAST_HEARTBEAT,
+                  my_txn.c.TXN_STATE, my_txn.c.TXN_LAST_HEARTBEAT.label("MY_TXN_HEARTBEAT"),
+                  blocker.c.HL_LOCK_EXT_ID.label("BLOCKER"), blocker.c.HL_TXNID.label("BLOCKER_TXNID"),
+                  blocker.c.HL_LAST_HEARTBEAT.label("BLOCKER_HEARTBEAT"),
+                  blocker_txn.c.TXN_LAST_HEARTBEAT.label("BLOCKER_TXN_HEARTBEAT"), seq.c.NEXT_EVENT_ID
+                  ).select_from(joined).where(mine.c.HL_LOCK_EXT_ID == bindparam("lock_id"))
+
+
+def _other_locks_and_head() -> Any:
+    """The locks in some databases other than one, and the log's head: the single NOTIFICATION_SEQUENCE row
+    joined to them, so there is a row when there are none."""
+    locks, seq = s.HIVE_LOCKS, s.NOTIFICATION_SEQUENCE
+    joined = seq.outerjoin(locks, (locks.c.HL_LOCK_EXT_ID != bindparam("lock_id"))
+                           & locks.c.HL_DB.in_(bindparam("dbs", expanding=True)))
+    return select(seq.c.NEXT_EVENT_ID, *locks.c).select_from(joined)
+
+
+# Built once: the lock path runs them on every poll, and building aliased joins costs more than running them.
+_LOCK_WITH_BLOCKERS = _lock_with_blockers()
+_OTHER_LOCKS_AND_HEAD = _other_locks_and_head()
 
 
 def _txn_list(high: int, rows: Sequence[Any]) -> ValidTxnList:
