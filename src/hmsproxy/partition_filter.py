@@ -56,12 +56,11 @@ on Derby, see tests/test_partition_filter.py):
   - decimal/float/double: numeric. HMS rejects filters on them; comparing numbers is the only
     sensible answer. Other types (boolean, binary, ...) -> FilterError, as in HMS.
 * Mismatched constants: the string ``'__HIVE_DEFAULT_PARTITION__'`` is compared as a string
-  against any key type [Hive 4 ``isDefaultPartition``]. Otherwise HMS answers MetaException for
-  a string constant on a numeric/date key and for an integer constant on a string key (unless
-  ``hive.metastore.integral.jdo.pushdown``). We are more lenient where the intent is clear:
-  a numeric string on a numeric key compares numerically, an integer on a string key compares
-  with its decimal text (what the JDO pushdown does for = / !=). A non-date string on a date key
-  or a number on a date key stays an error.
+  against any key type [Hive 4 ``isDefaultPartition``]. Otherwise a string constant on a
+  numeric key and an integer constant on a string, date or timestamp key (LIKE included) is
+  refused with HMS's own text, ``Filtering is supported only on partition keys of type string``
+  (measured on 2.3.10: its direct SQL gives up on the mismatch and its JDO fallback refuses). A
+  string on a date key is parsed as a date (an error when it is none).
 * BETWEEN is ``key >= lo AND key <= hi``, NOT BETWEEN ``key < lo OR key > hi``; IN is an OR of
   ``=``, NOT IN an AND of ``!=`` [both grammars build exactly these trees].
 """
@@ -77,7 +76,7 @@ from typing import Callable, Sequence, Union
 
 from hmsproxy.like import LikePattern
 
-__all__ = ["FilterError", "compile_filter"]
+__all__ = ["FilterError", "FilterTypeMismatch", "compile_filter"]
 
 DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
@@ -85,8 +84,18 @@ _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 Predicate = Callable[[Sequence[str]], bool]
 
 
+TYPE_MISMATCH = "Filtering is supported only on partition keys of type string"  # HMS 2.3's text
+
+
 class FilterError(ValueError):
     """The filter does not parse or names something that is not a partition key; message says what and where."""
+
+
+class FilterTypeMismatch(FilterError):
+    """A constant of another type than its key's: refused with HMS's text, which names no position."""
+
+    def __init__(self) -> None:
+        super().__init__(TYPE_MISMATCH)
 
 
 # --------------------------------------------------------------------------------------------
@@ -564,6 +573,8 @@ class _Compiler:
         category = _category(type_name)
         if category == "unsupported":
             raise self.fail(key.pos, f"filtering on partition key {key.name!r} of type {type_name} is not supported")
+        if const.kind == "int" and category in ("string", "date", "timestamp"):
+            raise FilterTypeMismatch()
         if node.op == "like":
             return _like_predicate(idx, const.text())
 
@@ -571,22 +582,17 @@ class _Compiler:
         if const.kind == "string" and const.value == DEFAULT_PARTITION_NAME:
             return _string_predicate(idx, cmp, const.text())
         if category == "string":
-            # An integer constant compares with its decimal text, as HMS's JDO pushdown does.
             return _string_predicate(idx, cmp, const.text())
         if category == "integral":
             return self.numeric(idx, cmp, const, key, type_name, _parse_int, int)
         if category == "decimal":
             return self.numeric(idx, cmp, const, key, type_name, _parse_decimal, Decimal)
         if category == "date":
-            if const.kind == "int":
-                raise self.fail(const.pos, f"cannot compare date key {key.name!r} with the integer {const.value}")
             target = _parse_date_prefix(const.text())
             if target is None:
                 raise self.fail(const.pos, f"cannot compare date key {key.name!r} with {const.text()!r}: not a date")
             return _typed_predicate(idx, cmp, target, _parse_date_strict)
         # timestamp
-        if const.kind == "int":
-            raise self.fail(const.pos, f"cannot compare timestamp key {key.name!r} with the integer {const.value}")
         ts = _parse_timestamp(const.text())
         if ts is None:
             raise self.fail(const.pos, f"cannot compare timestamp key {key.name!r} with {const.text()!r}: not a timestamp")
@@ -594,13 +600,11 @@ class _Compiler:
 
     def numeric(self, idx: int, cmp: Callable[[object, object], bool], const: Const, key: Key,
                 type_name: str, parse: Callable[[str], object], convert: Callable[[object], object]) -> Predicate:
-        if const.kind == "int":
-            target = convert(const.value)
-        elif const.kind == "string" and parse(const.value) is not None:
-            target = parse(const.text())  # lenient: HMS answers MetaException here
-        else:
+        if const.kind == "string":
+            raise FilterTypeMismatch()
+        if const.kind != "int":
             raise self.fail(const.pos, f"cannot compare {type_name} key {key.name!r} with {const.text()!r}: not a number")
-        return _typed_predicate(idx, cmp, target, parse)
+        return _typed_predicate(idx, cmp, convert(const.value), parse)
 
 
 def _string_predicate(idx: int, cmp: Callable[[object, object], bool], const: str) -> Predicate:

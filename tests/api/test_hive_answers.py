@@ -380,3 +380,25 @@ def test_name_patterns_mean_what_they_mean_to_hive(servers, pattern):
                                         partitionKeys=[], tableType="MANAGED_TABLE"))
         return sorted(client.get_tables(db, pattern)), sorted(client.get_table_meta(db, pattern, None), key=str)
     same_answer(servers, calls)
+
+
+def test_filters_whose_constants_do_not_match_their_keys_type(servers):
+    """HMS 2.3 refuses a string constant on a numeric key and a number on a string or date key, with one
+    text (its direct SQL gives up on the mismatch and its JDO fallback refuses); matching types work."""
+    filters = ['h = "1"', "h > '0'", 'h = "x"', 'h between "0" and "5"', "k = 1", "k != 1", "k like 1", "d = 5",
+               'k = "1"', "h = 1", 'd = "2024-01-01"', "(h) in (1, 2)"]
+
+    def calls(client, db):
+        client.create_database(A.Database(name=db, parameters={}))
+        client.create_table(A.Table(tableName="t", dbName=db, sd=_sd([("a", "int")]), parameters={},
+                                    tableType="MANAGED_TABLE", partitionKeys=[
+                                        A.FieldSchema(name="k", type="string"), A.FieldSchema(name="h", type="int"),
+                                        A.FieldSchema(name="d", type="date")]))
+        client.add_partitions([A.Partition(dbName=db, tableName="t", values=values, sd=_sd([("a", "int")]),
+                                           parameters={})
+                               for values in (["1", "1", "2024-01-01"], ["x", "2", "2024-01-02"])])
+        return {flt: _answer_or_refusal(lambda: sorted(p.values for p in client.get_partitions_by_filter(
+            db, "t", flt, -1))) for flt in filters}
+    answers = same_answer(servers, calls)
+    assert sum(list(answer) == ["MetaException", "Filtering is supported only on partition keys of type string"]
+               for answer in answers.values()) == 8

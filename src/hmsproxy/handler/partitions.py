@@ -18,7 +18,7 @@ from hmsproxy.events import messages
 from hmsproxy.events.log import emitting
 from hmsproxy.idl import hms
 from hmsproxy.names import make_partition_name, parse_partition_name, partition_exists_message, unescape_path_name
-from hmsproxy.partition_filter import FilterError, compile_filter
+from hmsproxy.partition_filter import FilterError, FilterTypeMismatch, compile_filter
 from hmsproxy.warehouse import join
 
 
@@ -33,6 +33,13 @@ def _limit(items: list[Any], max_parts: int | None) -> list[Any]:
 def _spec_matches(values: Sequence[str], spec: Sequence[str]) -> bool:
     """A partial spec: a prefix of the values, where an empty string matches any value."""
     return all(s == "" or s == v for s, v in zip(spec, values))
+
+
+def _filter_refused(error: FilterError) -> Any:
+    """HMS's answer to a filter it cannot use: its own text for a type mismatch, else what and where."""
+    if isinstance(error, FilterTypeMismatch):
+        return hms.MetaException(message=str(error))
+    return hms.MetaException(message=f"Error parsing partition filter: {error}")
 
 
 class PartitionCalls:
@@ -285,7 +292,7 @@ class PartitionCalls:
         try:
             predicate = compile_filter(filter_text or "", keys)
         except FilterError as exc:
-            raise hms.MetaException(message=f"Error parsing partition filter: {exc}") from None
+            raise _filter_refused(exc) from None
         return [name for name, values in self.ctx.store.get_partition_values(catalog, db, table.tableName)
                 if predicate(values)]
 
@@ -320,7 +327,7 @@ class PartitionCalls:
             try:
                 predicate = compile_filter(req.filter, [(k.name, k.type) for k in table.partitionKeys or []])
             except FilterError as exc:
-                raise hms.MetaException(message=f"Error parsing partition filter: {exc}") from None
+                raise _filter_refused(exc) from None
         from_id = req.fromPartitionId if req.fromPartitionId is not None else 0
         to_id = req.toPartitionId if req.toPartitionId is not None else -1
         return self.ctx.store.get_partition_batch(catalog, db, table.tableName, from_id, to_id, size, predicate,
