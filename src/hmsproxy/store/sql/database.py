@@ -36,6 +36,7 @@ from hmsproxy.store.sql import schema as s
 T = TypeVar("T")
 DEFAULT_CONFLICT_RETRIES = 10
 RETRY_BASE_S, RETRY_MAX_S = 0.005, 0.5
+POSTGRES_WAIT_MARGIN_S = 2.0  # a client-side wait outlasts the server's statement_timeout, which answers first
 # MySQL/MariaDB error codes: 1213 deadlock, 1205 lock wait timeout, 1020 record changed since last read.
 MYSQL_CONFLICTS = {1213: "deadlock", 1205: "lock wait timeout", 1020: "write conflict"}
 # PostgreSQL SQLSTATEs: serialization failure, deadlock detected.
@@ -110,6 +111,9 @@ class Database:
             self.engine = create_engine(self.url, isolation_level="REPEATABLE READ", **pooling)
             self._writer = create_engine(self.url, isolation_level="READ COMMITTED", **pooling)
             engines = [self.engine, self._writer]
+            if self.engine.dialect.name == "postgresql":
+                for engine in engines:
+                    _bound_postgres_waits(engine, statement_timeout_s + POSTGRES_WAIT_MARGIN_S)
         self._engines = engines
         self._sqlite_lock = threading.RLock()
         self._retrying = threading.local()
@@ -205,6 +209,26 @@ def _add_round_trip_latency(engine: Engine, seconds: float) -> None:
 
     event.listen(engine, "before_cursor_execute", wait)
     event.listen(engine, "commit", wait)
+
+
+def _bound_postgres_waits(engine: Engine, timeout_s: float) -> None:
+    """Gives every wait for a PostgreSQL answer a deadline. libpq has no read timeout: a database that
+    takes the bytes and never answers (a stalled proxy, a half-dead peer that still acknowledges) would
+    hold a call for ever, where statement_timeout (the server's) and TCP's timeouts see nothing. A
+    connection whose wait expired is closed, so the pool drops it and the call fails as a lost database."""
+    import psycopg
+
+    class BoundedWaits(psycopg.Connection):  # type: ignore[type-arg]
+        def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
+            try:
+                return super().wait(gen, interval=interval, timeout=timeout_s if timeout is None else timeout)
+            except psycopg.errors._WaitTimeout:  # psycopg's own signal that the deadline passed
+                self.close()
+                raise
+
+    @event.listens_for(engine, "do_connect")
+    def connect(dialect: Any, record: Any, cargs: Any, cparams: Any) -> Any:
+        return BoundedWaits.connect(*cargs, **cparams)
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
