@@ -84,10 +84,13 @@ def _now_ms() -> int:
 
 
 def _next(conn: Connection, table, column, count: int = 1) -> int:
-    """Reserves `count` ids from a single-row counter table; returns the first."""
-    first = conn.execute(select(column).with_for_update()).scalar_one()
-    conn.execute(update(table).values({column.name: first + count}))
-    return first
+    """Reserves `count` ids from a single-row counter table; returns the first. The row stays locked until
+    the transaction ends (for NEXT_LOCK_ID that is the lock mutex), so the statement is one round trip where
+    the database can say what it wrote: MySQL's LAST_INSERT_ID(expr), RETURNING elsewhere."""
+    if conn.dialect.name == "mysql":
+        bumped = conn.execute(update(table).values({column.name: func.last_insert_id(column + count)}))
+        return int(bumped.lastrowid) - count
+    return int(conn.execute(update(table).values({column.name: column + count}).returning(column)).scalar_one()) - count
 
 
 def _scope_overlaps(a: Any, b: Any) -> bool:
