@@ -3,10 +3,8 @@
     python bench/rss_under_load.py [--minutes 10] [--backend mariadb|postgres|sqlite] [--writers 4]
                                    [--sample-s 10] [--out-dir bench/results]
 
-Two `hmsproxy serve` processes (cache on) side by side, each on a fresh database of the backend: one hands
-freed memory back to the system every minute (the default), one never (`--memory-trim-interval-s 0`). Per
-server, `--writers` client processes loop over a mixed workload whose live data stays constant: create a
-partitioned table, add partitions,
+One `hmsproxy serve` process (cache on) on a fresh database of the backend. `--writers` client processes
+loop over a mixed workload whose live data stays constant: create a partitioned table, add partitions,
 alter it, read it and its partitions, look up a table that does not exist, lock and unlock it inside a
 transaction, drop the oldest of the writer's tables once it holds more than a few. Every `--sample-s` the
 server's RSS and its cache bookkeeping gauges are sampled. The verdict compares the second half of the
@@ -15,7 +13,6 @@ run with the first: a leak shows as a slope that stays positive after warm-up (i
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import multiprocessing
 import re
@@ -132,70 +129,55 @@ def _slope_mib_per_min(samples: list[Sample]) -> float:
     return sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / spread if spread else 0.0
 
 
-# The servers measured side by side, each on its own database with its own writers: (label, extra flags).
-VARIANTS = (("trim off", ("--memory-trim-interval-s", "0")), ("trim on", ()))
-
-
-def _summary(samples: list[Sample], minutes: float) -> dict:
+def run(backend: str, minutes: float, writers: int, sample_s: float, workdir: Path) -> dict:
+    with fresh_database(backend, workdir) as url:
+        server = start_hmsproxy_process(workdir / "server", url)
+        try:
+            setup = _client(server.port)
+            setup.create_database(hms.Database(name="rssbench", parameters={}))
+            setup.close()
+            pid = server.pid
+            counter = multiprocessing.Value("q", 0)
+            started = time.time()
+            stop_at = started + minutes * 60
+            processes = [multiprocessing.Process(target=_writer, args=(server.port, i, stop_at, counter))
+                         for i in range(writers)]
+            for process in processes:
+                process.start()
+            samples: list[Sample] = []
+            while True:
+                now = time.time()
+                samples.append(Sample(round(now - started, 1), _rss_mib(pid), counter.value,
+                                      **_gauges(server.metrics_port)))
+                print(f"  {samples[-1].seconds:7.1f} s  RSS {samples[-1].rss_mib:7.1f} MiB  "
+                      f"{samples[-1].operations:8d} calls  generations {samples[-1].generations:.0f}", flush=True)
+                if now >= stop_at:
+                    break
+                time.sleep(min(sample_s, max(0.0, stop_at - now)))  # the sampling period of a benchmark
+            for process in processes:
+                process.join(timeout=120)
+            failed = [p.exitcode for p in processes if p.exitcode != 0]
+        finally:
+            server.stop()
     half = len(samples) // 2
-    return {"samples": [asdict(s) for s in samples],
+    return {"backend": backend, "minutes": minutes, "writers": writers, "failed_writers": failed,
+            "samples": [asdict(s) for s in samples],
             "calls_per_minute": samples[-1].operations / minutes if minutes else 0.0,
             "rss_first_mib": samples[0].rss_mib, "rss_last_mib": samples[-1].rss_mib,
             "slope_first_half_mib_per_min": _slope_mib_per_min(samples[:half + 1]),
             "slope_second_half_mib_per_min": _slope_mib_per_min(samples[half:])}
 
 
-def run(backend: str, minutes: float, writers: int, sample_s: float, workdir: Path) -> dict:
-    """Every variant's server under the same load at the same time; their RSS sampled together."""
-    with contextlib.ExitStack() as stack:
-        servers = []
-        for n, (label, flags) in enumerate(VARIANTS):
-            (workdir / f"db{n}").mkdir()
-            url = stack.enter_context(fresh_database(backend, workdir / f"db{n}"))
-            server = start_hmsproxy_process(workdir / f"server{n}", url, *flags)
-            stack.callback(server.stop)
-            setup = _client(server.port)
-            setup.create_database(hms.Database(name="rssbench", parameters={}))
-            setup.close()
-            servers.append(server)
-        counters = [multiprocessing.Value("q", 0) for _ in servers]
-        started = time.time()
-        stop_at = started + minutes * 60
-        processes = [multiprocessing.Process(target=_writer, args=(server.port, i, stop_at, counter))
-                     for server, counter in zip(servers, counters) for i in range(writers)]
-        for process in processes:
-            process.start()
-        samples: list[list[Sample]] = [[] for _ in servers]
-        while True:
-            now = time.time()
-            for server, counter, own in zip(servers, counters, samples):
-                own.append(Sample(round(now - started, 1), _rss_mib(server.pid), counter.value,
-                                  **_gauges(server.metrics_port)))
-            print(f"  {now - started:7.1f} s  RSS " + "  ".join(
-                f"{label} {own[-1].rss_mib:6.1f} MiB ({own[-1].operations} calls)"
-                for (label, _), own in zip(VARIANTS, samples)), flush=True)
-            if now >= stop_at:
-                break
-            time.sleep(min(sample_s, max(0.0, stop_at - now)))  # the sampling period of a benchmark
-        for process in processes:
-            process.join(timeout=120)
-        failed = [p.exitcode for p in processes if p.exitcode != 0]
-    return {"backend": backend, "minutes": minutes, "writers_per_server": writers, "failed_writers": failed,
-            "variants": {label: _summary(own, minutes) for (label, _), own in zip(VARIANTS, samples)}}
-
-
 def report(result: dict, out_dir: Path) -> None:
-    variants = result["variants"]
-    lines = [f"hmsproxy RSS under a mixed write load, side by side: {result['backend']}, "
-             f"{result['writers_per_server']} writers per server, {result['minutes']} min",
-             f"{'seconds':>8} " + " ".join(f"{label + ' MiB':>14} {'calls':>8}" for label in variants)]
-    for i, first in enumerate(next(iter(variants.values()))["samples"]):
-        lines.append(f"{first['seconds']:8.1f} " + " ".join(
-            f"{v['samples'][i]['rss_mib']:14.1f} {v['samples'][i]['operations']:8d}" for v in variants.values()))
-    for label, v in variants.items():
-        lines.append(f"{label}: {v['calls_per_minute']:.0f} calls/min, RSS {v['rss_first_mib']:.1f} -> "
-                     f"{v['rss_last_mib']:.1f} MiB, slope first half {v['slope_first_half_mib_per_min']:+.2f} "
-                     f"MiB/min, second half {v['slope_second_half_mib_per_min']:+.2f} MiB/min")
+    lines = [f"hmsproxy RSS under a mixed write load: {result['backend']}, {result['writers']} writers, "
+             f"{result['minutes']} min, {result['calls_per_minute']:.0f} calls/min",
+             f"{'seconds':>8} {'RSS MiB':>9} {'calls':>9} {'cached tables':>14} {'generations':>12} {'key locks':>10}"]
+    for s in result["samples"]:
+        lines.append(f"{s['seconds']:8.1f} {s['rss_mib']:9.1f} {s['operations']:9d} {s['cached_tables']:14.0f} "
+                     f"{s['generations']:12.0f} {s['key_locks']:10.0f}")
+    lines.append(f"RSS slope: first half {result['slope_first_half_mib_per_min']:+.2f} MiB/min, "
+                 f"second half {result['slope_second_half_mib_per_min']:+.2f} MiB/min "
+                 f"({result['rss_first_mib']:.1f} -> {result['rss_last_mib']:.1f} MiB)")
     if result["failed_writers"]:
         lines.append(f"writers that failed: {result['failed_writers']}")
     print("\n".join(lines))
@@ -205,13 +187,13 @@ def report(result: dict, out_dir: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(9, 4.5))
-    for label, v in variants.items():
-        ax.plot([s["seconds"] / 60 for s in v["samples"]], [s["rss_mib"] for s in v["samples"]], marker=".",
-                label=f"{label} (second-half slope {v['slope_second_half_mib_per_min']:+.2f} MiB/min)")
+    minutes = [s["seconds"] / 60 for s in result["samples"]]
+    ax.plot(minutes, [s["rss_mib"] for s in result["samples"]], marker=".", label="server RSS")
     ax.set_xlabel("minutes of load")
-    ax.set_ylabel("server RSS (MiB)")
+    ax.set_ylabel("RSS (MiB)")
     ax.set_ylim(bottom=0)
-    ax.set_title(f"hmsproxy RSS, {result['writers_per_server']} writers per server, {result['backend']}")
+    ax.set_title(f"hmsproxy RSS, {result['writers']} writers, {result['backend']} "
+                 f"(second-half slope {result['slope_second_half_mib_per_min']:+.2f} MiB/min)")
     ax.legend()
     fig.tight_layout()
     fig.savefig(out_dir / "rss_under_load.png", dpi=110)

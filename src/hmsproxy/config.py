@@ -70,7 +70,6 @@ class Settings:
     txn_timeout_s: float = 300.0
     txn_reaper_interval_s: float = 30.0
     check_lock_wait_s: float = 0.5
-    memory_trim_interval_s: float = 60.0
     client_idle_timeout_s: float = 600.0
     request_timeout_s: float = 30.0
     db_connect_timeout_s: float = 10.0
@@ -120,8 +119,8 @@ def _coerce(name: str, value: Any) -> Any:
         return _local_warehouse(str(value))
     if name in ("cache_max_bytes", "max_message_bytes"):
         return _size(name, value)
-    if name in ("txn_timeout_s", "txn_reaper_interval_s", "check_lock_wait_s", "memory_trim_interval_s",
-                "client_idle_timeout_s", "request_timeout_s", "db_connect_timeout_s", "db_statement_timeout_s"):
+    if name in ("txn_timeout_s", "txn_reaper_interval_s", "check_lock_wait_s", "client_idle_timeout_s",
+                "request_timeout_s", "db_connect_timeout_s", "db_statement_timeout_s"):
         return _duration(name, value)
     if field_type == "float":
         try:
@@ -155,15 +154,10 @@ def _size(name: str, value: Any) -> int:
     return int(match.group(1)) * SIZE_UNITS[match.group(2).lower()]
 
 
-# Durations where 0 means "not at all" (no hold, no trimming); every other duration must be positive.
-ZERO_ALLOWED = frozenset({"check_lock_wait_s", "memory_trim_interval_s"})
-
-
 def _duration(name: str, value: Any) -> float:
     """Seconds from `300`, `300s`, `5m`, `1500ms` (Hive writes durations with units)."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(value))
-    if not match or match.group(2).lower() not in DURATION_UNITS or (
-            float(match.group(1)) <= 0 and name not in ZERO_ALLOWED):
+    if not match or match.group(2).lower() not in DURATION_UNITS or float(match.group(1)) <= 0:
         raise ValueError(f"setting {name!r}: expected a positive duration such as 300s or 5m, got {value!r}")
     return float(match.group(1)) * DURATION_UNITS[match.group(2).lower()]
 

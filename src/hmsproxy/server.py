@@ -23,7 +23,6 @@ from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.sql.database import Database, init_schema, schema_version
 from hmsproxy.store.sql.store import SqlStore
 from hmsproxy.thrift_server import ThriftServer
-from hmsproxy.memory_trim import MemoryTrimmer
 from hmsproxy.txn.reaper import Reaper
 from hmsproxy.warehouse import Warehouse, to_uri
 
@@ -95,7 +94,6 @@ class RunningServer:
     loader: Loader | None
     poller: Poller | None
     reaper: Reaper
-    trimmer: MemoryTrimmer
 
     @property
     def port(self) -> int:
@@ -104,7 +102,6 @@ class RunningServer:
     def stop(self) -> None:
         self.thrift.stop()
         self.reaper.stop()
-        self.trimmer.stop()
         if self.poller is not None:
             self.poller.stop()
         if self.loader is not None:
@@ -139,7 +136,6 @@ def start(settings: Settings) -> RunningServer:
                              partition_request_limit=settings.partition_request_limit)
     handler = Handler(context)
     reaper = Reaper(store.reap_expired, settings.txn_reaper_interval_s)
-    trimmer = MemoryTrimmer(settings.memory_trim_interval_s)
     thrift = ThriftServer(lambda: MetastoreProcessor(handler, metrics, settings.max_message_bytes), settings.host,
                           settings.port, framed=settings.framed, max_connections=settings.max_connections,
                           max_message_bytes=settings.max_message_bytes, metrics=metrics,
@@ -153,8 +149,7 @@ def start(settings: Settings) -> RunningServer:
         metrics_server.start()
     thrift.start()
     reaper.start()
-    trimmer.start()
     log.info("hmsproxy serving thrift://%s:%d (%s, cache %s), warehouse %s, metrics %s", settings.host, thrift.port,
              "framed" if settings.framed else "unframed", "on" if settings.cache else "off", warehouse.root,
              f"http://{settings.host}:{metrics_server.port}/metrics" if metrics_server else "off")
-    return RunningServer(thrift, metrics_server, store, loader, poller, reaper, trimmer)
+    return RunningServer(thrift, metrics_server, store, loader, poller, reaper)

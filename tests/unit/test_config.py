@@ -32,16 +32,10 @@ def test_hive_key_names_are_accepted_in_the_file(tmp_path):
     ({"HMSPROXY_PORT": "nine"}, "expected an integer"),
     ({"HMSPROXY_FRAMED": "maybe"}, "expected a boolean"),
     ({"HMSPROXY_NO_SUCH_THING": "1"}, "unknown setting"),
-    ({"HMSPROXY_TXN_TIMEOUT_S": "0"}, "expected a positive duration"),
 ])
 def test_bad_values_are_refused_with_a_clear_message(environ, message):
     with pytest.raises(ValueError, match=message):
         resolve({}, environ=environ)
-
-
-def test_zero_turns_off_the_lock_hold_and_the_memory_trim():
-    settings = resolve({"check_lock_wait_s": "0", "memory_trim_interval_s": "0s"}, environ={})
-    assert (settings.check_lock_wait_s, settings.memory_trim_interval_s) == (0, 0)
 
 
 @pytest.mark.parametrize("key", ["hive.metastore.thrift.bind.host", "metastore.thrift.bind.host",
