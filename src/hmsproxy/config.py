@@ -154,10 +154,15 @@ def _size(name: str, value: Any) -> int:
     return int(match.group(1)) * SIZE_UNITS[match.group(2).lower()]
 
 
+# Durations where 0 means "not at all" (check_lock answers at once); every other duration must be positive.
+ZERO_ALLOWED = frozenset({"check_lock_wait_s"})
+
+
 def _duration(name: str, value: Any) -> float:
     """Seconds from `300`, `300s`, `5m`, `1500ms` (Hive writes durations with units)."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(value))
-    if not match or match.group(2).lower() not in DURATION_UNITS or float(match.group(1)) <= 0:
+    if not match or match.group(2).lower() not in DURATION_UNITS or (
+            float(match.group(1)) <= 0 and name not in ZERO_ALLOWED):
         raise ValueError(f"setting {name!r}: expected a positive duration such as 300s or 5m, got {value!r}")
     return float(match.group(1)) * DURATION_UNITS[match.group(2).lower()]
 

@@ -32,10 +32,15 @@ def test_hive_key_names_are_accepted_in_the_file(tmp_path):
     ({"HMSPROXY_PORT": "nine"}, "expected an integer"),
     ({"HMSPROXY_FRAMED": "maybe"}, "expected a boolean"),
     ({"HMSPROXY_NO_SUCH_THING": "1"}, "unknown setting"),
+    ({"HMSPROXY_TXN_TIMEOUT_S": "0"}, "expected a positive duration"),
 ])
 def test_bad_values_are_refused_with_a_clear_message(environ, message):
     with pytest.raises(ValueError, match=message):
         resolve({}, environ=environ)
+
+
+def test_zero_turns_off_the_check_lock_hold():
+    assert resolve({"check_lock_wait_s": "0s"}, environ={}).check_lock_wait_s == 0
 
 
 @pytest.mark.parametrize("key", ["hive.metastore.thrift.bind.host", "metastore.thrift.bind.host",
