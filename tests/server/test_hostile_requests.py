@@ -4,6 +4,9 @@ and SIGTERM stops the server within 10 s whatever it is doing. Through real sock
 process."""
 from __future__ import annotations
 
+import multiprocessing
+import multiprocessing.sharedctypes
+import multiprocessing.synchronize
 import os
 import signal
 import statistics
@@ -130,3 +133,48 @@ def _exited(pid: int) -> bool:
     except ChildProcessError:
         return True
     return finished == pid
+
+
+def _heavy_reader(host: str, port: int, stop: multiprocessing.synchronize.Event,
+                  calls: multiprocessing.sharedctypes.Synchronized) -> None:
+    """A client process listing every partition of the big table, and filtering all of them, in a loop."""
+    client = thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, host, port, timeout=60_000)
+    while not stop.is_set():
+        client.get_partitions("d", "big", -1)
+        client.get_partitions_by_filter("d", "big", 'k like ".*9.*"', -1)
+        with calls.get_lock():
+            calls.value += 2
+    client.close()
+
+
+def test_clients_listing_large_tables_do_not_starve_the_others(server):
+    """Four client processes pull a 5,000-partition table (listing and full-scan filter) without pause; a
+    fifth client's get_database keeps a p99 within 1 s: the server's threads share the interpreter in slices
+    (GIL switch interval), so CPU-heavy calls cannot hold every other client hostage."""
+    client = _client(server)
+    client.create_table(table(hms, "d", "big", part_keys=[("k", "string")]))
+    parent = client.get_table("d", "big")
+    for start in range(0, 5000, 1000):
+        client.add_partitions([partition(hms, parent, [f"v{i}"]) for i in range(start, start + 1000)])
+    context = multiprocessing.get_context("fork")
+    stop, calls = context.Event(), context.Value("q", 0)
+    readers = [context.Process(target=_heavy_reader, args=(server.host, server.port, stop, calls)) for _ in range(4)]
+    for reader in readers:
+        reader.start()
+    try:
+        while calls.value < 8:  # every reader is under way
+            client.get_database("d")
+        latencies = []
+        until = time.monotonic() + 5
+        while time.monotonic() < until:
+            started = time.monotonic()
+            client.get_database("d")
+            latencies.append(time.monotonic() - started)
+        heavy_calls = calls.value
+    finally:
+        stop.set()
+        for reader in readers:
+            reader.join(timeout=60)
+    assert heavy_calls >= 8 and len(latencies) >= 5
+    assert _p99(latencies) <= 1.0, f"get_database p99 {_p99(latencies):.2f} s beside {heavy_calls} heavy calls"
+    client.close()
