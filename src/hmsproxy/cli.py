@@ -48,6 +48,8 @@ def _parser() -> argparse.ArgumentParser:
                                                        "(default 30s)")
     serve.add_argument("--check-lock-wait-s", help="longest check_lock holds a WAITING answer, answering at once "
                                                    "when the lock is granted (default 0.5s)")
+    serve.add_argument("--quick-stats-max-files", type=int,
+                       help="a data directory with more entries is not listed for numFiles/totalSize (default 100000)")
     serve.add_argument("--client-idle-timeout-s", help="a connection with no request for this long is closed "
                                                        "(default 600s)")
     serve.add_argument("--request-timeout-s", help="a request must arrive whole this long after its first byte, "

@@ -77,6 +77,7 @@ class Settings:
     max_request_depth: int = 64
     max_request_objects: int = 1_000_000
     max_large_requests: int = 4
+    quick_stats_max_files: int = 100_000
 
     @property
     def warehouse_path(self) -> Path:

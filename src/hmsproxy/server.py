@@ -125,7 +125,8 @@ def _server_files(settings: Settings) -> tuple[Path, ...]:
 
 def start(settings: Settings) -> RunningServer:
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
-    warehouse = Warehouse(settings.warehouse_path, keep=_server_files(settings))
+    warehouse = Warehouse(settings.warehouse_path, keep=_server_files(settings),
+                          quick_stats_max_files=settings.quick_stats_max_files)
     warehouse.root.mkdir(parents=True, exist_ok=True)
     metrics = Metrics()
     store: RawStore = open_store(settings, warehouse)

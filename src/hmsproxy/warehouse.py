@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 from pathlib import Path
-import re
 
 log = logging.getLogger(__name__)
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
@@ -72,9 +72,11 @@ def join(location: str, *parts: str) -> str:
 class Warehouse:
     """Computes default locations under the warehouse root and does the directory work."""
 
-    def __init__(self, root: Path, keep: tuple[Path, ...] = ()) -> None:
-        """`keep`: what the server runs from (its working directory, its database file)."""
+    def __init__(self, root: Path, keep: tuple[Path, ...] = (), quick_stats_max_files: int = 100_000) -> None:
+        """`keep`: what the server runs from (its working directory, its database file).
+        `quick_stats_max_files`: the most directory entries one quick-stats listing visits."""
         self.root = root
+        self.quick_stats_max_files = quick_stats_max_files
         self._root = os.path.normpath(root.absolute())
         self._kept = (self._root, *(os.path.normpath(p.absolute()) for p in keep))
         self._kept_trees = tuple(os.path.normpath((p if p.is_dir() else p.parent).absolute()) for p in keep)
@@ -151,17 +153,23 @@ class Warehouse:
         os.rename(src, dst)
         return True
 
-    @staticmethod
-    def quick_stats(location: str | None) -> dict[str, str] | None:
+    def quick_stats(self, location: str | None) -> dict[str, str] | None:
         """numFiles / totalSize of the data files under a directory (hidden `_`/`.` files skipped), as HMS
-        computes them; None when the directory cannot be read. What cannot be stat'ed (a dangling
-        symlink, a file deleted meanwhile) is skipped: a write never fails for the sake of these figures."""
+        computes them; None when the directory cannot be read, or holds more than `quick_stats_max_files`
+        entries (a table placed over a huge tree, such as `file:/`, would hold the call for minutes; HMS
+        lists it all). What cannot be stat'ed (a dangling symlink, a file deleted meanwhile) is skipped: a
+        write never fails for the sake of these figures."""
         path = local_path(location)
         if path is None or not path.is_dir():
             return None
         files = 0
         size = 0
+        visited = 0
         for dirpath, dirnames, filenames in os.walk(path):
+            visited += len(dirnames) + len(filenames)
+            if visited > self.quick_stats_max_files:
+                log.warning("quick stats of %s skipped: more than %d entries", location, self.quick_stats_max_files)
+                return None
             dirnames[:] = [d for d in dirnames if not d.startswith((".", "_"))]
             for name in filenames:
                 if name.startswith((".", "_")):

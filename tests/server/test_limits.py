@@ -119,3 +119,27 @@ def test_oversized_and_hostile_requests_are_dropped_without_the_server_growing(t
             assert _rss(pid) - before < 64 * 1024 * 1024
         finally:
             server.stop()
+
+
+def test_quick_stats_skip_a_data_directory_over_the_bound(tmp_path):
+    """A table created over a tree with more entries than --quick-stats-max-files gets no numFiles/totalSize
+    (the listing stops at the bound); one within it gets them."""
+    small, large = tmp_path / "small", tmp_path / "large"
+    for directory, count in ((small, 3), (large, 30)):
+        directory.mkdir()
+        for i in range(count):
+            (directory / f"f{i}").write_text("x")
+    server = start_hmsproxy_process(tmp_path / "server", f"sqlite:///{tmp_path / 'metastore.db'}",
+                                    "--quick-stats-max-files", "10")
+    client = connect(server)
+    try:
+        client.create_database(hms.Database(name="d", parameters={}))
+        for name, directory in (("small", small), ("large", large)):
+            client.create_table(hms.Table(tableName=name, dbName="d", sd=_sd(f"file:{directory}"), parameters={},
+                                          tableType="EXTERNAL_TABLE", partitionKeys=[]))
+        assert {k: v for k, v in client.get_table("d", "small").parameters.items()
+                if k in ("numFiles", "totalSize")} == {"numFiles": "3", "totalSize": "3"}
+        assert not {"numFiles", "totalSize"} & set(client.get_table("d", "large").parameters)
+    finally:
+        client.close()
+        server.stop()

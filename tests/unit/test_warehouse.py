@@ -37,8 +37,8 @@ def test_quick_stats_skip_hidden_files(tmp_path):
     (tmp_path / "sub" / "part-1").write_bytes(b"y" * 5)
     (tmp_path / "_SUCCESS").write_bytes(b"")
     (tmp_path / ".part-0.crc").write_bytes(b"zz")
-    assert Warehouse.quick_stats(f"file:{tmp_path}") == {"numFiles": "2", "totalSize": "15"}
-    assert Warehouse.quick_stats(f"file:{tmp_path}/missing") is None
+    assert Warehouse(tmp_path / "wh").quick_stats(f"file:{tmp_path}") == {"numFiles": "2", "totalSize": "15"}
+    assert Warehouse(tmp_path / "wh").quick_stats(f"file:{tmp_path}/missing") is None
 
 
 def test_move_refuses_to_overwrite(tmp_path):
@@ -61,7 +61,7 @@ def test_relative_locations_are_refused(location):
 def test_dangling_symlinks_are_skipped_by_quick_stats(tmp_path):
     (tmp_path / "part-0").write_bytes(b"x" * 10)
     (tmp_path / "gone").symlink_to(tmp_path / "never-there")
-    assert Warehouse.quick_stats(f"file:{tmp_path}") == {"numFiles": "1", "totalSize": "10"}
+    assert Warehouse(tmp_path / "wh").quick_stats(f"file:{tmp_path}") == {"numFiles": "1", "totalSize": "10"}
 
 
 def test_nothing_that_holds_the_warehouse_or_a_kept_path_is_deleted_or_moved(tmp_path):
@@ -79,3 +79,15 @@ def test_nothing_that_holds_the_warehouse_or_a_kept_path_is_deleted_or_moved(tmp
     assert database_file.read_text() == "db" and (server_dir / "warehouse" / "t").is_dir()
     warehouse.remove(f"file:{server_dir}/warehouse/t")   # an object's own directory is deleted
     assert not (server_dir / "warehouse" / "t").exists()
+
+
+def test_quick_stats_of_a_tree_larger_than_the_bound_are_skipped(tmp_path):
+    """A table placed over a huge tree (`file:/`) must not hold its call while every file is listed."""
+    data = tmp_path / "data"
+    for d in range(3):
+        (data / f"d{d}").mkdir(parents=True)
+        for f in range(4):
+            (data / f"d{d}" / f"f{f}").write_text("x")
+    assert Warehouse(tmp_path / "wh", quick_stats_max_files=15).quick_stats(f"file:{data}") == {
+        "numFiles": "12", "totalSize": "12"}
+    assert Warehouse(tmp_path / "wh", quick_stats_max_files=14).quick_stats(f"file:{data}") is None

@@ -87,7 +87,8 @@ class PartitionCalls:
         made = False
         if not is_view(table):
             made = self.ctx.warehouse.mkdirs(part.sd.location)
-            update_quick_stats(part.parameters, part.sd.location, new_dir=made, force=False, env=env)
+            update_quick_stats(self.ctx.warehouse, part.parameters, part.sd.location, new_dir=made, force=False,
+                               env=env)
         strip_marker(part.parameters)
         return part, made
 
@@ -393,7 +394,8 @@ class PartitionCalls:
             part.parameters = dict(part.parameters or {})
             part.parameters.setdefault(DDL_TIME, str(now()))
             if _stats_need_update(old.parameters, part.parameters, props):
-                update_quick_stats(part.parameters, part.sd.location, new_dir=False, force=True, env=props)
+                update_quick_stats(self.ctx.warehouse, part.parameters, part.sd.location, new_dir=False, force=True,
+                                   env=props)
             strip_marker(part.parameters)
             prepared.append(part)
             olds.append(old)
@@ -444,7 +446,8 @@ class PartitionCalls:
                 raise hms.InvalidOperationException(message=str(exc)) from None
         # HMS computes them when the new partition lacks them, but before it moves the data (0 files, 0
         # bytes); here after the move, so that they are true (README: Hive 2.3 or Hive 4)
-        update_quick_stats(part.parameters, part.sd.location, new_dir=False, force=False, env={})
+        update_quick_stats(self.ctx.warehouse, part.parameters, part.sd.location, new_dir=False, force=False,
+                           env={})
         try:
             with emitting(messages.alter_partition(table, old, part)):
                 self.ctx.store.rename_partition(catalog, db, table.tableName, old_values, part)

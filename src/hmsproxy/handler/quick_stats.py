@@ -21,8 +21,8 @@ def strip_marker(params: dict[str, str]) -> bool:
     return marker is not None and marker.lower() == "true"
 
 
-def update_quick_stats(params: dict[str, str], location: str | None, *, new_dir: bool, force: bool,
-                       env: Mapping[str, str]) -> None:
+def update_quick_stats(warehouse: Warehouse, params: dict[str, str], location: str | None, *, new_dir: bool,
+                       force: bool, env: Mapping[str, str]) -> None:
     """Updates params in place the way Hive's updateTableStatsFast / updatePartitionStatsFast do."""
     if DO_NOT_UPDATE_STATS in params and params[DO_NOT_UPDATE_STATS].lower() == "true":
         return
@@ -32,7 +32,7 @@ def update_quick_stats(params: dict[str, str], location: str | None, *, new_dir:
         return
     if new_dir:
         return
-    stats = Warehouse.quick_stats(location)
+    stats = warehouse.quick_stats(location)
     if stats is None:
         return
     params.update(stats)

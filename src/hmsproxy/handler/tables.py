@@ -112,8 +112,8 @@ class TableCalls:
                 Warehouse.default_table_location(database.locationUri, table.tableName)
             made = self.ctx.warehouse.mkdirs(table.sd.location)
             if not table.partitionKeys:
-                update_quick_stats(table.parameters, table.sd.location, new_dir=made, force=False,
-                                   env=env_properties(env))
+                update_quick_stats(self.ctx.warehouse, table.parameters, table.sd.location, new_dir=made,
+                                   force=False, env=env_properties(env))
             strip_marker(table.parameters)
         try:
             with emitting(messages.create_table(table)):
@@ -284,7 +284,8 @@ class TableCalls:
         # HiveAlterHandler computes them on a plain alter, never on a rename
         if not renamed and not is_view(table) and not table.partitionKeys \
                 and props.get(DO_NOT_UPDATE_STATS, "").lower() != "true":
-            update_quick_stats(table.parameters, table.sd.location, new_dir=False, force=True, env=props)
+            update_quick_stats(self.ctx.warehouse, table.parameters, table.sd.location, new_dir=False, force=True,
+                               env=props)
         strip_marker(table.parameters)
         try:
             with emitting(messages.alter_table(old, table, write_id=table.writeId if table.writeId > 0 else None)):
@@ -332,7 +333,8 @@ class TableCalls:
             parts = copy.deepcopy(self.ctx.store.get_partitions_by_names(catalog, db_name, table.tableName, names))
             for part in parts:
                 self.ctx.warehouse.empty(part.sd.location)
-                update_quick_stats(part.parameters, part.sd.location, new_dir=False, force=True, env={})
+                update_quick_stats(self.ctx.warehouse, part.parameters, part.sd.location, new_dir=False, force=True,
+                                   env={})
             before = {p.sd.location: p for p in self.ctx.store.get_partitions_by_names(
                 catalog, db_name, table.tableName, names)}
             events = [messages.alter_partition(table, before.get(p.sd.location, p), p, is_truncate=True) for p in parts]
@@ -340,7 +342,8 @@ class TableCalls:
                 self.ctx.store.alter_partitions(catalog, db_name, table.tableName, parts)
         else:
             self.ctx.warehouse.empty(table.sd.location)
-            update_quick_stats(table.parameters, table.sd.location, new_dir=False, force=True, env={})
+            update_quick_stats(self.ctx.warehouse, table.parameters, table.sd.location, new_dir=False, force=True,
+                               env={})
             before = self.ctx.store.get_table(catalog, db_name, table.tableName)
             with emitting(messages.alter_table(before, table, is_truncate=True)):
                 self.ctx.store.alter_table(catalog, db_name, table.tableName, table)
