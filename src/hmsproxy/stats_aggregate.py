@@ -1,56 +1,188 @@
-"""Merging one column's statistics across partitions, as Hive's column stats aggregators do without
-bit vectors: ranges widen, null and true/false counts add up, distinct counts and lengths take the max."""
+"""A column's statistics over many partitions, as Hive 2.3's get_aggr_stats_for computes them (its defaults:
+no density function, NDV tuner 0, no bit vectors).
+
+With k of the n requested partition names holding statistics for a column (n counts every name asked,
+duplicates and names of no partition included): k = 0 leaves the column out; k = 1 or k = n merges what is
+there (low = min, high = max, null/true/false counts add up, distinct counts and lengths take the max); in
+between Hive extrapolates to all n (MetaStoreDirectSql.columnStatisticsObjForPartitions with
+LinearExtrapolatePartStatus). Each partition is placed at its position in the request (the last one for a
+name asked twice); counts are scaled as `sum / k * n` in integer arithmetic; a min or max field is drawn as a
+line through the partitions holding its smallest and largest value, out to the first or last position
+(any partition lacking the field makes it null). Integer fields use Java's integer division, decimals go
+through a double and its Java text. Long, date and timestamp distinct counts never exceed high - low + 1.
+"""
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from hmsproxy.idl import hms
 
 _KINDS = ("booleanStats", "longStats", "doubleStats", "stringStats", "binaryStats", "decimalStats", "dateStats",
           "timestampStats")
 
+# Per kind of statistics: (field, how partitions combine, the arithmetic of its values).
+_FIELDS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "longStats": (("lowValue", "min", "long"), ("highValue", "max", "long"), ("numNulls", "sum", "long"),
+                  ("numDVs", "max", "long")),
+    "dateStats": (("lowValue", "min", "date"), ("highValue", "max", "date"), ("numNulls", "sum", "long"),
+                  ("numDVs", "max", "long")),
+    "timestampStats": (("lowValue", "min", "timestamp"), ("highValue", "max", "timestamp"),
+                       ("numNulls", "sum", "long"), ("numDVs", "max", "long")),
+    "doubleStats": (("lowValue", "min", "double"), ("highValue", "max", "double"), ("numNulls", "sum", "long"),
+                    ("numDVs", "max", "long")),
+    "decimalStats": (("lowValue", "min", "decimal"), ("highValue", "max", "decimal"), ("numNulls", "sum", "long"),
+                     ("numDVs", "max", "long")),
+    "stringStats": (("avgColLen", "max", "double"), ("maxColLen", "max", "long"), ("numNulls", "sum", "long"),
+                    ("numDVs", "max", "long")),
+    "binaryStats": (("avgColLen", "max", "double"), ("maxColLen", "max", "long"), ("numNulls", "sum", "long")),
+    "booleanStats": (("numTrues", "sum", "long"), ("numFalses", "sum", "long"), ("numNulls", "sum", "long")),
+}
+_RANGED = {"longStats": "long", "dateStats": "date", "timestampStats": "timestamp"}  # numDVs <= high - low + 1
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the request puts partitions: n names asked, each name's (last) position, the last position."""
+
+    asked: int
+    position: dict[str, int]
+
+    @classmethod
+    def of(cls, names: Sequence[str]) -> Placement:
+        return cls(len(names), {name: i for i, name in enumerate(names)})
+
+    @property
+    def last(self) -> int:
+        return len(self.position) - 1
+
+
+def aggregate_stats(per_partition: dict[str, list[Any]], columns: Sequence[str], asked: Sequence[str]) -> Any:
+    """AggrStats of `columns` (in their order, repeats repeated) over the partitions named `asked`, from each
+    partition's statistics objects. partsFound: the partitions holding statistics of every asked column."""
+    placement = Placement.of(asked)
+    parts_found = sum(1 for objs in per_partition.values() if len({o.colName for o in objs}) == len(columns))
+    col_stats = []
+    for column in columns:
+        held = [(part, match) for part, objs in per_partition.items()
+                for match in [o for o in objs if o.colName == column][:1]]
+        if held:
+            col_stats.append(aggregate_column(held, placement))
+    return hms.AggrStats(colStats=col_stats, partsFound=parts_found)
+
+
+def aggregate_column(held: Sequence[tuple[str, Any]], placement: Placement) -> Any:
+    """One column's statistics from (partition name, statistics object) pairs."""
+    first = held[0][1]
+    kind = _kind(first)
+    stats = [(part, getattr(obj.statsData, kind)) for part, obj in held if getattr(obj.statsData, kind) is not None]
+    merged = copy.deepcopy(stats[0][1])
+    merged.bitVectors = None
+    if hasattr(merged, "histogram"):
+        merged.histogram = None
+    extrapolate = 2 <= len(stats) < placement.asked
+    for name, combine, arithmetic in _FIELDS[kind]:
+        values = [(part, getattr(s, name)) for part, s in stats]
+        if extrapolate:
+            value = _extrapolated(values, combine, arithmetic, placement)
+        else:
+            value = _merged([v for _, v in values], combine, arithmetic)
+        setattr(merged, name, value)
+    if kind in _RANGED and merged.lowValue is not None and merged.highValue is not None:
+        span = _number(merged.highValue, _RANGED[kind]) - _number(merged.lowValue, _RANGED[kind]) + 1
+        merged.numDVs = min(merged.numDVs, span)
+    return hms.ColumnStatisticsObj(colName=first.colName, colType=first.colType,
+                                   statsData=hms.ColumnStatisticsData(**{kind: merged}))
+
 
 def _kind(obj: Any) -> str:
     return next(k for k in _KINDS if getattr(obj.statsData, k, None) is not None)
 
 
-def _extreme(values: list[Any], pick: Callable, key: Callable = lambda v: v) -> Any:
+def _merged(values: list[Any], combine: str, arithmetic: str) -> Any:
     present = [v for v in values if v is not None]
-    return pick(present, key=key) if present else None
+    if combine == "sum":
+        return sum(present)
+    if not present:
+        return None
+    pick = min if combine == "min" else max
+    return pick(present, key=lambda v: _order_key(v, arithmetic))
 
 
-def _decimal_key(value: Any) -> Decimal:
+def _extrapolated(values: list[tuple[str, Any]], combine: str, arithmetic: str, placement: Placement) -> Any:
+    if combine == "sum":
+        present = [v for _, v in values if v is not None]
+        return sum(present) // len(values) * placement.asked  # Java: the division truncates first
+    if any(v is None for _, v in values):
+        return None  # Hive's ordered read puts the missing value at one end, and the line has no end then
+    ordered = sorted(values, key=lambda pv: (_order_key(pv[1], arithmetic), placement.position[pv[0]]))
+    (low_part, low), (high_part, high) = ordered[0], ordered[-1]
+    low_at, high_at = placement.position[low_part], placement.position[high_part]
+    if low_at == high_at:
+        return low
+    lo, hi = _number(low, arithmetic), _number(high, arithmetic)
+    if combine == "max":
+        steps, across = (placement.last - low_at, high_at - low_at) if low_at < high_at else (low_at, low_at - high_at)
+        result = lo + _scaled(hi - lo, steps, across)
+    else:
+        steps, across = (high_at, high_at - low_at) if low_at < high_at else (placement.last - high_at,
+                                                                               low_at - high_at)
+        result = hi - _scaled(hi - lo, steps, across)
+    return _value(result, arithmetic)
+
+
+def _scaled(width: Any, steps: int, across: int) -> Any:
+    """(width * steps) / across as Java computes it: integer division for integers, else doubles."""
+    return width * steps // across if isinstance(width, int) else width * steps / across
+
+
+def _order_key(value: Any, arithmetic: str) -> Any:
+    return _decimal(value) if arithmetic == "decimal" else _number(value, arithmetic)
+
+
+def _number(value: Any, arithmetic: str) -> Any:
+    if arithmetic == "date":
+        return value.daysSinceEpoch
+    if arithmetic == "timestamp":
+        return value.secondsSinceEpoch
+    if arithmetic == "decimal":
+        return float(_decimal(value))  # BigDecimal.doubleValue(), as Hive's extrapolation reads it
+    return value
+
+
+def _value(number: Any, arithmetic: str) -> Any:
+    if arithmetic == "date":
+        return hms.Date(daysSinceEpoch=number)
+    if arithmetic == "timestamp":
+        return hms.Timestamp(secondsSinceEpoch=number)
+    if arithmetic == "decimal":
+        sign, digits, exponent = Decimal(java_double_text(number)).as_tuple()
+        unscaled = int("".join(map(str, digits))) * (-1 if sign else 1)
+        return hms.Decimal(unscaled=unscaled.to_bytes((unscaled.bit_length() + 8) // 8, "big", signed=True),
+                           scale=-int(exponent))
+    return number
+
+
+def _decimal(value: Any) -> Decimal:
     return Decimal(int.from_bytes(value.unscaled, "big", signed=True)).scaleb(-value.scale)
 
 
-def aggregate_column(objs: Sequence[Any]) -> Any:
-    kind = _kind(objs[0])
-    stats = [getattr(o.statsData, kind) for o in objs if getattr(o.statsData, kind, None) is not None]
-    merged = copy.deepcopy(stats[0])
-    merged.bitVectors = None
-    merged.numNulls = sum(s.numNulls or 0 for s in stats)
-    if kind == "booleanStats":
-        merged.numTrues = sum(s.numTrues or 0 for s in stats)
-        merged.numFalses = sum(s.numFalses or 0 for s in stats)
-    elif kind in ("stringStats", "binaryStats"):
-        merged.maxColLen = max(s.maxColLen or 0 for s in stats)
-        merged.avgColLen = max(s.avgColLen or 0.0 for s in stats)
-        if kind == "stringStats":
-            merged.numDVs = max(s.numDVs or 0 for s in stats)
+def java_double_text(x: float) -> str:
+    """Java's Double.toString: plain for 1e-3 <= |x| < 1e7 with at least one decimal, else d.dddE<n>."""
+    if x == 0:
+        return "-0.0" if str(x).startswith("-") else "0.0"
+    sign, digits, exponent = Decimal(repr(x)).normalize().as_tuple()
+    text = "".join(map(str, digits))
+    point = len(text) + int(exponent)  # digits before the decimal point
+    if 1e-3 <= abs(x) < 1e7:
+        if point <= 0:
+            body = "0." + "0" * -point + text
+        elif point >= len(text):
+            body = text + "0" * (point - len(text)) + ".0"
+        else:
+            body = text[:point] + "." + text[point:]
     else:
-        key: Callable = lambda v: v
-        if kind == "decimalStats":
-            key = _decimal_key
-        elif kind == "dateStats":
-            key = lambda v: v.daysSinceEpoch  # noqa: E731
-        elif kind == "timestampStats":
-            key = lambda v: v.secondsSinceEpoch  # noqa: E731
-        merged.lowValue = _extreme([s.lowValue for s in stats], min, key)
-        merged.highValue = _extreme([s.highValue for s in stats], max, key)
-        merged.numDVs = max(s.numDVs or 0 for s in stats)
-        if hasattr(merged, "histogram"):
-            merged.histogram = None
-    return hms.ColumnStatisticsObj(colName=objs[0].colName, colType=objs[0].colType,
-                                   statsData=hms.ColumnStatisticsData(**{kind: merged}))
+        body = f"{text[0]}.{text[1:] or '0'}E{point - 1}"
+    return ("-" if sign else "") + body

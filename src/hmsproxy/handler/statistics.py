@@ -1,14 +1,14 @@
 """Thrift calls on table and partition column statistics, including aggregation over partitions."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 from hmsproxy.handler.common import HandlerContext, lower, split_catalog, with_snapshot
 from hmsproxy.events import messages
 from hmsproxy.events.log import emitting
 from hmsproxy.idl import hms
 from hmsproxy.names import parse_partition_name
-from hmsproxy.stats_aggregate import aggregate_column
+from hmsproxy.stats_aggregate import aggregate_stats
 
 
 class StatisticsCalls:
@@ -103,10 +103,15 @@ class StatisticsCalls:
     @with_snapshot
     def get_aggr_stats_for(self, request: Any) -> Any:
         catalog, db = split_catalog(request.dbName, request.catName)
+        table = lower(request.tblName, "table")
         cols = [c.lower() for c in request.colNames or []]
-        found = self.ctx.store.get_partition_column_statistics(
-            catalog, db, lower(request.tblName, "table"), list(request.partNames or []), cols)
-        return aggregate(found, cols)
+        names = [_hive_case_partition_name(name) for name in request.partNames or []]
+        try:
+            found = self.ctx.store.get_partition_column_statistics(catalog, db, table, names, cols)
+        except hms.NoSuchObjectException:
+            raise hms.NoSuchObjectException(message=f"Specified database/table does not exist : {db}.{table}") \
+                from None
+        return aggregate_stats(found, cols, names)
 
     def delete_table_column_statistics(self, db_name: str, tbl_name: str, col_name: str | None,
                                        engine: str | None = None) -> bool:
@@ -131,12 +136,11 @@ class StatisticsCalls:
         return True
 
 
-def aggregate(per_partition: dict[str, list[Any]], columns: Sequence[str]) -> Any:
-    """AggrStats over the partitions' statistics; partsFound counts partitions that have all columns."""
-    by_column: dict[str, list[Any]] = {c: [] for c in columns}
-    for objs in per_partition.values():
-        for obj in objs:
-            by_column.setdefault(obj.colName, []).append(obj)
-    parts_found = sum(1 for objs in per_partition.values() if {o.colName for o in objs} >= set(columns))
-    col_stats = [aggregate_column(objs) for c, objs in by_column.items() if objs]
-    return hms.AggrStats(colStats=col_stats, partsFound=parts_found)
+def _hive_case_partition_name(name: str) -> str:
+    """A requested partition name as Hive reads it (lowerCaseConvertPartName): key names lower-cased, values
+    as given, only `key=value` components; a name with none is refused as Hive refuses it."""
+    pairs = [(key.lower(), value) for key, sep, value in (c.partition("=") for c in name.split("/"))
+             if sep and key and value]
+    if not pairs:
+        raise hms.MetaException(message=f"Partition name is invalid. {name}")
+    return "/".join(f"{key}={value}" for key, value in pairs)
