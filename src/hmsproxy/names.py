@@ -56,6 +56,11 @@ def make_partition_name(keys: Sequence[str], values: Sequence[str]) -> str:
     )
 
 
+def partition_missing_message(values: Sequence[str]) -> str:
+    """Hive's NoSuchObjectException text for a partition that does not exist (values as a Java list)."""
+    return f"partition values=[{', '.join(values)}]"
+
+
 def partition_exists_message(db: str, table: str, values: Sequence[str]) -> str:
     """Hive's refusal of a rename onto an existing partition (HiveAlterHandler; values as a Java list)."""
     return f"Partition already exists:{db}.{table}.[{', '.join(values)}]"

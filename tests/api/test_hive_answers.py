@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 from hmsclient import hmsclient
-from hmsclient.genthrift.hive_metastore import ttypes as A
+from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore, ttypes as A
 from thrift.Thrift import TException
 
 from support.databases import BACKENDS, fresh_database
@@ -43,8 +43,8 @@ def servers(request, hive, tmp_path_factory) -> Iterator[tuple[RunningServer, Ru
 def _normalised(value: Any, warehouse: str, name: str | None = None) -> Any:
     if hasattr(value, "thrift_spec"):
         return {k: _normalised(v, warehouse, k) for k, v in vars(value).items() if v is not None}
-    if isinstance(value, dict):
-        return {k: _normalised(v, warehouse) for k, v in value.items()}
+    if isinstance(value, dict):  # transient_lastDdlTime: the time of the last DDL, a parameter
+        return {k: "<time>" if k == "transient_lastDdlTime" else _normalised(v, warehouse) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_normalised(v, warehouse, name) for v in value]
     if name in TIME_FIELDS and value:
@@ -488,3 +488,164 @@ def test_aggregate_statistics_cap_distinct_counts_and_name_columns_as_asked(serv
     one, twice, missing = same_answer(servers, calls)
     assert [o["statsData"]["longStats"]["numDVs"] for o in one["colStats"][:1]] == [6]
     assert missing[0] == "NoSuchObjectException"
+
+
+def _tour(client: Any, db: str) -> dict[str, Any]:
+    """One pass over the calls of Hive 2.3's IDL that Spark, pyiceberg, Trino and Hive's client make on
+    databases, tables, partitions, functions and statistics; each answer (or refusal) under a label."""
+    answers: dict[str, Any] = {}
+
+    def ask(label: str, call: Callable[[], Any]) -> Any:
+        answers[label] = _answer_or_refusal(call)
+        return answers[label]
+
+    other = f"{db}_other"
+    ask("create_database", lambda: client.create_database(A.Database(name=db, parameters={"a": "1"},
+                                                                      description="tour")))
+    ask("create_database other", lambda: client.create_database(A.Database(name=other, parameters={})))
+    ask("get_database", lambda: client.get_database(db))
+    ask("get_databases by pattern", lambda: client.get_databases(f"{db}*"))
+    ask("get_all_databases, ours", lambda: [d for d in client.get_all_databases() if d.startswith(db)])
+    ask("alter_database", lambda: client.alter_database(db, A.Database(name=db, parameters={"a": "2"},
+                                                                       description="changed")))
+    ask("get_database after alter", lambda: client.get_database(db))
+    ask("get_database missing", lambda: client.get_database(f"{db}_missing"))
+    partitioned = A.Table(tableName="t", dbName=db, sd=_sd([("a", "int"), ("s", "string")]), parameters={},
+                          tableType="MANAGED_TABLE", partitionKeys=[A.FieldSchema(name="k", type="string"),
+                                                                    A.FieldSchema(name="h", type="int")])
+    ask("create_table", lambda: client.create_table(partitioned))
+    ask("create_table plain", lambda: client.create_table(A.Table(
+        tableName="plain", dbName=db, sd=_sd([("x", "string")]), parameters={"p": "v"}, partitionKeys=[],
+        tableType="EXTERNAL_TABLE")))
+    ask("create_table view", lambda: client.create_table(A.Table(
+        tableName="v", dbName=db, sd=_sd([("a", "int")]), parameters={}, partitionKeys=[], tableType="VIRTUAL_VIEW",
+        viewOriginalText="select a from t", viewExpandedText=f"select `t`.`a` from `{db}`.`t`")))
+    ask("create_table twice", lambda: client.create_table(partitioned))
+    ask("get_table", lambda: client.get_table(db, "t"))
+    ask("get_table missing", lambda: client.get_table(db, "missing"))
+    ask("get_fields", lambda: client.get_fields(db, "t"))
+    ask("get_schema", lambda: client.get_schema(db, "t"))
+    ask("get_tables *", lambda: client.get_tables(db, "*"))
+    ask("get_tables pattern", lambda: client.get_tables(db, "p*|v"))
+    ask("get_all_tables", lambda: client.get_all_tables(db))
+    ask("get_tables_by_type", lambda: client.get_tables_by_type(db, "*", "VIRTUAL_VIEW"))
+    ask("get_table_meta", lambda: sorted((m.dbName, m.tableName, m.tableType) for m in
+                                         client.get_table_meta(db, "*", ["MANAGED_TABLE", "EXTERNAL_TABLE"])))
+    ask("get_table_objects_by_name", lambda: sorted(  # in the database's order on Hive: none to rely on
+        t.tableName for t in client.get_table_objects_by_name(db, ["plain", "missing", "t"])))
+    ask("get_table_names_by_filter", lambda: client.get_table_names_by_filter(db, 'hive_filter_field_params__p = "v"', -1))
+    parent = client.get_table(db, "t")
+
+    def part(values: list[str]) -> A.Partition:
+        return A.Partition(dbName=db, tableName="t", values=values, sd=_sd([("a", "int"), ("s", "string")]),
+                           parameters={})
+    ask("add_partition", lambda: ThriftHiveMetastore.Client.add_partition(client, part(["a", "1"])))
+    ask("add_partitions", lambda: client.add_partitions([part(["b", "2"]), part(["c", "3"])]))
+    ask("add_partition again", lambda: ThriftHiveMetastore.Client.add_partition(client, part(["a", "1"])))
+    ask("append_partition", lambda: client.append_partition(db, "t", ["d", "4"]))
+    ask("append_partition_by_name", lambda: client.append_partition_by_name(db, "t", "k=e/h=5"))
+    ask("get_partition", lambda: client.get_partition(db, "t", ["a", "1"]))
+    ask("get_partition missing", lambda: client.get_partition(db, "t", ["z", "9"]))
+    ask("get_partition_by_name", lambda: client.get_partition_by_name(db, "t", "k=b/h=2"))
+    ask("get_partition_names", lambda: client.get_partition_names(db, "t", -1))
+    ask("get_partition_names max 2", lambda: client.get_partition_names(db, "t", 2))
+    ask("get_partition_names_ps", lambda: client.get_partition_names_ps(db, "t", ["a"], -1))
+    ask("get_partitions_ps", lambda: [p.values for p in client.get_partitions_ps(db, "t", ["", "2"], -1)])
+    ask("get_partitions_ps_with_auth", lambda: [p.values for p in client.get_partitions_ps_with_auth(
+        db, "t", ["b"], -1, "u", ["g"])])
+    ask("get_partition_with_auth", lambda: client.get_partition_with_auth(db, "t", ["c", "3"], "u", ["g"]).values)
+    ask("get_partitions_with_auth", lambda: [p.values for p in client.get_partitions_with_auth(db, "t", -1, "u", [])])
+    ask("get_partitions", lambda: client.get_partitions(db, "t", -1))
+    ask("get_num_partitions_by_filter", lambda: client.get_num_partitions_by_filter(db, "t", 'h > 2'))
+    ask("get_partitions_by_filter", lambda: [p.values for p in client.get_partitions_by_filter(db, "t", 'k >= "c"', -1)])
+    ask("get_partitions_by_names", lambda: [p.values for p in client.get_partitions_by_names(
+        db, "t", ["k=a/h=1", "k=zz/h=0", "k=d/h=4"])])
+    ask("partition_name_has_valid_characters", lambda: client.partition_name_has_valid_characters(["a", "b/c"], False))
+    ask("partition_name_to_vals", lambda: client.partition_name_to_vals("k=x%2Fy/h=3"))
+    ask("partition_name_to_spec", lambda: client.partition_name_to_spec("k=x%2Fy/h=3"))
+    changed = client.get_partition(db, "t", ["a", "1"])
+    changed.parameters["changed"] = "yes"
+    ask("alter_partition", lambda: client.alter_partition(db, "t", changed))
+    ask("get_partition after alter", lambda: client.get_partition(db, "t", ["a", "1"]).parameters.get("changed"))
+    both = [client.get_partition(db, "t", values) for values in (["b", "2"], ["c", "3"])]
+    for one in both:
+        one.parameters["both"] = "yes"
+    ask("alter_partitions", lambda: client.alter_partitions(db, "t", both))
+    ask("get_partitions after alter_partitions", lambda: [p.parameters.get("both") for p in client.get_partitions(
+        db, "t", -1)])
+    renamed = client.get_partition(db, "t", ["d", "4"])
+    renamed.values = ["dd", "44"]
+    ask("rename_partition", lambda: client.rename_partition(db, "t", ["d", "4"], renamed))
+    ask("rename_partition located", lambda: client.get_partition(db, "t", ["dd", "44"]).sd.location)
+    ask("drop_partition", lambda: client.drop_partition(db, "t", ["dd", "44"], True))
+    ask("drop_partition missing", lambda: client.drop_partition(db, "t", ["nope", "0"], True))
+    ask("drop_partition_by_name", lambda: client.drop_partition_by_name(db, "t", "k=e/h=5", True))
+    ask("drop_partitions_req", lambda: [p.values for p in client.drop_partitions_req(A.DropPartitionsRequest(
+        dbName=db, tblName="t", parts=A.RequestPartsSpec(names=["k=c/h=3"]), needResult=True)).partitions])
+    ask("get_partition_names at the end", lambda: client.get_partition_names(db, "t", -1))
+    column = A.ColumnStatisticsObj(colName="a", colType="int", statsData=A.ColumnStatisticsData(
+        longStats=A.LongColumnStatsData(lowValue=1, highValue=9, numNulls=0, numDVs=3)))
+    ask("update_table_column_statistics", lambda: client.update_table_column_statistics(A.ColumnStatistics(
+        statsDesc=A.ColumnStatisticsDesc(isTblLevel=True, dbName=db, tableName="t", lastAnalyzed=5),
+        statsObj=[column])))
+    ask("get_table_column_statistics", lambda: client.get_table_column_statistics(db, "t", "a"))
+    ask("set_aggr_stats_for", lambda: client.set_aggr_stats_for(A.SetPartitionsStatsRequest(colStats=[
+        A.ColumnStatistics(statsDesc=A.ColumnStatisticsDesc(isTblLevel=False, dbName=db, tableName="t",
+                                                            partName="k=a/h=1", lastAnalyzed=5), statsObj=[column])])))
+    ask("get_partition_column_statistics", lambda: client.get_partition_column_statistics(db, "t", "k=a/h=1", "a"))
+    ask("delete_partition_column_statistics", lambda: client.delete_partition_column_statistics(db, "t", "k=a/h=1",
+                                                                                                "a"))
+    ask("delete_table_column_statistics", lambda: client.delete_table_column_statistics(db, "t", "a"))
+    ask("get_table_column_statistics after delete", lambda: client.get_table_column_statistics(db, "t", "a"))
+    function = A.Function(functionName="f", dbName=db, className="x.Y", ownerName="o", ownerType=1, functionType=1,
+                          resourceUris=[A.ResourceUri(resourceType=1, uri="file:/x.jar")])
+    ask("create_function", lambda: client.create_function(function))
+    ask("get_function", lambda: client.get_function(db, "f"))
+    ask("get_functions", lambda: client.get_functions(db, "*"))
+    ask("get_all_functions, ours", lambda: [f.functionName for f in client.get_all_functions().functions or []
+                                            if f.dbName == db])
+    ask("drop_function", lambda: client.drop_function(db, "f"))
+    ask("get_function dropped", lambda: client.get_function(db, "f"))
+    altered = client.get_table(db, "plain")
+    altered.parameters["p"] = "w"
+    altered.sd.cols.append(A.FieldSchema(name="y", type="int"))
+    ask("alter_table_with_cascade", lambda: client.alter_table_with_cascade(db, "plain", altered, False))
+    ask("get_table after alter", lambda: client.get_table(db, "plain").sd.cols)
+    ask("alter_table rename", lambda: client.alter_table(db, "plain", A.Table(
+        tableName="renamed", dbName=db, sd=altered.sd, parameters=altered.parameters, partitionKeys=[],
+        tableType="EXTERNAL_TABLE")))
+    ask("get_tables after rename", lambda: client.get_tables(db, "*"))
+    ask("get_config_value known", lambda: client.get_config_value("hive.exec.dynamic.partition", "x"))
+    ask("get_config_value unknown", lambda: client.get_config_value("no.such.key", "dflt"))
+    ask("drop_table", lambda: client.drop_table(db, "renamed", True))
+    ask("drop_table missing", lambda: client.drop_table(db, "renamed", True))
+    ask("drop_database not empty", lambda: client.drop_database(db, True, False))
+    ask("drop_database other", lambda: client.drop_database(other, True, False))
+    ask("drop_database cascade", lambda: client.drop_database(db, True, True))
+    ask("get_database dropped", lambda: client.get_database(db))
+    return answers
+
+
+# Answers of the tour that differ from Hive 2.3's, each with why. The test fails when one of them comes to
+# match (then it leaves this list) or when any other answer differs.
+TOUR_DIFFERENCES = {
+    "get_database missing": "same exception; Hive 2.3's message is the bare name, ours says what is missing",
+    "get_database dropped": "as above",
+    "add_partition again": "same exception; Hive 2.3's message prints the whole Partition object",
+    "get_table_column_statistics after delete": "Hive 2.3 answers a TApplicationException (a null result it "
+                                                "cannot send); we answer the declared NoSuchObjectException",
+    "get_config_value known": "we do not carry HiveConf's defaults: a key the server does not set answers the "
+                              "caller's default",
+    "get_table_names_by_filter": "not supported: a declared MetaException naming the call",
+    "get_table_meta": "Hive stores an EXTERNAL_TABLE without the EXTERNAL=TRUE parameter as MANAGED_TABLE; "
+                      "we keep the type given (not done yet)",
+}
+
+
+def test_a_tour_of_the_api_answers_as_hive_does(servers):
+    hive, ours = servers
+    db = f"tour{uuid.uuid4().hex[:8]}"
+    expected, got = _answer(hive, _tour, db), _answer(ours, _tour, db)
+    assert {label: (answer, got.get(label)) for label, answer in expected.items()
+            if label not in TOUR_DIFFERENCES and got.get(label) != answer} == {}
+    assert [label for label in TOUR_DIFFERENCES if expected[label] == got[label]] == []

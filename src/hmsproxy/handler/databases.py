@@ -70,10 +70,14 @@ class DatabaseCalls:
         if db is None:
             raise hms.MetaException(message="database must not be null")
         before = self.ctx.store.get_database(catalog, db_name)
-        after = copy.copy(before)
-        after.parameters, after.ownerName, after.ownerType = dict(db.parameters or {}), db.ownerName, db.ownerType
+        after = copy.copy(before)  # as Hive: only parameters change, and the owner when one is given
+        after.parameters = dict(db.parameters or {})
+        if (db.ownerName or "").strip():
+            after.ownerName = db.ownerName
+        if db.ownerType is not None:
+            after.ownerType = db.ownerType
         with emitting(messages.alter_database(before, after)):
-            self.ctx.store.alter_database(catalog, db_name, db)
+            self.ctx.store.alter_database(catalog, db_name, after)
 
     def drop_database(self, name: str, deleteData: bool, cascade: bool) -> None:
         catalog, db_name = split_catalog(name)

@@ -13,7 +13,7 @@ from sqlalchemy import Connection, Select, delete, func, insert, select, update
 
 from hmsproxy.events import log as event_log, messages
 from hmsproxy.idl import hms
-from hmsproxy.names import make_partition_name, partition_exists_message
+from hmsproxy.names import make_partition_name, parse_partition_name, partition_exists_message, partition_missing_message
 from hmsproxy.store.canonical import write_id
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
@@ -150,7 +150,7 @@ class PartitionStore:
             found = {r.PART_NAME for r in rows}
             missing = [n for n in names if n not in found]
             if missing and not if_exists:
-                raise no_such_object(f"partition {missing[0]} does not exist in {db_name}.{tbl_name}")
+                raise no_such_object(partition_missing_message(_values_in(missing[0])))
             dropped = self._load_partitions(conn, cat, db_name, tbl_name, ref, [r.PART_ID for r in rows])
             self._delete_partition_rows(conn, [r.PART_ID for r in rows], [r.SD_ID for r in rows])
             if dropped:  # the event names what was dropped here, whatever a cache thought was there
@@ -228,7 +228,7 @@ class PartitionStore:
             ids = [r.PART_ID for r in self._rows_by_names(conn, ref.tbl_id, [name])]
             found = self._load_partitions(conn, cat, db_name, tbl_name, ref, ids) if ids else []
         if not found:
-            raise no_such_object(f"partition values={list(values)} of {db_name}.{tbl_name} not found")
+            raise no_such_object(partition_missing_message(values))
         return found[0]
 
     def get_partition_names(self, cat: str, db_name: str, tbl_name: str) -> list[str]:
@@ -307,3 +307,11 @@ def _batch_window(conn: Connection, ref: TableRef, from_id: int, to_id: int, lim
     if to_id >= 0:
         query = query.where(s.PARTITIONS.c.PART_ID < to_id)
     return conn.execute(query.order_by(s.PARTITIONS.c.PART_ID).limit(limit)).all()
+
+
+def _values_in(name: str) -> list[str]:
+    """The values a partition name gives, for messages; a name that is not one stands for itself."""
+    try:
+        return [value for _, value in parse_partition_name(name)]
+    except ValueError:
+        return [name]
