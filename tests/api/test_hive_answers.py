@@ -637,8 +637,8 @@ TOUR_DIFFERENCES = {
     "get_config_value known": "we do not carry HiveConf's defaults: a key the server does not set answers the "
                               "caller's default",
     "get_table_names_by_filter": "not supported: a declared MetaException naming the call",
-    "get_table_meta": "Hive stores an EXTERNAL_TABLE without the EXTERNAL=TRUE parameter as MANAGED_TABLE; "
-                      "we keep the type given (not done yet)",
+    "get_table_meta": "on purpose: Hive stores an EXTERNAL_TABLE without the EXTERNAL=TRUE parameter as "
+                      "MANAGED_TABLE, so dropping it deletes its data; we keep it external (and add the parameter)",
 }
 
 
