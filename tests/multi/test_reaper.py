@@ -105,7 +105,9 @@ def test_polling_check_lock_keeps_waiting_locks_alive(backend, tmp_path):
     """A client that only polls check_lock (as Hive's and Iceberg's clients do while they wait) keeps its
     waiting lock and its transaction alive, even though polls of an unchanged lock are answered by a read
     and heartbeat only now and then; the lock is granted at the first poll after the holder lets go."""
-    args = ("--txn-timeout-s", str(TIMEOUT_S), "--txn-reaper-interval-s", str(REAPER_INTERVAL_S))
+    # a WAITING poll is held for --check-lock-wait-s: short, so one round of the loop stays well within the timeout
+    args = ("--txn-timeout-s", str(TIMEOUT_S), "--txn-reaper-interval-s", str(REAPER_INTERVAL_S),
+            "--check-lock-wait-s", "0.1")
     with instances_on_one_database(backend, tmp_path, 2, *args) as (_, (a, b)):
         holder, waiter = connect(a), connect(b)
         db = f"poll_{uuid.uuid4().hex[:6]}"
@@ -118,9 +120,9 @@ def test_polling_check_lock_keeps_waiting_locks_alive(backend, tmp_path):
                                              user="u", hostname="h"))
         until = time.monotonic() + 3 * TIMEOUT_S
         while time.monotonic() < until:
-            for lock in held:
-                holder.heartbeat(hms.HeartbeatRequest(lockid=lock.lockid))
             for lock in (plain, in_txn):
+                for mine in held:  # the holder stays alive throughout
+                    holder.heartbeat(hms.HeartbeatRequest(lockid=mine.lockid))
                 assert waiter.check_lock(hms.CheckLockRequest(lockid=lock.lockid)).state == hms.LockState.WAITING
             time.sleep(TIMEOUT_S / 8)  # the clients' polling interval
         assert {t.id: t.state for t in waiter.get_open_txns_info().open_txns}[txn] == hms.TxnState.OPEN
