@@ -19,6 +19,8 @@ import re
 import shutil
 from pathlib import Path
 
+from hmsproxy.burst_log import BurstLog
+
 log = logging.getLogger(__name__)
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
@@ -77,6 +79,7 @@ class Warehouse:
         `quick_stats_max_files`: the most directory entries one quick-stats listing visits."""
         self.root = root
         self.quick_stats_max_files = quick_stats_max_files
+        self._quick_stats_skipped = BurstLog("quick stats of %s skipped: more than %d entries", 60.0, log)
         self._root = os.path.normpath(root.absolute())
         self._kept = (self._root, *(os.path.normpath(p.absolute()) for p in keep))
         self._kept_trees = tuple(os.path.normpath((p if p.is_dir() else p.parent).absolute()) for p in keep)
@@ -168,7 +171,7 @@ class Warehouse:
         for dirpath, dirnames, filenames in os.walk(path):
             visited += len(dirnames) + len(filenames)
             if visited > self.quick_stats_max_files:
-                log.warning("quick stats of %s skipped: more than %d entries", location, self.quick_stats_max_files)
+                self._quick_stats_skipped.happened(location, self.quick_stats_max_files)  # clients can repeat it
                 return None
             dirnames[:] = [d for d in dirnames if not d.startswith((".", "_"))]
             for name in filenames:

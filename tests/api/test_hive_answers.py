@@ -533,7 +533,8 @@ def _tour(client: Any, db: str) -> dict[str, Any]:
                                          client.get_table_meta(db, "*", ["MANAGED_TABLE", "EXTERNAL_TABLE"])))
     ask("get_table_objects_by_name", lambda: sorted(  # in the database's order on Hive: none to rely on
         t.tableName for t in client.get_table_objects_by_name(db, ["plain", "missing", "t"])))
-    ask("get_table_names_by_filter", lambda: client.get_table_names_by_filter(db, 'hive_filter_field_params__p = "v"', -1))
+    ask("get_table_names_by_filter", lambda: client.get_table_names_by_filter(
+        db, 'hive_filter_field_params__p = "v"', -1))
     parent = client.get_table(db, "t")
 
     def part(values: list[str]) -> A.Partition:
@@ -557,7 +558,8 @@ def _tour(client: Any, db: str) -> dict[str, Any]:
     ask("get_partitions_with_auth", lambda: [p.values for p in client.get_partitions_with_auth(db, "t", -1, "u", [])])
     ask("get_partitions", lambda: client.get_partitions(db, "t", -1))
     ask("get_num_partitions_by_filter", lambda: client.get_num_partitions_by_filter(db, "t", 'h > 2'))
-    ask("get_partitions_by_filter", lambda: [p.values for p in client.get_partitions_by_filter(db, "t", 'k >= "c"', -1)])
+    ask("get_partitions_by_filter", lambda: [p.values for p in client.get_partitions_by_filter(
+        db, "t", 'k >= "c"', -1)])
     ask("get_partitions_by_names", lambda: [p.values for p in client.get_partitions_by_names(
         db, "t", ["k=a/h=1", "k=zz/h=0", "k=d/h=4"])])
     ask("partition_name_has_valid_characters", lambda: client.partition_name_has_valid_characters(["a", "b/c"], False))

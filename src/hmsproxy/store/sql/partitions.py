@@ -13,7 +13,9 @@ from sqlalchemy import Connection, Select, delete, func, insert, select, update
 
 from hmsproxy.events import log as event_log, messages
 from hmsproxy.idl import hms
-from hmsproxy.names import make_partition_name, parse_partition_name, partition_exists_message, partition_missing_message
+from hmsproxy.names import (
+    make_partition_name, parse_partition_name, partition_exists_message, partition_missing_message,
+)
 from hmsproxy.store.canonical import write_id
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database

@@ -584,8 +584,9 @@ def _first_block(lock_id: int, mine: Sequence[Any], others: Sequence[Any]) -> tu
     older waiting one; None when all can be acquired. As Hive, the blocker named is the nearest one before
     the lock in Hive's order (searched backwards): in a queue each lock waits for the one before it, so a
     release wakes only the next in line (lock_waits.py)."""
+    nearest_first = sorted(others, key=hive_lock_order, reverse=True)
     for wanted in mine:
-        for held in sorted(others, key=hive_lock_order, reverse=True):
+        for held in nearest_first:
             if (held.HL_LOCK_STATE == ACQUIRED or held.HL_LOCK_EXT_ID < lock_id) and _conflicts(wanted, held):
                 return wanted, held
     return None
