@@ -47,3 +47,14 @@ def test_a_waiter_is_woken_by_its_blockers_release():
     releases.released(5)
     waiter.join(timeout=60)
     assert outcome == [True]
+
+
+def test_was_released_names_the_blocker_only():
+    releases = LockReleases()
+    since = releases.mark()
+    releases.released(None)
+    releases.released(7)
+    assert releases.was_released(since, 5) is False  # "maybe" (None) is not "surely"
+    releases.released(5)
+    assert releases.was_released(since, 5) is True
+    assert releases.was_released(releases.mark(), 5) is False

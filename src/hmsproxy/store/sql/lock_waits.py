@@ -44,6 +44,16 @@ class LockReleases:
                 self._changed.wait(left)
             return True
 
+    def was_released(self, since: int, blocker: int) -> bool:
+        """Whether `blocker` itself was released through this process after the position `since`."""
+        with self._changed:
+            for count, lock_id in reversed(self._history):
+                if count <= since:
+                    return False
+                if lock_id == blocker:
+                    return True
+            return False
+
     def _may_be_released(self, since: int, blocker: int) -> bool:
         if self._count == since:
             return False

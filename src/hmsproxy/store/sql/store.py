@@ -9,6 +9,7 @@ from sqlalchemy import select
 from hmsproxy.events import log as event_log
 from hmsproxy.store.rawstore import RawStore, TableBundle, is_transactional
 from hmsproxy.store.sql import schema as s
+from hmsproxy.store.sql.combiner import Combiner
 from hmsproxy.store.sql.database import Database, retried
 from hmsproxy.store.sql.databases import DatabaseStore
 from hmsproxy.store.sql.functions import FunctionStore
@@ -19,7 +20,7 @@ from hmsproxy.store.sql.partitions import PartitionStore
 from hmsproxy.store.sql.statistics import StatisticsStore
 from hmsproxy.store.sql.stats_codec import row_to_obj
 from hmsproxy.store.sql.tables import TableStore
-from hmsproxy.store.sql.transactions import TransactionStore
+from hmsproxy.store.sql.transactions import LockOutcome, TransactionStore, PendingLock
 
 
 class SqlStore(DatabaseStore, TableStore, PartitionStore, FunctionStore, StatisticsStore, TransactionStore,
@@ -29,6 +30,7 @@ class SqlStore(DatabaseStore, TableStore, PartitionStore, FunctionStore, Statist
     def __init__(self, db: Database) -> None:
         self.db = db
         self.lock_releases = LockReleases()
+        self.lock_requests: Combiner[PendingLock, LockOutcome] = Combiner(self._lock_batch)
 
     def get_table_bundle(self, cat: str, db_name: str, tbl_name: str,
                          partition_sink: Callable[[Any, list[Any]], None] | None = None) -> TableBundle:
@@ -72,8 +74,9 @@ class SqlStore(DatabaseStore, TableStore, PartitionStore, FunctionStore, Statist
 
 
 # Every store call is repeated whole when the database fails it with a conflict (database.py). Not the
-# bundle read: its partitions stream into the caller's sink, which a repeat would fill twice.
-NOT_RETRIED = frozenset({"get_table_bundle", "close"})
+# bundle read: its partitions stream into the caller's sink, which a repeat would fill twice. Not lock: its
+# batches (several callers' requests in one transaction) are repeated whole instead.
+NOT_RETRIED = frozenset({"get_table_bundle", "close", "lock"})
 for _name in [n for n, v in vars(RawStore).items() if callable(v) and not n.startswith("_")]:
     if _name not in NOT_RETRIED:
         setattr(SqlStore, _name, retried(getattr(SqlStore, _name)))

@@ -15,7 +15,9 @@ row with SELECT ... FOR UPDATE, one mutex for all instances (Hive 2 used the sam
 separate AUX_TABLE 'CheckLock' row). Only after holding it does the decision read HIVE_LOCKS, and write
 transactions run READ COMMITTED (database.py), so each later statement sees every lock granted, requested or
 released by a transaction that committed before: decisions happen one at a time, each seeing all earlier
-ones. Releases (unlock, commit, abort, expiry) need no mutex: a decision that misses a release in
+ones. Lock requests that arrive at one instance together share one such decision (combiner.py): decided in
+the order they queued, each against the locks before it, as if they had come one by one. Releases (unlock,
+commit, abort, expiry) need no mutex: a decision that misses a release in
 progress only waits longer. SQLite write transactions are serialised by the database file itself. Polls of a
 lock whose state cannot have changed (acquired, or still behind a live blocker) need no decision either: they
 are answered by one read, so clients polling while they wait do not queue for the mutex.
@@ -33,6 +35,7 @@ from sqlalchemy import Connection, bindparam, delete, func, insert, or_, select,
 from hmsproxy.events import log as event_log, messages
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
+from hmsproxy.store.sql.combiner import Combiner
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.lock_waits import LockReleases
 from hmsproxy.txn.write_ids import LONG_MAX, ValidTxnList, ValidWriteIdList
@@ -49,6 +52,14 @@ MAX_HEARTBEAT_RANGE = 100_000
 RECHECK_S = 0.05  # a held check_lock reads again this often, for releases through other instances
 WRITE_OPERATIONS = {hms.DataOperationType.INSERT: "i", hms.DataOperationType.UPDATE: "u",
                     hms.DataOperationType.DELETE: "d"}
+
+
+@dataclass(frozen=True)
+class PendingLock:
+    """A lock request waiting for its batch: its rows, checked and filled but for the id and the times."""
+    components: tuple[Any, ...]
+    txn_id: int | None
+    rows: list[dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -120,10 +131,11 @@ def _conflicts(wanted: Any, held: Any) -> bool:
 
 
 class TransactionStore:
-    """Mixed into SqlStore, which gives it `db` and `lock_releases`."""
+    """Mixed into SqlStore, which gives it `db`, `lock_releases` and `lock_requests` (a Combiner of `_lock_batch`)."""
 
     db: Database
     lock_releases: LockReleases
+    lock_requests: Combiner[PendingLock, LockOutcome]
     txn_timeout_ms: int = 300_000
     check_lock_wait_s: float = 0.0  # how long check_lock holds a WAITING answer (server.py sets the flag's value)
 
@@ -342,37 +354,60 @@ class TransactionStore:
 
     def lock(self, components: Sequence[Any], txn_id: int | None, user: str, host: str,
              agent: str | None) -> LockOutcome:
-        """Records a lock request, acquired at once if nothing conflicts. The mutex is held until the commit,
-        so the statements after it are as few as the decision allows: read the others, insert the rows in
-        their final state."""
+        """Records a lock request, acquired at once if nothing conflicts. A malformed request is refused before
+        it is queued; requests arriving together are decided together (`_lock_batch`)."""
         if not components:
             raise hms.MetaException(message="a lock request needs at least one component")
+        rows = [_lock_row(0, i + 1, c, txn_id, user, host, agent, 0) for i, c in enumerate(components)]
+        return self.lock_requests.submit(PendingLock(tuple(components), txn_id, rows))
+
+    def _lock_batch(self, requests: Sequence[PendingLock]) -> list[LockOutcome | Exception]:
+        """Lock requests that arrived together, decided in one transaction (combiner.py), retried whole."""
+        return self.db.retrying_conflicts(lambda: self._decide_new_locks(requests), "lock")
+
+    def _decide_new_locks(self, requests: Sequence[PendingLock]) -> list[LockOutcome | Exception]:
+        """Each request in turn, as if they had come one after the other: each is decided against the locks
+        in the database and those of the requests before it. The mutex is held until the commit, so the
+        statements after it are as few as the decision allows: read the others once, insert every row in its
+        final state at once."""
+        answers: list[LockOutcome | Exception] = []
         with self.db.transaction(write=True) as conn:
-            lock_id = _next(conn, s.NEXT_LOCK_ID, s.NEXT_LOCK_ID.c.NL_NEXT)  # the decision mutex (module doc)
-            if txn_id:
-                if self._txn_state(conn, txn_id) == ABORTED:
-                    raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
+            first_id = _next(conn, s.NEXT_LOCK_ID, s.NEXT_LOCK_ID.c.NL_NEXT, len(requests))  # the mutex (module doc)
+            head, others = self._others_and_head(conn, first_id, {row["HL_DB"] for r in requests for row in r.rows})
             now = _now_ms()
-            rows = [_lock_row(lock_id, i + 1, c, txn_id, user, host, agent, now) for i, c in enumerate(components)]
-            writes = [{"TC_TXNID": txn_id, "TC_DATABASE": row["HL_DB"], "TC_TABLE": row["HL_TABLE"],
-                       "TC_PARTITION": row["HL_PARTITION"], "TC_OPERATION_TYPE": WRITE_OPERATIONS[c.operationType]}
-                      for c, row in zip(components, rows) if txn_id and c.operationType in WRITE_OPERATIONS]
-            head, others = self._others_and_head(conn, lock_id, {row["HL_DB"] for row in rows})
-            mine = [SimpleNamespace(**row) for row in rows]
-            blocked = _first_block(lock_id, mine, others)
-            if blocked is None:
-                for row in rows:
-                    row.update(HL_LOCK_STATE=ACQUIRED, HL_ACQUIRED_AT=now)
-            else:
-                wanted, held = blocked  # as Hive: the component that conflicted is marked
-                rows[wanted.HL_LOCK_INT_ID - 1].update(HL_BLOCKEDBY_EXT_ID=held.HL_LOCK_EXT_ID,
-                                                       HL_BLOCKEDBY_INT_ID=held.HL_LOCK_INT_ID)
-            conn.execute(insert(s.HIVE_LOCKS), rows)
+            new_rows, writes = [], []
+            for lock_id, request in enumerate(requests, start=first_id):
+                txn_id = request.txn_id
+                try:
+                    if txn_id and self._txn_state(conn, txn_id) == ABORTED:
+                        raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
+                except (hms.TxnAbortedException, hms.NoSuchTxnException) as refused:  # this request only
+                    answers.append(refused)
+                    continue
+                rows = [dict(row, HL_LOCK_EXT_ID=lock_id, HL_LAST_HEARTBEAT=0 if txn_id else now)
+                        for row in request.rows]
+                mine = [SimpleNamespace(**row) for row in rows]
+                blocked = _first_block(lock_id, mine, others)
+                if blocked is None:
+                    for row in rows:
+                        row.update(HL_LOCK_STATE=ACQUIRED, HL_ACQUIRED_AT=now)
+                    answers.append(LockOutcome(lock_id, hms.LockState.ACQUIRED, _scopes(mine), head))
+                else:
+                    wanted, held = blocked  # as Hive: the component that conflicted is marked
+                    rows[wanted.HL_LOCK_INT_ID - 1].update(HL_BLOCKEDBY_EXT_ID=held.HL_LOCK_EXT_ID,
+                                                           HL_BLOCKEDBY_INT_ID=held.HL_LOCK_INT_ID)
+                    answers.append(LockOutcome(lock_id, hms.LockState.WAITING, blocked_by=held.HL_LOCK_EXT_ID))
+                others.extend(SimpleNamespace(**row) for row in rows)
+                new_rows += rows
+                writes += [{"TC_TXNID": txn_id, "TC_DATABASE": row["HL_DB"], "TC_TABLE": row["HL_TABLE"],
+                            "TC_PARTITION": row["HL_PARTITION"], "TC_OPERATION_TYPE": WRITE_OPERATIONS[c.operationType]}
+                           for c, row in zip(request.components, rows)
+                           if txn_id and c.operationType in WRITE_OPERATIONS]
+            if new_rows:
+                conn.execute(insert(s.HIVE_LOCKS), new_rows)
             if writes:
                 conn.execute(insert(s.TXN_COMPONENTS), writes)
-            if blocked is not None:
-                return LockOutcome(lock_id, hms.LockState.WAITING, blocked_by=blocked[1].HL_LOCK_EXT_ID)
-            return LockOutcome(lock_id, hms.LockState.ACQUIRED, _scopes(mine), head)
+        return answers
 
     @staticmethod
     def _others_and_head(conn: Connection, lock_id: int, dbs: set[str]) -> tuple[int, list[Any]]:
@@ -387,7 +422,8 @@ class TransactionStore:
         by one read (`_unchanged_lock`). A lock still WAITING is held up to `check_lock_wait_s`: read again as
         soon as its blocker is released through this process and every RECHECK_S otherwise (releases through
         other instances, expiry), so the waiter learns of its grant as soon as polling could tell it, and
-        clients polling in a tight loop cost a read per release instead of a read per poll."""
+        clients polling in a tight loop cost a read per release instead of a read per poll. A waiter whose own
+        blocker was released here is decided at once (it is next in line), heartbeated as a poll would."""
         deadline = time.monotonic() + self.check_lock_wait_s
         while True:
             since = self.lock_releases.mark()
@@ -397,7 +433,9 @@ class TransactionStore:
             left = deadline - time.monotonic()
             if seen.state != hms.LockState.WAITING or left <= 0:
                 return seen
-            self.lock_releases.wait(since, seen.blocked_by, min(RECHECK_S, left))
+            if self.lock_releases.wait(since, seen.blocked_by, min(RECHECK_S, left)) and \
+                    self.lock_releases.was_released(since, seen.blocked_by):
+                return self._decide_again(lock_id, _Undecided(heartbeat=True, expire=False))  # its turn, surely
 
     def _unchanged_lock(self, lock_id: int) -> LockOutcome | _Undecided:
         """check_lock's answer without the mutex or a write, when one read shows it cannot differ from the
@@ -425,25 +463,45 @@ class TransactionStore:
         return _Undecided(heartbeat=False, expire=bool(blockers))  # blockers gone, or abandoned: expire them
 
     def _decide_again(self, lock_id: int, undecided: _Undecided) -> LockOutcome:
-        """check_lock's full path: under the mutex, the lock's rows, what `undecided` asks for, the decision."""
+        """check_lock's full path: under the mutex, what `undecided` asks for and the decision. The lock's own
+        rows, the others beside them and the log's head come from one read; an expiry runs before it, after
+        this lock's heartbeat, so that it cannot take the lock that asked for it."""
         with self.db.transaction(write=True) as conn:
-            conn.execute(select(s.NEXT_LOCK_ID.c.NL_NEXT).with_for_update())  # the decision mutex (module doc)
-            mine = self._lock_rows(conn, lock_id)
-            txn_id = mine[0].HL_TXNID
-            if txn_id and self._txn_state(conn, txn_id) == ABORTED:
-                raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
-            if undecided.heartbeat:  # waiting is alive, as in Hive
-                self._heartbeat(conn, lock_id if not txn_id else None, txn_id or None)
+            conn.execute(_DECISION_MUTEX)  # the decision mutex (module doc)
             if undecided.expire:
+                txn_id = self._lock_rows(conn, lock_id)[0].HL_TXNID
+                self._refuse_aborted(conn, txn_id)
+                if undecided.heartbeat:
+                    self._heartbeat(conn, lock_id if not txn_id else None, txn_id or None)
                 self._expire(conn)
-            return self._decide(conn, lock_id, mine)
+            head, mine, others = self._lock_and_others(conn, lock_id)
+            txn_id = mine[0].HL_TXNID
+            if not undecided.expire:
+                self._refuse_aborted(conn, txn_id)
+            outcome = self._decide(conn, lock_id, head, mine, others)
+            if undecided.heartbeat and not undecided.expire and (txn_id or outcome.state != hms.LockState.ACQUIRED):
+                self._heartbeat(conn, lock_id if not txn_id else None, txn_id or None)  # a grant heartbeats a plain lock
+            return outcome
 
-    def _decide(self, conn: Connection, lock_id: int, mine: Sequence[Any]) -> LockOutcome:
+    def _refuse_aborted(self, conn: Connection, txn_id: int) -> None:
+        if txn_id and self._txn_state(conn, txn_id) == ABORTED:
+            raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
+
+    @staticmethod
+    def _lock_and_others(conn: Connection, lock_id: int) -> tuple[int, list[Any], list[Any]]:
+        """The log's head, the lock's rows and the other locks in its databases, in one statement."""
+        result = conn.execute(_LOCK_AND_OTHERS, {"lock_id": lock_id}).all()
+        mine = [row for row in result if row.HL_LOCK_EXT_ID == lock_id]
+        if not mine:
+            raise hms.NoSuchLockException(message=f"No such lock lockid:{lock_id}")
+        return result[0].NEXT_EVENT_ID - 1, mine, [row for row in result if row.HL_LOCK_EXT_ID not in (None, lock_id)]
+
+    @staticmethod
+    def _decide(conn: Connection, lock_id: int, head: int, mine: Sequence[Any], others: Sequence[Any]) -> LockOutcome:
         """Acquires every component of the lock (its rows: `mine`) at once if none conflicts with a held lock
         or an older waiting one; the outcome carries what the cache needs to know of a grant."""
         if all(r.HL_LOCK_STATE == ACQUIRED for r in mine):
-            return LockOutcome(lock_id, hms.LockState.ACQUIRED, _scopes(mine), event_log.current_event_id(conn))
-        head, others = self._others_and_head(conn, lock_id, {r.HL_DB for r in mine})
+            return LockOutcome(lock_id, hms.LockState.ACQUIRED, _scopes(mine), head)
         blocked = _first_block(lock_id, mine, others)
         locks = s.HIVE_LOCKS
         if blocked is not None:  # as Hive: the component that conflicted is marked
@@ -462,7 +520,7 @@ class TransactionStore:
 
     @staticmethod
     def _lock_rows(conn: Connection, lock_id: int) -> list[Any]:
-        rows = conn.execute(select(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == lock_id)).all()
+        rows = conn.execute(_LOCK_ROWS, {"lock_id": lock_id}).all()
         if not rows:
             raise hms.NoSuchLockException(message=f"No such lock lockid:{lock_id}")
         return rows
@@ -627,12 +685,30 @@ def _other_locks_and_head() -> Any:
     locks, seq = s.HIVE_LOCKS, s.NOTIFICATION_SEQUENCE
     joined = seq.outerjoin(locks, (locks.c.HL_LOCK_EXT_ID != bindparam("lock_id"))
                            & locks.c.HL_DB.in_(bindparam("dbs", expanding=True)))
-    return select(seq.c.NEXT_EVENT_ID, *locks.c).select_from(joined)
+    return select(seq.c.NEXT_EVENT_ID, *_decision_columns(locks)).select_from(joined)
+
+
+def _lock_and_other_locks() -> Any:
+    """A lock's rows and every other lock in its databases, joined to the log's head as above (so a lock
+    that is gone still gives a row: the head's, without a lock)."""
+    locks, asked, seq = s.HIVE_LOCKS, s.HIVE_LOCKS.alias("asked"), s.NOTIFICATION_SEQUENCE
+    its_databases = select(asked.c.HL_DB).where(asked.c.HL_LOCK_EXT_ID == bindparam("lock_id"))
+    joined = seq.outerjoin(locks, locks.c.HL_DB.in_(its_databases))
+    return select(seq.c.NEXT_EVENT_ID, *_decision_columns(locks)).select_from(joined)
+
+
+def _decision_columns(locks: Any) -> list[Any]:
+    """What a lock decision reads of a HIVE_LOCKS row: fewer columns, less for the driver to decode."""
+    return [locks.c[name] for name in ("HL_LOCK_EXT_ID", "HL_LOCK_INT_ID", "HL_TXNID", "HL_DB", "HL_TABLE",
+                                       "HL_PARTITION", "HL_LOCK_STATE", "HL_LOCK_TYPE")]
 
 
 # Built once: the lock path runs them on every poll, and building aliased joins costs more than running them.
 _LOCK_WITH_BLOCKERS = _lock_with_blockers()
 _OTHER_LOCKS_AND_HEAD = _other_locks_and_head()
+_LOCK_AND_OTHERS = _lock_and_other_locks()
+_DECISION_MUTEX = select(s.NEXT_LOCK_ID.c.NL_NEXT).with_for_update()
+_LOCK_ROWS = select(*_decision_columns(s.HIVE_LOCKS)).where(s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == bindparam("lock_id"))
 
 
 def _txn_list(high: int, rows: Sequence[Any]) -> ValidTxnList:
