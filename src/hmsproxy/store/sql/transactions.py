@@ -260,7 +260,7 @@ class TransactionStore:
 
     @staticmethod
     def _txn_state(conn: Connection, txn_id: int) -> str:
-        state = conn.execute(select(s.TXNS.c.TXN_STATE).where(s.TXNS.c.TXN_ID == txn_id).with_for_update()).scalar()
+        state = conn.execute(_TXN_STATE, {"txn_id": txn_id}).scalar()
         if state is None:
             raise hms.NoSuchTxnException(message=f"No such transaction txnid:{txn_id}")
         return state
@@ -510,12 +510,8 @@ class TransactionStore:
                                              locks.c.HL_LOCK_INT_ID == wanted.HL_LOCK_INT_ID)
                          .values(HL_BLOCKEDBY_EXT_ID=held.HL_LOCK_EXT_ID, HL_BLOCKEDBY_INT_ID=held.HL_LOCK_INT_ID))
             return LockOutcome(lock_id, hms.LockState.WAITING, blocked_by=held.HL_LOCK_EXT_ID)
-        now = _now_ms()
-        acquired = {"HL_LOCK_STATE": ACQUIRED, "HL_ACQUIRED_AT": now, "HL_BLOCKEDBY_EXT_ID": None,
-                    "HL_BLOCKEDBY_INT_ID": None}
-        if not mine[0].HL_TXNID:
-            acquired["HL_LAST_HEARTBEAT"] = now  # a transaction's locks live by its heartbeats instead
-        conn.execute(update(locks).where(locks.c.HL_LOCK_EXT_ID == lock_id).values(acquired))
+        now = _now_ms()  # a transaction's locks live by its heartbeats, a plain lock by its own
+        conn.execute(_ACQUIRE_TXN_LOCK if mine[0].HL_TXNID else _ACQUIRE_PLAIN_LOCK, {"lock_id": lock_id, "now": now})
         return LockOutcome(lock_id, hms.LockState.ACQUIRED, _scopes(mine), head)
 
     @staticmethod
@@ -530,8 +526,7 @@ class TransactionStore:
         be given up while it waits; once acquired it lives until the transaction ends."""
         locks = s.HIVE_LOCKS
         with self._releasing(lock_id), self.db.transaction(write=True) as conn:
-            if conn.execute(delete(locks).where(locks.c.HL_LOCK_EXT_ID == lock_id, or_(
-                    locks.c.HL_TXNID == 0, locks.c.HL_LOCK_STATE != ACQUIRED))).rowcount:
+            if conn.execute(_RELEASE, {"lock_id": lock_id}).rowcount:
                 return
             held = conn.execute(select(locks).where(locks.c.HL_LOCK_EXT_ID == lock_id)
                                 .order_by(locks.c.HL_LOCK_INT_ID)).first()
@@ -708,6 +703,13 @@ _LOCK_WITH_BLOCKERS = _lock_with_blockers()
 _OTHER_LOCKS_AND_HEAD = _other_locks_and_head()
 _LOCK_AND_OTHERS = _lock_and_other_locks()
 _DECISION_MUTEX = select(s.NEXT_LOCK_ID.c.NL_NEXT).with_for_update()
+_TXN_STATE = select(s.TXNS.c.TXN_STATE).where(s.TXNS.c.TXN_ID == bindparam("txn_id")).with_for_update()
+_RELEASE = delete(s.HIVE_LOCKS).where(  # what unlock may release: plain locks, and any lock still waiting
+    s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == bindparam("lock_id"),
+    or_(s.HIVE_LOCKS.c.HL_TXNID == 0, s.HIVE_LOCKS.c.HL_LOCK_STATE != ACQUIRED))
+_ACQUIRE_TXN_LOCK = update(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == bindparam("lock_id")).values(
+    HL_LOCK_STATE=ACQUIRED, HL_ACQUIRED_AT=bindparam("now"), HL_BLOCKEDBY_EXT_ID=None, HL_BLOCKEDBY_INT_ID=None)
+_ACQUIRE_PLAIN_LOCK = _ACQUIRE_TXN_LOCK.values(HL_LAST_HEARTBEAT=bindparam("now"))
 _LOCK_ROWS = select(*_decision_columns(s.HIVE_LOCKS)).where(s.HIVE_LOCKS.c.HL_LOCK_EXT_ID == bindparam("lock_id"))
 
 
