@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from hmsproxy.idl import hms
+from hmsproxy.java_map_order import in_java_hashmap_order
 
 
 def _params(params: dict[str, Any] | None) -> dict[str, str]:
@@ -30,7 +31,8 @@ def storage_descriptor(sd: Any) -> Any:
         cols=_columns(sd.cols), location=sd.location, inputFormat=sd.inputFormat, outputFormat=sd.outputFormat,
         compressed=bool(sd.compressed), numBuckets=sd.numBuckets if sd.numBuckets is not None else -1,
         serdeInfo=hms.SerDeInfo(
-            name=serde.name, serializationLib=serde.serializationLib, parameters=_params(serde.parameters),
+            name=serde.name, serializationLib=serde.serializationLib,
+            parameters=in_java_hashmap_order(_params(serde.parameters)),
             description=serde.description, serializerClass=serde.serializerClass,
             deserializerClass=serde.deserializerClass, serdeType=serde.serdeType),
         bucketCols=list(sd.bucketCols or []),

@@ -13,6 +13,7 @@ from typing import Any, Iterable, Sequence
 from sqlalchemy import Connection, Select, delete, exists, insert, select
 
 from hmsproxy.idl import hms
+from hmsproxy.java_map_order import in_java_hashmap_order
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 
@@ -144,7 +145,7 @@ def load_descriptors(conn: Connection, sd_ids: Select) -> dict[int, Any]:
         m = row._mapping
         sd_id = m["SD_ID"]
         serde = hms.SerDeInfo(
-            name=m["NAME"], serializationLib=m["SLIB"], parameters=serde_params.get(m["SERDE_ID"], {}),
+            name=m["NAME"], serializationLib=m["SLIB"], parameters=in_java_hashmap_order(serde_params.get(m["SERDE_ID"], {})),
             description=m["DESCRIPTION"], serializerClass=m["SERIALIZER_CLASS"],
             deserializerClass=m["DESERIALIZER_CLASS"], serdeType=m["SERDE_TYPE"],
         )
