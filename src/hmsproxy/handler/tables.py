@@ -15,6 +15,8 @@ from hmsproxy.events import messages
 from hmsproxy.events.log import emitting
 from hmsproxy.idl import hms
 from hmsproxy.names import filter_by_pattern
+from hmsproxy.partition_filter import FilterError
+from hmsproxy.table_filter import TableFilterRefused, compile_table_filter
 from hmsproxy.warehouse import Warehouse
 
 log = logging.getLogger(__name__)
@@ -168,6 +170,20 @@ class TableCalls:
     def get_tables_by_type(self, db_name: str, pattern: str | None, tableType: str | None) -> list[str]:
         catalog, db = split_catalog(db_name)
         return self._table_names(catalog, db, pattern, tableType or None)
+
+    def get_table_names_by_filter(self, dbname: str, filter: str, max_tables: int = -1) -> list[str]:
+        """Names of the tables whose owner, last access or parameters pass the filter (table_filter.py); a
+        database that does not exist has none, as in HMS."""
+        try:
+            matches = compile_table_filter(filter)
+        except TableFilterRefused as refused:
+            raise hms.MetaException(message=str(refused)) from None
+        except FilterError as error:
+            raise hms.MetaException(message=f"Error parsing table filter: {error}") from None
+        catalog, db = split_catalog(dbname)
+        names = sorted(table.tableName for table in self._tables_by_name(catalog, db, self._table_names(catalog, db, None))
+                       if matches(table))
+        return names if max_tables < 0 else names[:max_tables]
 
     def get_all_tables(self, db_name: str) -> list[str]:
         catalog, db = split_catalog(db_name)
