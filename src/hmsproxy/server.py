@@ -13,6 +13,7 @@ from hmsproxy.dispatch import MetastoreProcessor
 from hmsproxy.events.poller import Poller
 from hmsproxy.handler import Handler, HandlerContext
 from hmsproxy.handler.common import now
+from hmsproxy.hiveconf import hiveconf_defaults
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics, MetricsServer
 from hmsproxy.store.cache.cached_store import CachedStore
@@ -30,9 +31,12 @@ log = logging.getLogger(__name__)
 
 
 def server_conf(settings: Settings) -> dict[str, str]:
-    """What get_config_value answers besides the client's default: the server's own settings."""
+    """What get_config_value answers besides the client's default: the server's own settings, else HiveConf's
+    defaults (as HMS 2.3 does)."""
     warehouse = to_uri(settings.warehouse_path)
     return {
+        **hiveconf_defaults(),
+        "hive.txn.timeout": f"{settings.txn_timeout_s:g}s",
         "hive.metastore.warehouse.dir": warehouse,
         "metastore.warehouse.dir": warehouse,
         "hive.metastore.uris": f"thrift://{settings.host}:{settings.port}",

@@ -19,6 +19,8 @@ from hmsclient import hmsclient
 from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore, ttypes as A
 from thrift.Thrift import TException
 
+from hmsproxy.handler.service import SECRET_KEY_PARTS
+from hmsproxy.hiveconf import hiveconf_defaults
 from hmsproxy.java_map_order import string_hash
 from support.databases import BACKENDS, fresh_database
 from support.hmsproxy_server import start_hmsproxy
@@ -640,8 +642,6 @@ TOUR_DIFFERENCES = {
     "add_partition again": "same exception; Hive 2.3's message prints the whole Partition object",
     "get_table_column_statistics after delete": "Hive 2.3 answers a TApplicationException (a null result it "
                                                 "cannot send); we answer the declared NoSuchObjectException",
-    "get_config_value known": "we do not carry HiveConf's defaults: a key the server does not set answers the "
-                              "caller's default",
     "get_table_meta": "on purpose: Hive stores an EXTERNAL_TABLE without the EXTERNAL=TRUE parameter as "
                       "MANAGED_TABLE, so dropping it deletes its data; we keep it external (and add the parameter)",
 }
@@ -760,3 +760,24 @@ def test_table_names_by_filter_as_hive_answers(servers):
     db = f"tf{uuid.uuid4().hex[:8]}"
     expected, got = _answer(hive, calls, db), _answer(ours, calls, db)
     assert {text: (answer, got.get(text)) for text, answer in expected.items() if got.get(text) != answer} == {}
+
+
+# Keys the reference's hive-site.xml sets (shared/reference-hms), or that hmsproxy answers from its own flags.
+SITE_KEYS = {"hive.metastore.schema.verification", "hive.metastore.warehouse.dir", "hive.async.log.enabled",
+             "hive.metastore.uris", "hive.txn.timeout"}
+
+
+def test_config_values_are_hiveconfs_defaults(servers):
+    """Every HiveConf key a client may read (and hmsproxy does not refuse as a secret) answers as in HMS 2.3:
+    the default where there is one, else the caller's."""
+    keys = sorted(key for key in hiveconf_defaults() if key.startswith(("hive", "hdfs", "mapred"))
+                  and key not in SITE_KEYS and not any(part in key.lower() for part in SECRET_KEY_PARTS))
+    keys += ["hive.no.such.key", "hive.exec.script.wrapper"]  # no default; a null default
+
+    def calls(client, db):
+        return {key: client.get_config_value(key, "caller-default") for key in keys}
+
+    hive, ours = servers
+    expected, got = _answer(hive, calls, ""), _answer(ours, calls, "")
+    assert len(expected) > 700
+    assert {key: (value, got.get(key)) for key, value in expected.items() if got.get(key) != value} == {}
