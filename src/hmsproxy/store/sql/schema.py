@@ -7,6 +7,8 @@ names are lower-cased, but partition values are case-sensitive and must not coll
 """
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -21,8 +23,12 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     Index,
+    TypeDecorator,
+    false,
 )
 from sqlalchemy.dialects import mysql
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeEngine
 
 SCHEMA_VERSION = "4.0.0"
 # MySQL's TEXT holds 64 KB: parameter values (Spark keeps table schemas there) and notification messages
@@ -30,6 +36,40 @@ SCHEMA_VERSION = "4.0.0"
 MediumText = Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
 LongText = Text().with_variant(mysql.LONGTEXT(), "mysql", "mariadb")
 metadata = MetaData()
+
+
+class _Bit1(mysql.BIT):
+    """bit(1) whose values reach HiveFlag as the driver gives them (SQLAlchemy's BIT would turn bytes into an
+    integer, and fail on a column that an older schema holds as an integer)."""
+
+    def result_processor(self, dialect: Dialect, coltype: object) -> None:
+        return None
+
+
+class HiveFlag(TypeDecorator[bool]):
+    """A yes/no column as Hive's scripts declare it: bit(1) on MySQL/MariaDB, boolean elsewhere. Read from
+    whatever a metastore database holds: the driver hands bit(1) over as bytes (b"\\x00" is a false that
+    Python calls true), older hmsproxy schemas as integers, Derby-made ones as 'Y'/'N'."""
+
+    impl = Boolean
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name in ("mysql", "mariadb"):
+            return dialect.type_descriptor(_Bit1(1))
+        return dialect.type_descriptor(Boolean())
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        return None if value is None else bool(value)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> bool | None:
+        if value is None:
+            return None
+        if isinstance(value, (bytes, bytearray)):
+            return any(value)
+        if isinstance(value, str):
+            return value.strip().upper() in ("Y", "1", "T", "TRUE")
+        return bool(value)
 
 _MYSQL = {"mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"}
 
@@ -123,8 +163,8 @@ SDS = _table(
     _id("SD_ID"),
     Column("CD_ID", BigInteger),
     Column("INPUT_FORMAT", String(4000)),
-    Column("IS_COMPRESSED", Boolean, nullable=False),
-    Column("IS_STOREDASSUBDIRECTORIES", Boolean, nullable=False),
+    Column("IS_COMPRESSED", HiveFlag, nullable=False),
+    Column("IS_STOREDASSUBDIRECTORIES", HiveFlag, nullable=False),
     Column("LOCATION", String(4000)),
     Column("NUM_BUCKETS", Integer, nullable=False),
     Column("OUTPUT_FORMAT", String(4000)),
@@ -204,7 +244,7 @@ TBLS = _table(
     Column("TBL_TYPE", String(128)),
     Column("VIEW_EXPANDED_TEXT", LongText),
     Column("VIEW_ORIGINAL_TEXT", LongText),
-    Column("IS_REWRITE_ENABLED", Boolean, nullable=False, server_default="0"),
+    Column("IS_REWRITE_ENABLED", HiveFlag, nullable=False, server_default=false()),
     Column("WRITE_ID", BigInteger, nullable=False, server_default="0"),
     UniqueConstraint("TBL_NAME", "DB_ID", name="UNIQUETABLE"),
 )
