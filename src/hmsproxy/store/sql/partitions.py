@@ -296,7 +296,7 @@ class PartitionStore:
                 result.append((r.PART_NAME, hms.Partition(
                     values=values.get(r.PART_ID, []), dbName=db_name, tableName=tbl_name,
                     createTime=r.CREATE_TIME, lastAccessTime=r.LAST_ACCESS_TIME, sd=sds.get(r.SD_ID),
-                    parameters=params.get(r.PART_ID, {}), catName=cat, writeId=r.WRITE_ID,
+                    parameters=params.get(r.PART_ID, {}), catName=cat, writeId=r.WRITE_ID or 0,
                 )))
         result.sort(key=lambda item: item[0])
         return [p for _, p in result]

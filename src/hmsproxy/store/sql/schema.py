@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import (
+    CHAR,
+    TIMESTAMP,
     BigInteger,
     Boolean,
     Column,
@@ -25,6 +27,7 @@ from sqlalchemy import (
     Index,
     TypeDecorator,
     false,
+    func,
 )
 from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Dialect
@@ -36,6 +39,8 @@ SCHEMA_VERSION = "4.0.0"
 MediumText = Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
 LongText = Text().with_variant(mysql.LONGTEXT(), "mysql", "mariadb")
 metadata = MetaData()
+# Integers that Hive's PostgreSQL script declares bigint where its MySQL script has int (positions, times).
+HiveInt = Integer().with_variant(BigInteger(), "postgresql")
 
 
 class _Bit1(mysql.BIT):
@@ -98,10 +103,10 @@ SEQUENCE_TABLE = _table(
 CTLGS = _table(
     "CTLGS",
     _id("CTLG_ID"),
-    Column("NAME", String(256), nullable=False, unique=True),
+    Column("NAME", String(256), unique=True),  # nullable, as in Hive's scripts
     Column("DESC", String(4000)),
     Column("LOCATION_URI", String(4000), nullable=False),
-    Column("CREATE_TIME", Integer),
+    Column("CREATE_TIME", HiveInt),
 )
 
 DBS = _table(
@@ -113,7 +118,7 @@ DBS = _table(
     Column("OWNER_NAME", String(128)),
     Column("OWNER_TYPE", String(10)),
     Column("CTLG_NAME", String(256), nullable=False, server_default="hive"),
-    Column("CREATE_TIME", Integer),
+    Column("CREATE_TIME", HiveInt),
     Column("DB_MANAGED_LOCATION_URI", String(4000)),
     Column("TYPE", String(32), nullable=False, server_default="NATIVE"),
     UniqueConstraint("NAME", "CTLG_NAME", name="UNIQUE_DATABASE"),
@@ -152,8 +157,8 @@ COLUMNS_V2 = _table(
     "COLUMNS_V2",
     Column("CD_ID", BigInteger, nullable=False),
     Column("COMMENT", String(4000)),
-    Column("COLUMN_NAME", String(700), nullable=False),  # 767 in Hive; 700 fits a utf8mb4 primary key
-    Column("TYPE_NAME", MediumText, nullable=False),
+    Column("COLUMN_NAME", String(700).with_variant(String(767), "postgresql"), nullable=False),  # 700: a utf8mb4 key
+    Column("TYPE_NAME", MediumText),
     Column("INTEGER_IDX", Integer, nullable=False),
     PrimaryKeyConstraint("CD_ID", "COLUMN_NAME"),
 )
@@ -166,7 +171,7 @@ SDS = _table(
     Column("IS_COMPRESSED", HiveFlag, nullable=False),
     Column("IS_STOREDASSUBDIRECTORIES", HiveFlag, nullable=False),
     Column("LOCATION", String(4000)),
-    Column("NUM_BUCKETS", Integer, nullable=False),
+    Column("NUM_BUCKETS", HiveInt, nullable=False),
     Column("OUTPUT_FORMAT", String(4000)),
     Column("SERDE_ID", BigInteger),
 )
@@ -183,7 +188,7 @@ BUCKETING_COLS = _table(
     "BUCKETING_COLS",
     Column("SD_ID", BigInteger, nullable=False),
     Column("BUCKET_COL_NAME", String(256)),
-    Column("INTEGER_IDX", Integer, nullable=False),
+    Column("INTEGER_IDX", HiveInt, nullable=False),
     PrimaryKeyConstraint("SD_ID", "INTEGER_IDX"),
 )
 
@@ -191,8 +196,8 @@ SORT_COLS = _table(
     "SORT_COLS",
     Column("SD_ID", BigInteger, nullable=False),
     Column("COLUMN_NAME", String(767)),
-    Column("ORDER", Integer, nullable=False),
-    Column("INTEGER_IDX", Integer, nullable=False),
+    Column("ORDER", HiveInt, nullable=False),
+    Column("INTEGER_IDX", HiveInt, nullable=False),
     PrimaryKeyConstraint("SD_ID", "INTEGER_IDX"),
 )
 
@@ -202,7 +207,7 @@ SKEWED_STRING_LIST_VALUES = _table(
     "SKEWED_STRING_LIST_VALUES",
     Column("STRING_LIST_ID", BigInteger, nullable=False),
     Column("STRING_LIST_VALUE", String(256)),
-    Column("INTEGER_IDX", Integer, nullable=False),
+    Column("INTEGER_IDX", HiveInt, nullable=False),
     PrimaryKeyConstraint("STRING_LIST_ID", "INTEGER_IDX"),
 )
 
@@ -210,7 +215,7 @@ SKEWED_COL_NAMES = _table(
     "SKEWED_COL_NAMES",
     Column("SD_ID", BigInteger, nullable=False),
     Column("SKEWED_COL_NAME", String(256)),
-    Column("INTEGER_IDX", Integer, nullable=False),
+    Column("INTEGER_IDX", HiveInt, nullable=False),
     PrimaryKeyConstraint("SD_ID", "INTEGER_IDX"),
 )
 
@@ -218,7 +223,7 @@ SKEWED_VALUES = _table(
     "SKEWED_VALUES",
     Column("SD_ID_OID", BigInteger, nullable=False),
     Column("STRING_LIST_ID_EID", BigInteger, nullable=False),
-    Column("INTEGER_IDX", Integer, nullable=False),
+    Column("INTEGER_IDX", HiveInt, nullable=False),
     PrimaryKeyConstraint("SD_ID_OID", "INTEGER_IDX"),
 )
 
@@ -233,19 +238,19 @@ SKEWED_COL_VALUE_LOC_MAP = _table(
 TBLS = _table(
     "TBLS",
     _id("TBL_ID"),
-    Column("CREATE_TIME", Integer, nullable=False),
+    Column("CREATE_TIME", HiveInt, nullable=False),
     Column("DB_ID", BigInteger),
-    Column("LAST_ACCESS_TIME", Integer, nullable=False),
+    Column("LAST_ACCESS_TIME", HiveInt, nullable=False),
     Column("OWNER", String(767)),
     Column("OWNER_TYPE", String(10)),
-    Column("RETENTION", Integer, nullable=False),
+    Column("RETENTION", HiveInt, nullable=False),
     Column("SD_ID", BigInteger),
     Column("TBL_NAME", String(256)),
     Column("TBL_TYPE", String(128)),
-    Column("VIEW_EXPANDED_TEXT", LongText),
-    Column("VIEW_ORIGINAL_TEXT", LongText),
+    Column("VIEW_EXPANDED_TEXT", MediumText),
+    Column("VIEW_ORIGINAL_TEXT", MediumText),
     Column("IS_REWRITE_ENABLED", HiveFlag, nullable=False, server_default=false()),
-    Column("WRITE_ID", BigInteger, nullable=False, server_default="0"),
+    Column("WRITE_ID", BigInteger, server_default="0"),
     UniqueConstraint("TBL_NAME", "DB_ID", name="UNIQUETABLE"),
 )
 
@@ -263,19 +268,19 @@ PARTITION_KEYS = _table(
     Column("PKEY_COMMENT", String(4000)),
     Column("PKEY_NAME", String(128), nullable=False),
     Column("PKEY_TYPE", String(767), nullable=False),
-    Column("INTEGER_IDX", Integer, nullable=False),
+    Column("INTEGER_IDX", HiveInt, nullable=False),
     PrimaryKeyConstraint("TBL_ID", "PKEY_NAME"),
 )
 
 PARTITIONS = _table(
     "PARTITIONS",
     _id("PART_ID"),
-    Column("CREATE_TIME", Integer, nullable=False),
-    Column("LAST_ACCESS_TIME", Integer, nullable=False),
+    Column("CREATE_TIME", HiveInt, nullable=False),
+    Column("LAST_ACCESS_TIME", HiveInt, nullable=False),
     Column("PART_NAME", String(767)),
     Column("SD_ID", BigInteger),
     Column("TBL_ID", BigInteger),
-    Column("WRITE_ID", BigInteger, nullable=False, server_default="0"),
+    Column("WRITE_ID", BigInteger, server_default="0"),
     UniqueConstraint("PART_NAME", "TBL_ID", name="UNIQUEPARTITION"),
     Index("PARTITIONS_N49", "TBL_ID"),
 )
@@ -284,7 +289,7 @@ PARTITION_KEY_VALS = _table(
     "PARTITION_KEY_VALS",
     Column("PART_ID", BigInteger, nullable=False),
     Column("PART_KEY_VAL", String(256)),
-    Column("INTEGER_IDX", Integer, nullable=False),
+    Column("INTEGER_IDX", HiveInt, nullable=False),
     PrimaryKeyConstraint("PART_ID", "INTEGER_IDX"),
 )
 
@@ -394,7 +399,7 @@ NOTIFICATION_SEQUENCE = _table(
 TXNS = _table(
     "TXNS",
     _id("TXN_ID"),
-    Column("TXN_STATE", String(1), nullable=False),          # o = open, a = aborted (committed rows are deleted)
+    Column("TXN_STATE", CHAR(1), nullable=False),          # o = open, a = aborted (committed rows are deleted)
     Column("TXN_STARTED", BigInteger, nullable=False),
     Column("TXN_LAST_HEARTBEAT", BigInteger, nullable=False),
     Column("TXN_USER", String(128), nullable=False),
@@ -413,7 +418,7 @@ TXN_COMPONENTS = _table(
     Column("TC_DATABASE", String(128), nullable=False),
     Column("TC_TABLE", String(256)),
     Column("TC_PARTITION", String(767)),
-    Column("TC_OPERATION_TYPE", String(1), nullable=False),
+    Column("TC_OPERATION_TYPE", CHAR(1), nullable=False),
     Column("TC_WRITEID", BigInteger),
     Index("TC_TXNID_INDEX", "TC_TXNID"),
 )
@@ -424,9 +429,9 @@ COMPLETED_TXN_COMPONENTS = _table(
     Column("CTC_DATABASE", String(128), nullable=False),
     Column("CTC_TABLE", String(256)),
     Column("CTC_PARTITION", String(767)),
-    Column("CTC_TIMESTAMP", BigInteger),
+    Column("CTC_TIMESTAMP", TIMESTAMP, nullable=False, server_default=func.current_timestamp()),  # the commit time
     Column("CTC_WRITEID", BigInteger),
-    Column("CTC_UPDATE_DELETE", String(1), nullable=False),
+    Column("CTC_UPDATE_DELETE", CHAR(1), nullable=False),
 )
 
 WRITE_SET = _table(  # update/delete components of committed transactions, for write-conflict checks
@@ -436,7 +441,7 @@ WRITE_SET = _table(  # update/delete components of committed transactions, for w
     Column("WS_PARTITION", String(767)),
     Column("WS_TXNID", BigInteger, nullable=False),
     Column("WS_COMMIT_ID", BigInteger, nullable=False),
-    Column("WS_OPERATION_TYPE", String(1), nullable=False),
+    Column("WS_OPERATION_TYPE", CHAR(1), nullable=False),
 )
 
 TXN_TO_WRITE_ID = _table(
@@ -464,8 +469,8 @@ HIVE_LOCKS = _table(
     Column("HL_DB", String(128), nullable=False),
     Column("HL_TABLE", String(256)),
     Column("HL_PARTITION", String(767)),
-    Column("HL_LOCK_STATE", String(1), nullable=False),       # a = acquired, w = waiting
-    Column("HL_LOCK_TYPE", String(1), nullable=False),        # r shared read, w shared write, x excl write, e exclusive
+    Column("HL_LOCK_STATE", CHAR(1), nullable=False),       # a = acquired, w = waiting
+    Column("HL_LOCK_TYPE", CHAR(1), nullable=False),        # r shared read, w shared write, x excl write, e exclusive
     Column("HL_LAST_HEARTBEAT", BigInteger, nullable=False),
     Column("HL_ACQUIRED_AT", BigInteger),
     Column("HL_USER", String(128), nullable=False),

@@ -123,7 +123,7 @@ class TableStore:
                 partitionKeys=keys.get(r.TBL_ID, []), parameters=params.get(r.TBL_ID, {}),
                 viewOriginalText=r.VIEW_ORIGINAL_TEXT, viewExpandedText=r.VIEW_EXPANDED_TEXT,
                 tableType=r.TBL_TYPE, temporary=False, rewriteEnabled=bool(r.IS_REWRITE_ENABLED),
-                catName=cat, ownerType=principal_type_value(r.OWNER_TYPE), writeId=r.WRITE_ID, id=r.TBL_ID,
+                catName=cat, ownerType=principal_type_value(r.OWNER_TYPE), writeId=r.WRITE_ID or 0, id=r.TBL_ID,
             ))
         return tables
 

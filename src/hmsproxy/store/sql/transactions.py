@@ -211,11 +211,10 @@ class TransactionStore:
     def _complete(self, conn: Connection, txn_id: int) -> list[TableWrite]:
         """The rest of a commit: components become completed ones, locks and the TXNS row go."""
         components = conn.execute(select(s.TXN_COMPONENTS).where(s.TXN_COMPONENTS.c.TC_TXNID == txn_id)).all()
-        if components:
-            now = _now_ms()
+        if components:  # CTC_TIMESTAMP: the database's own time of the commit, as in Hive
             conn.execute(insert(s.COMPLETED_TXN_COMPONENTS), [
                 {"CTC_TXNID": txn_id, "CTC_DATABASE": c.TC_DATABASE, "CTC_TABLE": c.TC_TABLE,
-                 "CTC_PARTITION": c.TC_PARTITION, "CTC_TIMESTAMP": now, "CTC_WRITEID": c.TC_WRITEID,
+                 "CTC_PARTITION": c.TC_PARTITION, "CTC_WRITEID": c.TC_WRITEID,
                  "CTC_UPDATE_DELETE": "Y" if c.TC_OPERATION_TYPE in ("u", "d") else "N"} for c in components])
         conn.execute(delete(s.TXN_COMPONENTS).where(s.TXN_COMPONENTS.c.TC_TXNID == txn_id))
         conn.execute(delete(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_TXNID == txn_id))
