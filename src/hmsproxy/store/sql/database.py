@@ -26,8 +26,10 @@ import threading
 import time
 from typing import Any, Callable, Iterator, TypeVar
 
-from sqlalchemy import Connection, Engine, create_engine, event, exc as sa_exc, func, insert, inspect, select, update
+from sqlalchemy import (Connection, Engine, create_engine, event, exc as sa_exc, func, insert, inspect, select, text,
+                        update)
 from sqlalchemy.engine import make_url
+from sqlalchemy.schema import CreateColumn
 
 from hmsproxy.events import log as event_log
 from hmsproxy.idl import hms
@@ -288,6 +290,25 @@ def check_servable(db: Database) -> None:
         f"`hmsproxy schema upgrade` are not available yet. Nothing was changed.")
 
 
+def _add_new_columns(db: Database) -> list[str]:
+    """Adds the columns a newer hmsproxy declares to the tables of a schema an older one created (create_all
+    adds only whole tables). Such columns are nullable or have a default, so existing rows need nothing."""
+    present = inspect(db.engine).get_multi_columns()
+    preparer = db.engine.dialect.identifier_preparer
+    added = []
+    with db.engine.begin() as conn:
+        for table in s.metadata.sorted_tables:
+            have = {column["name"] for column in present.get((None, table.name), [])}
+            for column in table.columns:
+                if column.name in have:
+                    continue
+                assert column.nullable or column.server_default is not None, f"{table.name}.{column.name}"
+                ddl = CreateColumn(column).compile(dialect=db.engine.dialect)
+                conn.execute(text(f"ALTER TABLE {preparer.format_table(table)} ADD COLUMN {ddl}"))
+                added.append(f"{table.name}.{column.name}")
+    return added
+
+
 def schema_version(db: Database) -> str | None:
     if not schema_exists(db):
         return None
@@ -302,6 +323,9 @@ def init_schema(db: Database, default_catalog_location: str) -> bool:
     check_servable(db)
     created = not schema_exists(db)
     s.metadata.create_all(db.engine)
+    if not created:
+        for column in _add_new_columns(db):
+            log.info("added column %s, which this hmsproxy declares and the schema lacked", column)
     with db.transaction() as conn:
         if created:
             conn.execute(insert(s.VERSION).values(VER_ID=1, SCHEMA_VERSION=s.SCHEMA_VERSION,

@@ -121,6 +121,8 @@ DBS = _table(
     Column("CREATE_TIME", HiveInt),
     Column("DB_MANAGED_LOCATION_URI", String(4000)),
     Column("TYPE", String(32), nullable=False, server_default="NATIVE"),
+    Column("DATACONNECTOR_NAME", String(128)),  # Hive 4's remote databases: kept empty, for Hive's tools
+    Column("REMOTE_DBNAME", String(128)),
     UniqueConstraint("NAME", "CTLG_NAME", name="UNIQUE_DATABASE"),
 )
 
