@@ -57,12 +57,11 @@ def _compile(text: str, node: Node, named: set[str]) -> TablePredicate:
             return lambda table: all(p(table) for p in unequal)
         equal = [_comparison(text, node.key, "=", value, named) for value in node.values]
         return lambda table: any(p(table) for p in equal)
-    if isinstance(node, Between):
-        low, high = _comparison(text, node.key, ">=", node.low, named), _comparison(text, node.key, "<=", node.high, named)
-        if node.negated:  # NOT BETWEEN: below or above; a missing field is neither
-            below, above = (_comparison(text, node.key, "<", node.low, named),
-                            _comparison(text, node.key, ">", node.high, named))
-            return lambda table: below(table) or above(table)
+    if isinstance(node, Between):  # NOT BETWEEN: below or above; a missing field is neither
+        low = _comparison(text, node.key, "<" if node.negated else ">=", node.low, named)
+        high = _comparison(text, node.key, ">" if node.negated else "<=", node.high, named)
+        if node.negated:
+            return lambda table: low(table) or high(table)
         return lambda table: low(table) and high(table)
     assert isinstance(node, Comparison)
     return _comparison(text, node.key, node.op, node.value, named)

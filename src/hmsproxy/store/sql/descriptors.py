@@ -145,7 +145,8 @@ def load_descriptors(conn: Connection, sd_ids: Select) -> dict[int, Any]:
         m = row._mapping
         sd_id = m["SD_ID"]
         serde = hms.SerDeInfo(
-            name=m["NAME"], serializationLib=m["SLIB"], parameters=in_java_hashmap_order(serde_params.get(m["SERDE_ID"], {})),
+            name=m["NAME"], serializationLib=m["SLIB"],
+            parameters=in_java_hashmap_order(serde_params.get(m["SERDE_ID"], {})),
             description=m["DESCRIPTION"], serializerClass=m["SERIALIZER_CLASS"],
             deserializerClass=m["DESERIALIZER_CLASS"], serdeType=m["SERDE_TYPE"],
         )

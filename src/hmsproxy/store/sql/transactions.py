@@ -357,7 +357,7 @@ class TransactionStore:
         it is queued; requests arriving together are decided together (`_lock_batch`)."""
         if not components:
             raise hms.MetaException(message="a lock request needs at least one component")
-        rows = [_lock_row(0, i + 1, c, txn_id, user, host, agent, 0) for i, c in enumerate(components)]
+        rows = [_lock_row(i + 1, c, txn_id, user, host, agent) for i, c in enumerate(components)]
         return self.lock_requests.submit(PendingLock(tuple(components), txn_id, rows))
 
     def _lock_batch(self, requests: Sequence[PendingLock]) -> list[LockOutcome | Exception]:
@@ -372,7 +372,7 @@ class TransactionStore:
         answers: list[LockOutcome | Exception] = []
         with self.db.transaction(write=True) as conn:
             first_id = _next(conn, s.NEXT_LOCK_ID, s.NEXT_LOCK_ID.c.NL_NEXT, len(requests))  # the mutex (module doc)
-            head, others = self._others_and_head(conn, first_id, {row["HL_DB"] for r in requests for row in r.rows})
+            head, others = self._locks_in(conn, {row["HL_DB"] for r in requests for row in r.rows})
             now = _now_ms()
             new_rows, writes = [], []
             for lock_id, request in enumerate(requests, start=first_id):
@@ -383,7 +383,7 @@ class TransactionStore:
                 except (hms.TxnAbortedException, hms.NoSuchTxnException) as refused:  # this request only
                     answers.append(refused)
                     continue
-                rows = [dict(row, HL_LOCK_EXT_ID=lock_id, HL_LAST_HEARTBEAT=0 if txn_id else now)
+                rows = [dict(row, HL_LOCK_EXT_ID=lock_id, HL_LAST_HEARTBEAT=0 if txn_id else now)  # see _lock_row
                         for row in request.rows]
                 mine = [SimpleNamespace(**row) for row in rows]
                 blocked = _first_block(lock_id, mine, others)
@@ -409,10 +409,9 @@ class TransactionStore:
         return answers
 
     @staticmethod
-    def _others_and_head(conn: Connection, lock_id: int, dbs: set[str]) -> tuple[int, list[Any]]:
-        """The other locks in these databases (locks conflict only within one) and the log's head, in one
-        statement: the single NOTIFICATION_SEQUENCE row joined to the locks, so there is a row when none."""
-        result = conn.execute(_OTHER_LOCKS_AND_HEAD, {"lock_id": lock_id, "dbs": sorted(dbs)}).all()
+    def _locks_in(conn: Connection, dbs: set[str]) -> tuple[int, list[Any]]:
+        """The log's head and the locks in these databases (locks conflict only within one), in one statement."""
+        result = conn.execute(_LOCKS_IN_DATABASES, {"dbs": sorted(dbs)}).all()
         head = result[0].NEXT_EVENT_ID - 1
         return head, [row for row in result if row.HL_LOCK_EXT_ID is not None]
 
@@ -471,7 +470,7 @@ class TransactionStore:
                 txn_id = self._lock_rows(conn, lock_id)[0].HL_TXNID
                 self._refuse_aborted(conn, txn_id)
                 if undecided.heartbeat:
-                    self._heartbeat(conn, lock_id if not txn_id else None, txn_id or None)
+                    self._heartbeat_lock(conn, lock_id, txn_id)
                 self._expire(conn)
             head, mine, others = self._lock_and_others(conn, lock_id)
             txn_id = mine[0].HL_TXNID
@@ -479,8 +478,12 @@ class TransactionStore:
                 self._refuse_aborted(conn, txn_id)
             outcome = self._decide(conn, lock_id, head, mine, others)
             if undecided.heartbeat and not undecided.expire and (txn_id or outcome.state != hms.LockState.ACQUIRED):
-                self._heartbeat(conn, lock_id if not txn_id else None, txn_id or None)  # a grant heartbeats a plain lock
+                self._heartbeat_lock(conn, lock_id, txn_id)  # a grant heartbeats a plain lock
             return outcome
+
+    def _heartbeat_lock(self, conn: Connection, lock_id: int, txn_id: int) -> None:
+        """A plain lock lives by its own heartbeat, a transaction's lock by the transaction's."""
+        self._heartbeat(conn, None if txn_id else lock_id, txn_id or None)
 
     def _refuse_aborted(self, conn: Connection, txn_id: int) -> None:
         if txn_id and self._txn_state(conn, txn_id) == ABORTED:
@@ -607,9 +610,10 @@ class TransactionStore:
         return self._abort(conn, stale)
 
 
-def _lock_row(lock_id: int, int_id: int, component: Any, txn_id: int | None, user: str, host: str,
-              agent: str | None, now: int) -> dict[str, Any]:
-    """A component's HIVE_LOCKS row, WAITING until decided; a malformed component fails the call."""
+def _lock_row(int_id: int, component: Any, txn_id: int | None, user: str, host: str,
+              agent: str | None) -> dict[str, Any]:
+    """A component's HIVE_LOCKS row, WAITING until decided, without the lock id and the heartbeat time its
+    batch gives it; a malformed component fails the call."""
     c = component
     if c.type not in LOCK_TYPE_CODES or not c.dbname:
         raise hms.MetaException(message=f"invalid lock component {c}")
@@ -618,9 +622,9 @@ def _lock_row(lock_id: int, int_id: int, component: Any, txn_id: int | None, use
         raise hms.MetaException(message="a partition lock needs a table and a partition name")
     if c.level == hms.LockLevel.TABLE and not table:
         raise hms.MetaException(message="a table lock needs a table name")
-    return {"HL_LOCK_EXT_ID": lock_id, "HL_LOCK_INT_ID": int_id, "HL_TXNID": txn_id or 0, "HL_DB": c.dbname.lower(),
+    return {"HL_LOCK_INT_ID": int_id, "HL_TXNID": txn_id or 0, "HL_DB": c.dbname.lower(),
             "HL_TABLE": table, "HL_PARTITION": c.partitionname, "HL_LOCK_STATE": WAITING,
-            "HL_LOCK_TYPE": LOCK_TYPE_CODES[c.type], "HL_LAST_HEARTBEAT": 0 if txn_id else now,
+            "HL_LOCK_TYPE": LOCK_TYPE_CODES[c.type],
             "HL_ACQUIRED_AT": None, "HL_USER": user or "", "HL_HOST": host or "", "HL_HEARTBEAT_COUNT": 0,
             "HL_AGENT_INFO": agent, "HL_BLOCKEDBY_EXT_ID": None, "HL_BLOCKEDBY_INT_ID": None}
 
@@ -673,22 +677,11 @@ def _lock_with_blockers() -> Any:
                   ).select_from(joined).where(mine.c.HL_LOCK_EXT_ID == bindparam("lock_id"))
 
 
-def _other_locks_and_head() -> Any:
-    """The locks in some databases other than one, and the log's head: the single NOTIFICATION_SEQUENCE row
-    joined to them, so there is a row when there are none."""
+def _head_and_locks(on: Any) -> Any:
+    """The log's head and the locks `on` selects: the single NOTIFICATION_SEQUENCE row outer-joined to them, so
+    there is a row (the head's, without a lock) when there are none."""
     locks, seq = s.HIVE_LOCKS, s.NOTIFICATION_SEQUENCE
-    joined = seq.outerjoin(locks, (locks.c.HL_LOCK_EXT_ID != bindparam("lock_id"))
-                           & locks.c.HL_DB.in_(bindparam("dbs", expanding=True)))
-    return select(seq.c.NEXT_EVENT_ID, *_decision_columns(locks)).select_from(joined)
-
-
-def _lock_and_other_locks() -> Any:
-    """A lock's rows and every other lock in its databases, joined to the log's head as above (so a lock
-    that is gone still gives a row: the head's, without a lock)."""
-    locks, asked, seq = s.HIVE_LOCKS, s.HIVE_LOCKS.alias("asked"), s.NOTIFICATION_SEQUENCE
-    its_databases = select(asked.c.HL_DB).where(asked.c.HL_LOCK_EXT_ID == bindparam("lock_id"))
-    joined = seq.outerjoin(locks, locks.c.HL_DB.in_(its_databases))
-    return select(seq.c.NEXT_EVENT_ID, *_decision_columns(locks)).select_from(joined)
+    return select(seq.c.NEXT_EVENT_ID, *_decision_columns(locks)).select_from(seq.outerjoin(locks, on))
 
 
 def _decision_columns(locks: Any) -> list[Any]:
@@ -699,8 +692,10 @@ def _decision_columns(locks: Any) -> list[Any]:
 
 # Built once: the lock path runs them on every poll, and building aliased joins costs more than running them.
 _LOCK_WITH_BLOCKERS = _lock_with_blockers()
-_OTHER_LOCKS_AND_HEAD = _other_locks_and_head()
-_LOCK_AND_OTHERS = _lock_and_other_locks()
+_LOCKS_IN_DATABASES = _head_and_locks(s.HIVE_LOCKS.c.HL_DB.in_(bindparam("dbs", expanding=True)))
+_ASKED = s.HIVE_LOCKS.alias("asked")
+_LOCK_AND_OTHERS = _head_and_locks(  # a lock's rows and every other lock in its databases
+    s.HIVE_LOCKS.c.HL_DB.in_(select(_ASKED.c.HL_DB).where(_ASKED.c.HL_LOCK_EXT_ID == bindparam("lock_id"))))
 _DECISION_MUTEX = select(s.NEXT_LOCK_ID.c.NL_NEXT).with_for_update()
 _TXN_STATE = select(s.TXNS.c.TXN_STATE).where(s.TXNS.c.TXN_ID == bindparam("txn_id")).with_for_update()
 _RELEASE = delete(s.HIVE_LOCKS).where(  # what unlock may release: plain locks, and any lock still waiting
