@@ -25,10 +25,15 @@ def in_java_hashmap_order(params: dict[str, str]) -> dict[str, str]:
     capacity = INITIAL_CAPACITY
     while len(params) > capacity * LOAD_FACTOR:
         capacity *= 2
-    keys = sorted(params)
+    return java_hashmap_order({key: params[key] for key in sorted(params)}, capacity)
+
+
+def java_hashmap_order(params: dict[str, str], capacity: int) -> dict[str, str]:
+    """`params` reordered as a Java HashMap of `capacity` buckets, filled in `params`' order, iterates them:
+    bucket by bucket, and in filling order within a bucket (a resize keeps that order)."""
 
     def bucket(key: str) -> int:
         h = string_hash(key)
         return (h ^ (h >> 16)) & (capacity - 1)
 
-    return {key: params[key] for key in sorted(keys, key=bucket)}  # stable: key order within a bucket
+    return {key: params[key] for key in sorted(params, key=bucket)}

@@ -6,6 +6,8 @@ import copy
 import re
 from typing import Any, Sequence
 
+from thriftpy2.thrift import TApplicationException
+
 from hmsproxy.handler.common import (
     DDL_TIME, HandlerContext, check_partition_values, checked_location, env_properties, lower, now, split_catalog,
     with_snapshot,
@@ -19,6 +21,7 @@ from hmsproxy.events.log import emitting
 from hmsproxy.idl import hms
 from hmsproxy.names import make_partition_name, parse_partition_name, partition_exists_message, unescape_path_name
 from hmsproxy.partition_filter import FilterError, FilterTypeMismatch, compile_filter
+from hmsproxy.partitions_to_add import check_new_and_distinct
 from hmsproxy.warehouse import join
 
 
@@ -111,13 +114,8 @@ class PartitionCalls:
                             f"{part.dbName}.{part.tableName}")
         props = env_properties(env)
         names = [self._name(table, check_partition_values(table, p.values)) for p in parts]
-        if len(set(names)) != len(names):
-            duplicate = next(n for n in names if names.count(n) > 1)
-            raise hms.MetaException(message=f"Duplicate partitions in the list: {duplicate}")
         existing = self._existing_names(catalog, db_name, table, names)
-        if existing and not if_not_exists:
-            raise hms.AlreadyExistsException(
-                message=f"Partition already exists: {db_name}.{table.tableName} {sorted(existing)[0]}")
+        check_new_and_distinct(names, parts, existing, if_not_exists)
         made: list[str] = []
         prepared: list[Any] = []
         try:
@@ -335,8 +333,12 @@ class PartitionCalls:
                                                   names_only)
 
     def get_partitions_by_expr(self, req: Any) -> Any:
-        raise hms.MetaException(message="get_partitions_by_expr is not supported by hmsproxy (the expression is a "
-                                        "serialized Java object); use get_partitions_by_filter")
+        """Not served: the expression is a Kryo-serialised Java object tree. Answered as a metastore without
+        the method answers (UNKNOWN_METHOD), which Hive's client takes as its cue to fetch the partition
+        names and prune them itself (HiveMetaStoreClient.listPartitionsByExpr raises
+        IncompatibleMetastoreException, which PartitionPruner catches); a MetaException would fail the query."""
+        raise TApplicationException(TApplicationException.UNKNOWN_METHOD,
+                                    "get_partitions_by_expr is not supported by hmsproxy; use get_partitions_by_filter")
 
     def get_partitions_by_names(self, db_name: str, tbl_name: str, names: Sequence[str]) -> list[Any]:
         catalog, db, table = self._table(db_name, tbl_name)

@@ -9,7 +9,9 @@ from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.descriptors import params_rows
-from hmsproxy.store.sql.lookups import database_id, no_such_object, principal_type_name, principal_type_value
+from hmsproxy.store.sql.lookups import (
+    database_id, missing_database_message, no_such_object, principal_type_name, principal_type_value,
+)
 
 
 class DatabaseStore:
@@ -48,7 +50,7 @@ class DatabaseStore:
         with self.db.transaction() as conn:
             row = conn.execute(select(s.DBS).where(s.DBS.c.NAME == name, s.DBS.c.CTLG_NAME == cat)).first()
             if row is None:
-                raise no_such_object(f"database {cat}.{name} does not exist")
+                raise no_such_object(missing_database_message(cat, name))
             params = dict(conn.execute(select(s.DATABASE_PARAMS.c.PARAM_KEY, s.DATABASE_PARAMS.c.PARAM_VALUE)
                                        .where(s.DATABASE_PARAMS.c.DB_ID == row.DB_ID)).all())
         return hms.Database(

@@ -27,12 +27,18 @@ def no_such_object(message: str) -> Exception:
     return hms.NoSuchObjectException(message=message)
 
 
+def missing_database_message(cat: str, name: str) -> str:
+    """Hive 4's text, which names the catalog (ObjectStore.getDatabase since catalogs came, HIVE-18755);
+    Hive 2.3's is the bare name. No client reads it: Spark's 2.3 client turns the exception into its own."""
+    return f"database {cat}.{name}"
+
+
 def database_id(conn: Connection, cat: str, name: str) -> int:
     db_id = conn.execute(
         select(s.DBS.c.DB_ID).where(s.DBS.c.NAME == name, s.DBS.c.CTLG_NAME == cat)
     ).scalar_one_or_none()
     if db_id is None:
-        raise no_such_object(f"database {cat}.{name} does not exist")
+        raise no_such_object(missing_database_message(cat, name))
     return db_id
 
 

@@ -16,6 +16,7 @@ from hmsproxy.idl import hms
 from hmsproxy.names import (
     make_partition_name, parse_partition_name, partition_exists_message, partition_missing_message,
 )
+from hmsproxy.partitions_to_add import check_new_and_distinct
 from hmsproxy.store.canonical import write_id
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
@@ -58,15 +59,8 @@ class PartitionStore:
                     raise hms.MetaException(message=f"partition values {part.values} do not match the partition "
                                                     f"keys {list(ref.partition_keys)} of {db_name}.{tbl_name}")
             names = [make_partition_name(ref.partition_keys, p.values) for p in parts]
-            seen: set[str] = set()
-            for name in names:
-                if name in seen:
-                    raise hms.MetaException(message=f"Duplicate partitions in the list: {name}")
-                seen.add(name)
             existing = self._existing_names(conn, ref.tbl_id, names)
-            if existing and not if_not_exists:
-                raise hms.AlreadyExistsException(
-                    message=f"Partition already exists: {db_name}.{tbl_name} {sorted(existing)[0]}")
+            check_new_and_distinct(names, parts, existing, if_not_exists)
             to_add = [(n, p) for n, p in zip(names, parts) if n not in existing]
             self._insert_partitions(conn, ref, to_add)
             return [p for _, p in to_add]
