@@ -9,17 +9,21 @@ from hmsclient import hmsclient
 
 from hmsproxy.idl import hms
 from support.databases import BACKENDS, fresh_database
+from support.hive_schema import load_hive_script
 from support.hmsproxy_server import start_hmsproxy
 from support.running import RunningServer
 
 
-@pytest.fixture(scope="module", params=[*BACKENDS, "sqlite-nocache"])
+@pytest.fixture(scope="module", params=[*BACKENDS, "sqlite-nocache", "mariadb-hive4", "postgres-hive4"])
 def backend_server(request, tmp_path_factory) -> Iterator[RunningServer]:
-    """An hmsproxy (cache on) on a fresh database of each backend (sqlite, mariadb, postgres), and one on
-    SQLite with the cache off."""
+    """An hmsproxy (cache on) on a fresh database of each backend (sqlite, mariadb, postgres), one on SQLite
+    with the cache off, and one on each of MariaDB and PostgreSQL whose schema Hive 4.0.0's own script
+    created (served in place)."""
     backend, _, variant = request.param.partition("-")
     workdir = tmp_path_factory.mktemp(f"hmsproxy-{request.param}")
     with fresh_database(backend, workdir) as url:
+        if variant == "hive4":
+            load_hive_script(backend, url, "4.0.0")
         server = start_hmsproxy(workdir, url, cache=variant != "nocache")
         try:
             yield server

@@ -9,7 +9,7 @@ import sys
 import threading
 
 from hmsproxy import config
-from hmsproxy.store.sql.database import Database, SchemaRefused, init_schema, schema_version
+from hmsproxy.store.sql.database import Database, SchemaRefused, check_servable, init_schema, schema_version
 from hmsproxy.warehouse import to_uri
 
 
@@ -96,6 +96,10 @@ def _schema(action: str, settings: config.Settings) -> int:
     db = Database(settings.db)
     try:
         if action == "init":
+            if check_servable(db) == "hive":  # as Hive's schematool: init is for an empty database
+                raise SchemaRefused(f"this database holds Hive metastore schema {schema_version(db)} as Hive's "
+                                    "schematool creates it; init refuses a database that is not empty, and "
+                                    "`hmsproxy serve` serves it as it is. Nothing was changed.")
             created = init_schema(db, to_uri(settings.warehouse_path))
             print(("created" if created else "already present:") + f" Hive metastore schema {schema_version(db)}")
         else:

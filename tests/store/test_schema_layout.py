@@ -3,10 +3,6 @@ scratch database with the database's own client): table for table, column for co
 What still differs is listed here with its reason, so the list can only shrink: a new difference fails."""
 from __future__ import annotations
 
-import shutil
-import subprocess
-from pathlib import Path
-
 import pytest
 from sqlalchemy import create_engine, inspect, text
 
@@ -14,8 +10,7 @@ from hmsproxy.idl import hms
 from hmsproxy.store.sql.database import Database, init_schema
 from hmsproxy.store.sql.store import SqlStore
 from support.databases import fresh_database
-
-SCRIPTS = Path(__file__).resolve().parents[3] / "shared" / "hive-schema"
+from support.hive_schema import load_hive_script
 
 # Hive 4.0.0 tables hmsproxy does not create yet (privileges, compaction, replication, workload management,
 # materialized views, scheduled queries, ...): issue 13.
@@ -48,18 +43,6 @@ KNOWN = {  # column -> why it differs; (None: the column is missing in ours)
 }
 
 
-def _apply_hive_script(backend: str, url: str) -> None:
-    name = url.rsplit("/", 1)[1]
-    if backend == "mariadb":
-        client, script = shutil.which("mysql"), SCRIPTS / "mysql" / "hive-schema-4.0.0.mysql.sql"
-        command = [client, "-uroot", "-h127.0.0.1", name]
-    else:
-        client, script = shutil.which("psql"), SCRIPTS / "postgres" / "hive-schema-4.0.0.postgres.sql"
-        command = [client, "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-U", "postgres", "-d", name]
-    assert client, f"the {backend} client is needed to run Hive's script"
-    subprocess.run(command, stdin=script.open(), check=True, capture_output=True, timeout=300)
-
-
 def _columns(url: str) -> dict[str, dict[str, tuple[str, str]]]:
     engine = create_engine(url)
     query = ("SELECT table_name, column_name, column_type, is_nullable FROM information_schema.columns "
@@ -80,7 +63,7 @@ def _columns(url: str) -> dict[str, dict[str, tuple[str, str]]]:
 @pytest.mark.parametrize("backend", ["mariadb", "postgres"])  # Hive has no SQLite script
 def test_a_fresh_schema_is_hive_4s_but_for_the_listed_differences(backend, tmp_path):
     with fresh_database(backend, tmp_path) as hive_url, fresh_database(backend, tmp_path) as our_url:
-        _apply_hive_script(backend, hive_url)
+        load_hive_script(backend, hive_url, "4.0.0")
         db = Database(our_url)
         init_schema(db, f"file:{tmp_path}")
         db.dispose()

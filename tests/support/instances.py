@@ -9,16 +9,20 @@ import thriftpy2.rpc
 
 from hmsproxy.idl import hms
 from support.databases import fresh_database
+from support.hive_schema import load_hive_script
 from support.hmsproxy_server import start_hmsproxy_process
 from support.running import RunningServer
 
 
 @contextlib.contextmanager
-def instances_on_one_database(backend: str, workdir: Path, count: int = 2,
-                              *extra_args: str) -> Iterator[tuple[str, list[RunningServer]]]:
+def instances_on_one_database(backend: str, workdir: Path, count: int = 2, *extra_args: str,
+                              hive_schema: str | None = None) -> Iterator[tuple[str, list[RunningServer]]]:
     """Yields (database URL, servers): `count` hmsproxy processes sharing one new database of the backend
-    (sqlite, mariadb or postgres; skipped when that server is unreachable), stopped afterwards."""
+    (sqlite, mariadb or postgres; skipped when that server is unreachable), stopped afterwards. With
+    `hive_schema` (a version), the database is first laid out by Hive's own script of that version."""
     with fresh_database(backend, workdir) as url:
+        if hive_schema:
+            load_hive_script(backend, url, hive_schema)
         servers: list[RunningServer] = []
         try:
             for i in range(count):

@@ -271,23 +271,24 @@ class SchemaRefused(Exception):
     """The database holds a metastore schema hmsproxy does not serve: it is left exactly as it is."""
 
 
-def check_servable(db: Database) -> None:
-    """Refuses a metastore database that Hive's schematool (or another tool) laid out, so that nothing is
-    ever created in it: a VERSION other than ours, Hive 4's layout (transaction ids from TXNS itself, no
-    NEXT_TXN_ID), or Hive's tables without a VERSION row. An empty database, or one of ours, passes."""
+def check_servable(db: Database) -> str:
+    """What the database holds: "empty", "ours" (the schema `hmsproxy schema init` creates) or "hive" (Hive
+    4.0.0's schema as Hive's own script creates it, served in place). Anything else is refused before a
+    thing is written, so that hmsproxy never creates tables in a Hive database: another VERSION, or Hive's
+    tables without a VERSION row."""
     tables = set(inspect(db.engine).get_table_names())
     version = schema_version(db) if "VERSION" in tables else None
     if version is None and not tables & {"DBS", "TBLS"}:
-        return
+        return "empty"
     if version == s.SCHEMA_VERSION and "NEXT_TXN_ID" in tables:
-        return
+        return "ours"
+    if version == s.SCHEMA_VERSION and "TXN_LOCK_TBL" in tables:
+        return "hive"
     found = f"Hive metastore schema {version}" if version else "a Hive metastore schema with no VERSION row"
-    if version == s.SCHEMA_VERSION:
-        found += " as Hive's schematool creates it"
     raise SchemaRefused(
-        f"this database holds {found}; hmsproxy serves only the schema `hmsproxy schema init` creates "
-        f"(Hive {s.SCHEMA_VERSION} names, with NEXT_TXN_ID). Serving Hive's own schemas in place and "
-        f"`hmsproxy schema upgrade` are not available yet. Nothing was changed.")
+        f"this database holds {found}; hmsproxy serves Hive {s.SCHEMA_VERSION}'s schema (as Hive's schematool "
+        f"or `hmsproxy schema init` creates it). Serving older Hive schemas in place and `hmsproxy schema "
+        f"upgrade` are not available yet. Nothing was changed.")
 
 
 def _add_new_columns(db: Database) -> list[str]:
@@ -318,9 +319,15 @@ def schema_version(db: Database) -> str | None:
 
 def init_schema(db: Database, default_catalog_location: str) -> bool:
     """Creates the Hive schema with its VERSION row, sequences and the default catalog; False if it was
-    already there. Tables a newer hmsproxy added to an existing schema are created either way; a schema
-    that is not ours is refused before anything is written (check_servable)."""
-    check_servable(db)
+    already there. Tables a newer hmsproxy added to an existing schema are created either way. Hive's own
+    4.0.0 schema is served as it is: only its default catalog gets the location Hive's script leaves to
+    the metastore ('TBD'), as the Java HMS does at its start. Any other schema is refused before anything
+    is written (check_servable)."""
+    if check_servable(db) == "hive":
+        with db.transaction() as conn:
+            conn.execute(update(s.CTLGS).where(s.CTLGS.c.NAME == "hive", s.CTLGS.c.LOCATION_URI == "TBD")
+                         .values(LOCATION_URI=default_catalog_location))
+        return False
     created = not schema_exists(db)
     s.metadata.create_all(db.engine)
     if not created:

@@ -21,6 +21,7 @@ from hmsproxy.store.sql.statistics import StatisticsStore
 from hmsproxy.store.sql.stats_codec import row_to_obj
 from hmsproxy.store.sql.tables import TableStore
 from hmsproxy.store.sql.transactions import LockOutcome, TransactionStore, PendingLock
+from hmsproxy.store.sql.txn_ids import txn_ids_for
 
 
 class SqlStore(DatabaseStore, TableStore, PartitionStore, FunctionStore, StatisticsStore, TransactionStore,
@@ -29,6 +30,7 @@ class SqlStore(DatabaseStore, TableStore, PartitionStore, FunctionStore, Statist
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self.txn_ids = txn_ids_for(db.engine)
         self.lock_releases = LockReleases()
         self.lock_requests: Combiner[PendingLock, LockOutcome] = Combiner(self._lock_batch)
 

@@ -1,9 +1,10 @@
 """Transactions, table write ids and locks in Hive's tables (TXNS, TXN_TO_WRITE_ID, HIVE_LOCKS, ...).
 
-Ids come from the single-row NEXT_TXN_ID / NEXT_LOCK_ID tables and NEXT_WRITE_ID per table, read with
+Transaction ids come from NEXT_TXN_ID or from TXNS itself, as the schema's Hive version does (txn_ids.py);
+lock ids from the single-row NEXT_LOCK_ID table and write ids from NEXT_WRITE_ID per table, read with
 SELECT ... FOR UPDATE inside the call's transaction, so several metastore instances on one database hand
-out unique ids and see one lock table. Committed transactions are deleted from TXNS; aborted ones stay
-(their write ids remain invalid). Shared-write locks let transactions update one table concurrently, as in
+out unique ids and see one lock table. Committed transactions leave TXNS (at once, or through the reaper
+where Hive 4's layout keeps them as 'c'); aborted ones stay (their write ids remain invalid). Shared-write locks let transactions update one table concurrently, as in
 Hive 3+: a transaction that updated or deleted is checked at commit against the WRITE_SET of those that
 committed since it began, and aborted if both changed the same table or partition (one of them with an
 update), so that neither change is lost. A transaction or a lock not heartbeated within the timeout is aborted
@@ -38,6 +39,7 @@ from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.combiner import Combiner
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.lock_waits import LockReleases
+from hmsproxy.store.sql.txn_ids import COMMITTED, TxnIds, next_value
 from hmsproxy.txn.write_ids import LONG_MAX, ValidTxnList, ValidWriteIdList
 
 OPEN, ABORTED = "o", "a"
@@ -94,16 +96,6 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _next(conn: Connection, table, column, count: int = 1) -> int:
-    """Reserves `count` ids from a single-row counter table; returns the first. The row stays locked until
-    the transaction ends (for NEXT_LOCK_ID that is the lock mutex), so the statement is one round trip where
-    the database can say what it wrote: MySQL's LAST_INSERT_ID(expr), RETURNING elsewhere."""
-    if conn.dialect.name == "mysql":
-        bumped = conn.execute(update(table).values({column.name: func.last_insert_id(column + count)}))
-        return int(bumped.lastrowid) - count
-    return int(conn.execute(update(table).values({column.name: column + count}).returning(column)).scalar_one()) - count
-
-
 def _scope_overlaps(a: Any, b: Any) -> bool:
     if a.HL_DB != b.HL_DB:
         return False
@@ -131,9 +123,11 @@ def _conflicts(wanted: Any, held: Any) -> bool:
 
 
 class TransactionStore:
-    """Mixed into SqlStore, which gives it `db`, `lock_releases` and `lock_requests` (a Combiner of `_lock_batch`)."""
+    """Mixed into SqlStore, which gives it `db`, `txn_ids` (txn_ids.py), `lock_releases` and `lock_requests`
+    (a Combiner of `_lock_batch`)."""
 
     db: Database
+    txn_ids: TxnIds
     lock_releases: LockReleases
     lock_requests: Combiner[PendingLock, LockOutcome]
     txn_timeout_ms: int = 300_000
@@ -154,13 +148,11 @@ class TransactionStore:
         if count is None or count <= 0:
             raise hms.MetaException(message=f"num_txns must be positive, got {count}")
         with self.db.transaction(write=True) as conn:
-            first = _next(conn, s.NEXT_TXN_ID, s.NEXT_TXN_ID.c.NTXN_NEXT, count)
             now = _now_ms()
-            conn.execute(insert(s.TXNS), [
-                {"TXN_ID": first + i, "TXN_STATE": OPEN, "TXN_STARTED": now, "TXN_LAST_HEARTBEAT": now,
-                 "TXN_USER": user or "", "TXN_HOST": host or "", "TXN_AGENT_INFO": agent, "TXN_HEARTBEAT_COUNT": 0,
-                 "TXN_TYPE": txn_type or 0} for i in range(count)])
-            ids = list(range(first, first + count))
+            ids = self.txn_ids.open(conn, [
+                {"TXN_STATE": OPEN, "TXN_STARTED": now, "TXN_LAST_HEARTBEAT": now, "TXN_USER": user or "",
+                 "TXN_HOST": host or "", "TXN_AGENT_INFO": agent, "TXN_HEARTBEAT_COUNT": 0, "TXN_TYPE": txn_type or 0}
+                for _ in range(count)])
             event_log.log(messages.open_txn(ids))
         return ids
 
@@ -171,7 +163,9 @@ class TransactionStore:
         with self._releasing(None), self.db.transaction(write=True) as conn:
             if self._committed_with_writes(conn, txn_id):
                 return self._writes_of(conn, [txn_id])
-            state = self._txn_state(conn, txn_id)
+            state = self._txn_state(conn, txn_id, committed_is_known=True)
+            if state == COMMITTED:  # kept in TXNS by Hive 4's layout: committed before, without writes
+                return []
             if state == ABORTED:
                 raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
             conflict = self._record_write_set(conn, txn_id)
@@ -183,14 +177,14 @@ class TransactionStore:
     def _record_write_set(self, conn: Connection, txn_id: int) -> str | None:
         """Adds the transaction's updates and deletes to WRITE_SET under a commit id, unless one of them
         conflicts with a transaction that committed after this one began: then Hive's abort message.
-        The commit id is read from NEXT_TXN_ID FOR UPDATE, which also makes such commits one at a time."""
+        The commit id is taken under the commit mutex (txn_ids.py), which also makes such commits one at a time."""
         tc = s.TXN_COMPONENTS
         changes = conn.execute(select(tc.c.TC_DATABASE, tc.c.TC_TABLE, tc.c.TC_PARTITION, tc.c.TC_OPERATION_TYPE)
                                .where(tc.c.TC_TXNID == txn_id, tc.c.TC_OPERATION_TYPE.in_(["u", "d"]),
                                       tc.c.TC_TABLE.is_not(None)).distinct()).all()
         if not changes:
             return None
-        commit_id = _next(conn, s.NEXT_TXN_ID, s.NEXT_TXN_ID.c.NTXN_NEXT, 0) - 1
+        commit_id = self.txn_ids.commit_id(conn)
         ws = s.WRITE_SET
         for db, table, partition, operation in changes:
             same_place = (ws.c.WS_DATABASE == db) & (ws.c.WS_TABLE == table) & (
@@ -209,7 +203,8 @@ class TransactionStore:
         return None
 
     def _complete(self, conn: Connection, txn_id: int) -> list[TableWrite]:
-        """The rest of a commit: components become completed ones, locks and the TXNS row go."""
+        """The rest of a commit: components become completed ones, locks go, and the TXNS row goes or is
+        marked committed (txn_ids.py)."""
         components = conn.execute(select(s.TXN_COMPONENTS).where(s.TXN_COMPONENTS.c.TC_TXNID == txn_id)).all()
         if components:  # CTC_TIMESTAMP: the database's own time of the commit, as in Hive
             conn.execute(insert(s.COMPLETED_TXN_COMPONENTS), [
@@ -218,7 +213,7 @@ class TransactionStore:
                  "CTC_UPDATE_DELETE": "Y" if c.TC_OPERATION_TYPE in ("u", "d") else "N"} for c in components])
         conn.execute(delete(s.TXN_COMPONENTS).where(s.TXN_COMPONENTS.c.TC_TXNID == txn_id))
         conn.execute(delete(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_TXNID == txn_id))
-        conn.execute(delete(s.TXNS).where(s.TXNS.c.TXN_ID == txn_id))
+        self.txn_ids.end_commit(conn, txn_id)
         event_log.log(messages.commit_txn(txn_id))  # as Hive: readers pair it with the ALLOC_WRITE_ID events
         return self._writes_of(conn, [txn_id])
 
@@ -258,10 +253,14 @@ class TransactionStore:
             s.COMPLETED_TXN_COMPONENTS.c.CTC_TXNID == txn_id).limit(1)).first() is not None
 
     @staticmethod
-    def _txn_state(conn: Connection, txn_id: int) -> str:
+    def _txn_state(conn: Connection, txn_id: int, committed_is_known: bool = False) -> str:
+        """The transaction's state, its row locked; an unknown one, or one committed (kept in TXNS by Hive 4's
+        layout) unless the caller handles that, is Hive's NoSuchTxnException."""
         state = conn.execute(_TXN_STATE, {"txn_id": txn_id}).scalar()
         if state is None:
             raise hms.NoSuchTxnException(message=f"No such transaction txnid:{txn_id}")
+        if state == COMMITTED and not committed_is_known:
+            raise hms.NoSuchTxnException(message=f"Transaction txnid:{txn_id} is already committed.")
         return state
 
     @staticmethod
@@ -281,10 +280,10 @@ class TransactionStore:
         with self.db.transaction() as conn:
             return self._open_txns(conn)
 
-    @staticmethod
-    def _open_txns(conn: Connection) -> tuple[int, list[Any]]:
-        high = conn.execute(select(s.NEXT_TXN_ID.c.NTXN_NEXT)).scalar_one() - 1
-        rows = conn.execute(select(s.TXNS).where(s.TXNS.c.TXN_ID <= high).order_by(s.TXNS.c.TXN_ID)).all()
+    def _open_txns(self, conn: Connection) -> tuple[int, list[Any]]:
+        high = self.txn_ids.high_watermark(conn)
+        rows = conn.execute(select(s.TXNS).where(s.TXNS.c.TXN_ID <= high, s.TXNS.c.TXN_STATE != COMMITTED)
+                            .order_by(s.TXNS.c.TXN_ID)).all()
         return high, rows
 
     def current_txn_list(self) -> ValidTxnList:
@@ -371,7 +370,7 @@ class TransactionStore:
         final state at once."""
         answers: list[LockOutcome | Exception] = []
         with self.db.transaction(write=True) as conn:
-            first_id = _next(conn, s.NEXT_LOCK_ID, s.NEXT_LOCK_ID.c.NL_NEXT, len(requests))  # the mutex (module doc)
+            first_id = next_value(conn, s.NEXT_LOCK_ID.c.NL_NEXT, len(requests))  # the mutex (module doc)
             head, others = self._locks_in(conn, {row["HL_DB"] for r in requests for row in r.rows})
             now = _now_ms()
             new_rows, writes = [], []
@@ -580,22 +579,23 @@ class TransactionStore:
             if open_ids:
                 conn.execute(update(s.TXNS).where(s.TXNS.c.TXN_ID.in_(open_ids)).values(TXN_LAST_HEARTBEAT=_now_ms()))
             aborted = {t for t, state in states.items() if state == ABORTED}
-            return aborted, {t for t in range(low, high + 1) if t not in states}
+            return aborted, {t for t in range(low, high + 1) if states.get(t, COMMITTED) == COMMITTED}
 
     def reap_expired(self) -> list[TableWrite]:
         """Aborts transactions and releases locks whose clients stopped heartbeating; returns the write ids
         of the aborted transactions. Safe to run on every instance at once."""
         with self._releasing(None), self.db.transaction(write=True) as conn:
             aborted = self._expire(conn)
-            self._forget_old_write_sets(conn)
+            self._forget_old_rows(conn)
             return aborted
 
-    @staticmethod
-    def _forget_old_write_sets(conn: Connection) -> None:
-        """WRITE_SET rows committed before every open transaction began can conflict with none any more."""
+    def _forget_old_rows(self, conn: Connection) -> None:
+        """WRITE_SET rows committed before every open transaction began can conflict with none any more, and
+        no snapshot needs such committed transactions' TXNS rows (where the layout keeps them)."""
         oldest_open = conn.execute(select(func.min(s.TXNS.c.TXN_ID)).where(s.TXNS.c.TXN_STATE == OPEN)).scalar()
-        horizon = oldest_open if oldest_open is not None else conn.execute(select(s.NEXT_TXN_ID.c.NTXN_NEXT)).scalar()
+        horizon = oldest_open if oldest_open is not None else self.txn_ids.high_watermark(conn) + 1
         conn.execute(delete(s.WRITE_SET).where(s.WRITE_SET.c.WS_COMMIT_ID < horizon))
+        self.txn_ids.forget_committed(conn, oldest_open)
 
     def _expire(self, conn: Connection) -> list[TableWrite]:
         """Aborts transactions (with their ABORT_TXN events) and releases plain locks not heartbeated within

@@ -1,0 +1,124 @@
+"""Where transaction ids come from: the two ways Hive's schemas hand them out.
+
+- A counter (`NEXT_TXN_ID`, one row): Hive 2.3 and 3.1, and hmsproxy's own schema. Opening reserves ids from
+  the row read FOR UPDATE; the row is also the commit mutex; a committed transaction's TXNS row is deleted.
+- TXNS itself (Hive 4, HIVE-20212 removed NEXT_TXN_ID): TXN_ID is an auto-increment column and TXN_LOCK_TBL
+  is the mutex, taken shared to open and exclusively to commit, so that no transaction opens while a commit
+  takes its commit id. A committed transaction's row stays with state 'c' until a cleaner removes it, so the
+  highest id ever given is always MAX(TXN_ID). hmsproxy takes the same locks as the Java HMS 4, so both can
+  serve one database at once.
+
+In both, the commit id of a transaction with updates or deletes is the highest id handed out so far, read
+while holding the mutex exclusively.
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol, Sequence
+
+from sqlalchemy import Connection, column, delete, func, insert, inspect, select, table, text, update
+
+from hmsproxy.store.sql import schema as s
+
+COMMITTED = "c"  # Hive 4's TXN_STATE of a committed transaction kept in TXNS
+
+
+class TxnIds(Protocol):
+    keeps_committed: bool
+
+    def open(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
+        """Inserts the TXNS rows (without TXN_ID) and returns their new ids, in order."""
+
+    def commit_id(self, conn: Connection) -> int:
+        """Takes the commit mutex exclusively (until the transaction ends); the highest id handed out."""
+
+    def high_watermark(self, conn: Connection) -> int:
+        """The highest id handed out, without any lock."""
+
+    def end_commit(self, conn: Connection, txn_id: int) -> None:
+        """What becomes of a committed transaction's TXNS row."""
+
+    def forget_committed(self, conn: Connection, oldest_open: int | None) -> None:
+        """Removes committed rows that no snapshot needs any more (the cleaner's part)."""
+
+
+class CounterIds:
+    keeps_committed = False
+
+    def open(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
+        first = next_value(conn, s.NEXT_TXN_ID.c.NTXN_NEXT, len(rows))
+        ids = list(range(first, first + len(rows)))
+        conn.execute(insert(s.TXNS), [{**row, "TXN_ID": txn_id} for row, txn_id in zip(rows, ids)])
+        return ids
+
+    def commit_id(self, conn: Connection) -> int:
+        return next_value(conn, s.NEXT_TXN_ID.c.NTXN_NEXT, 0) - 1
+
+    def high_watermark(self, conn: Connection) -> int:
+        return int(conn.execute(select(s.NEXT_TXN_ID.c.NTXN_NEXT)).scalar_one()) - 1
+
+    def end_commit(self, conn: Connection, txn_id: int) -> None:
+        conn.execute(delete(s.TXNS).where(s.TXNS.c.TXN_ID == txn_id))
+
+    def forget_committed(self, conn: Connection, oldest_open: int | None) -> None:
+        return None  # committed rows were deleted at commit
+
+
+class TxnsTableIds:
+    keeps_committed = True
+
+    def open(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
+        _take_txn_lock(conn, shared=True)
+        return [_insert_txn(conn, row) for row in rows]
+
+    def commit_id(self, conn: Connection) -> int:
+        _take_txn_lock(conn, shared=False)
+        return self.high_watermark(conn)
+
+    def high_watermark(self, conn: Connection) -> int:
+        return int(conn.execute(select(func.max(s.TXNS.c.TXN_ID))).scalar() or 0)
+
+    def end_commit(self, conn: Connection, txn_id: int) -> None:
+        conn.execute(update(s.TXNS).where(s.TXNS.c.TXN_ID == txn_id).values(TXN_STATE=COMMITTED))
+
+    def forget_committed(self, conn: Connection, oldest_open: int | None) -> None:
+        """Committed rows below every open transaction, except the highest row of all (the high watermark)."""
+        horizon = self.high_watermark(conn) if oldest_open is None else oldest_open
+        conn.execute(delete(s.TXNS).where(s.TXNS.c.TXN_STATE == COMMITTED, s.TXNS.c.TXN_ID < horizon))
+
+
+def txn_ids_for(engine: Any) -> TxnIds:
+    """Hive 4's way where the schema has TXN_LOCK_TBL and no NEXT_TXN_ID; the counter otherwise (an empty
+    database gets hmsproxy's schema, which has the counter)."""
+    tables = set(inspect(engine).get_table_names())
+    return TxnsTableIds() if "TXN_LOCK_TBL" in tables and "NEXT_TXN_ID" not in tables else CounterIds()
+
+
+def next_value(conn: Connection, column: Any, count: int = 1) -> int:
+    """Reserves `count` ids from a single-row counter table; returns the first. The row stays locked until
+    the transaction ends (for NEXT_LOCK_ID that is the lock mutex), so the statement is one round trip where
+    the database can say what it wrote: MySQL's LAST_INSERT_ID(expr), RETURNING elsewhere."""
+    table = column.table
+    if conn.dialect.name == "mysql":
+        bumped = conn.execute(update(table).values({column.name: func.last_insert_id(column + count)}))
+        return int(bumped.lastrowid) - count
+    return int(conn.execute(update(table).values({column.name: column + count}).returning(column)).scalar_one()) - count
+
+
+# TXNS as a plain list of columns: TXN_ID is filled by the database, which the declared table cannot say.
+_TXNS_AUTO_ID = table("TXNS", *(column(c.name) for c in s.TXNS.columns))
+
+
+def _insert_txn(conn: Connection, row: dict[str, Any]) -> int:
+    """One row, one id: the database picks it (MySQL reports it as the last insert id)."""
+    if conn.dialect.name == "mysql":
+        return int(conn.execute(insert(_TXNS_AUTO_ID).values(**row)).lastrowid)
+    return int(conn.execute(insert(_TXNS_AUTO_ID).values(**row).returning(_TXNS_AUTO_ID.c.TXN_ID)).scalar_one())
+
+
+def _take_txn_lock(conn: Connection, shared: bool) -> None:
+    """Hive 4's statements (DatabaseProduct.lockTable): a row lock on MySQL, where LOCK TABLES would end the
+    transaction; a table lock elsewhere."""
+    if conn.dialect.name == "mysql":
+        conn.execute(text("SELECT TXN_LOCK FROM TXN_LOCK_TBL " + ("LOCK IN SHARE MODE" if shared else "FOR UPDATE")))
+    else:
+        conn.execute(text('LOCK TABLE "TXN_LOCK_TBL" IN ' + ("SHARE" if shared else "EXCLUSIVE") + " MODE"))

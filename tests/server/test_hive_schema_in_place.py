@@ -1,0 +1,72 @@
+"""A database Hive 4.0.0's own script created, served in place (issue 13): nothing is added to its layout,
+transaction ids continue above those Hive handed out, and transactions live as Hive 4 keeps them (a committed
+one stays in TXNS as 'c' until the cleaner's turn, which keeps the highest id). The whole API suite also runs
+on such databases (tests/conftest.py, the `-hive4` servers)."""
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from hmsproxy.idl import hms
+from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.store import SqlStore
+from support.databases import fresh_database
+from support.hive_schema import load_hive_script, tables_and_version
+from support.hmsproxy_server import start_hmsproxy
+from support.instances import connect
+
+
+def _sql(url: str, statement: str) -> list[tuple]:
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            result = conn.execute(text(statement if url.startswith("mysql") else statement.replace("`", '"')))
+            return [tuple(row) for row in result] if result.returns_rows else []
+    finally:
+        engine.dispose()
+
+
+def _hive_history(url: str) -> list[int]:
+    """Five transactions as Hive 4 leaves them: ids from the auto-increment, 1-3 and 5 committed, 4 aborted."""
+    for _ in range(5):
+        _sql(url, "INSERT INTO `TXNS` (`TXN_STATE`, `TXN_STARTED`, `TXN_LAST_HEARTBEAT`, `TXN_USER`, `TXN_HOST`) "
+                  "VALUES ('c', 0, 0, 'hive', 'h')")
+    ids = [row[0] for row in _sql(url, "SELECT `TXN_ID` FROM `TXNS` WHERE `TXN_ID` > 0 ORDER BY `TXN_ID`")]
+    _sql(url, f"UPDATE `TXNS` SET `TXN_STATE` = 'a' WHERE `TXN_ID` = {ids[3]}")
+    return ids
+
+
+@pytest.mark.parametrize("backend", ["mariadb", "postgres"])
+def test_hive_4s_schema_is_served_in_place_and_its_transaction_ids_continue(backend, tmp_path):
+    with fresh_database(backend, tmp_path) as url:
+        load_hive_script(backend, url, "4.0.0")
+        hive_ids = _hive_history(url)
+        layout = tables_and_version(url)
+        server = start_hmsproxy(tmp_path / "server", url)
+        try:
+            client = connect(server)
+            assert client.get_database("default").name == "default"
+            assert client.get_catalog(hms.GetCatalogRequest(name="hive")).catalog.locationUri != "TBD"
+            t1, t2 = client.open_txns(hms.OpenTxnRequest(num_txns=2, user="u", hostname="h")).txn_ids
+            assert (t1, t2) == (hive_ids[-1] + 1, hive_ids[-1] + 2)
+            info = {t.id: t.state for t in client.get_open_txns_info().open_txns}
+            assert info == {hive_ids[3]: hms.TxnState.ABORTED, t1: hms.TxnState.OPEN, t2: hms.TxnState.OPEN}
+            client.commit_txn(hms.CommitTxnRequest(txnid=t1))
+            client.commit_txn(hms.CommitTxnRequest(txnid=t1))  # Hive 4: a committed transaction stays known
+            with pytest.raises(hms.NoSuchTxnException, match="already committed"):
+                client.abort_txn(hms.AbortTxnRequest(txnid=t1))
+            ranged = client.heartbeat_txn_range(hms.HeartbeatTxnRangeRequest(min=t1, max=t2))
+            assert (set(ranged.aborted), set(ranged.nosuch)) == (set(), {t1})
+            assert _sql(url, f"SELECT `TXN_STATE` FROM `TXNS` WHERE `TXN_ID` = {t1}") == [("c",)]
+            client.abort_txn(hms.AbortTxnRequest(txnid=t2))
+            state = client.get_open_txns()
+            assert state.txn_high_water_mark == t2 and state.open_txns == [hive_ids[3], t2]
+            client.close()
+        finally:
+            server.stop()
+        store = SqlStore(Database(url))
+        store.reap_expired()  # the cleaner's part: committed rows below the highest go
+        store.close()
+        kept = _sql(url, "SELECT `TXN_ID`, `TXN_STATE` FROM `TXNS` ORDER BY `TXN_ID`")
+        assert kept == [(hive_ids[3], "a"), (t2, "a")]
+        assert tables_and_version(url) == layout
