@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextvars
 import copy
 import logging
+import re
 import struct
 import time
 import uuid
@@ -58,6 +59,24 @@ def client_message(api: str, exc: Exception) -> str:
     return f"{api}: {what}; nothing was changed (server log: error id {error_id})"
 
 
+# MySQL/MariaDB's refusals of a value (strict mode): 1366 text outside the column's character set, 1406 text
+# longer than the column. "... for column `db`.`TABLE`.`COLUMN` at row 1" (or 'COLUMN') names the column.
+_VALUE_REFUSALS = {1366: "text the metastore database cannot store in {column} (its character set, latin1 in "
+                         "Hive's MySQL schema, does not hold every character given)",
+                   1406: "text longer than the metastore database's column {column} holds"}
+_REFUSED_COLUMN = re.compile(r"for column (?:`[^`]*`\.)?(`[^`]*`\.`[^`]*`|'[^']*')")
+
+
+def value_refusal(api: str, exc: Exception) -> str | None:
+    """The client's message when the database refused a value the request carried (not an internal error)."""
+    code = getattr(getattr(exc, "orig", None), "args", (None,))[0]
+    if not isinstance(exc, sa_exc.DataError) or code not in _VALUE_REFUSALS:
+        return None
+    named = _REFUSED_COLUMN.search(str(exc.orig))
+    column = named[1].replace("`", "").strip("'") if named else "a column"
+    return f"{api}: {_VALUE_REFUSALS[code].format(column=column)}; nothing was changed"
+
+
 def to_declared(api: str, exc: Exception, result: Any) -> Exception:
     """The exception to send for a failed call: itself if declared, else MetaException, else an
     application error."""
@@ -70,7 +89,7 @@ def to_declared(api: str, exc: Exception, result: Any) -> Exception:
     if isinstance(exc, TException) and hasattr(exc, "message"):
         message = exc.message or type(exc).__name__
     else:
-        message = client_message(api, exc)
+        message = value_refusal(api, exc) or client_message(api, exc)
     if hms.MetaException in declared:
         return hms.MetaException(message=message)
     return TApplicationException(TApplicationException.INTERNAL_ERROR, message)

@@ -100,6 +100,25 @@ def test_a_gap_in_the_log_reloads_the_whole_cache(pair):
     _until(lambda: cb.get_table(db, "t").parameters["version"] == "4", "B reloaded past the gap")
 
 
+def test_an_event_it_cannot_read_reloads_the_cache_and_the_poller_goes_on(pair):
+    """An event whose message this instance cannot read (another writer's format, a damaged row) must neither
+    stop the poller at it for good nor be skipped silently: the cache is reloaded, then later events apply."""
+    url, a, b, ca, cb, db = pair
+    b.poller.stop()
+    stopped_at = b.poller.last_applied
+    _set_version(ca, db, 5)
+    engine = create_engine(url)
+    quote = engine.dialect.identifier_preparer.quote
+    with engine.begin() as conn:
+        conn.execute(text(f"UPDATE {quote('NOTIFICATION_LOG')} SET {quote('MESSAGE')} = 'not json' "
+                          f"WHERE {quote('EVENT_TYPE')} = 'ALTER_TABLE'"))
+    engine.dispose()
+    _restart_poller(b, stopped_at)
+    _until(lambda: cb.get_table(db, "t").parameters["version"] == "5", "B reloaded past the unreadable event")
+    _set_version(ca, db, 6)
+    _until(lambda: cb.get_table(db, "t").parameters["version"] == "6", "B follows the log again")
+
+
 def test_the_database_going_away_and_coming_back(tmp_path):
     with fresh_database("mariadb", tmp_path) as url:
         proxy = TcpProxy(3306)

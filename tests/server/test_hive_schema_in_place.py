@@ -4,9 +4,16 @@ one stays in TXNS as 'c' until the cleaner's turn, which keeps the highest id). 
 on such databases (tests/conftest.py, the `-hive4` servers)."""
 from __future__ import annotations
 
+import base64
+import copy
+import dataclasses
+import gzip
+import time
+
 import pytest
 from sqlalchemy import create_engine, text
 
+from hmsproxy.events import log as event_log, messages
 from hmsproxy.idl import hms
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.store import SqlStore
@@ -70,3 +77,65 @@ def test_hive_4s_schema_is_served_in_place_and_its_transaction_ids_continue(back
         kept = _sql(url, "SELECT `TXN_ID`, `TXN_STATE` FROM `TXNS` ORDER BY `TXN_ID`")
         assert kept == [(hive_ids[3], "a"), (t2, "a")]
         assert tables_and_version(url) == layout
+
+
+def test_text_a_latin1_column_cannot_hold_is_refused_clearly_and_nothing_is_written(tmp_path):
+    """Hive's MySQL tables are latin1 (MySQL's latin1 is Windows-1252): such text round-trips exactly; other text
+    is refused with a MetaException naming the column, never stored as '?', whatever the server's sql_mode."""
+    with fresh_database("mariadb", tmp_path) as url:
+        load_hive_script("mariadb", url, "4.0.0")
+        db = Database(url)
+        with db.transaction() as conn:
+            assert "STRICT_ALL_TABLES" in conn.execute(text("SELECT @@SESSION.sql_mode")).scalar()
+        db.dispose()
+        server = start_hmsproxy(tmp_path / "server", url)
+        try:
+            client = connect(server)
+            client.create_database(hms.Database(name="fits", description="café € naïve", parameters={"k": "¼ß"}))
+            kept = client.get_database("fits")
+            assert (kept.description, kept.parameters) == ("café € naïve", {"k": "¼ß"})
+            with pytest.raises(hms.MetaException) as refused:
+                client.create_database(hms.Database(name="wide", description="日本", parameters={}))
+            assert refused.value.message == ("create_database: text the metastore database cannot store in DBS.DESC "
+                                             "(its character set, latin1 in Hive's MySQL schema, does not hold every "
+                                             "character given); nothing was changed")
+            with pytest.raises(hms.NoSuchObjectException):
+                client.get_database("wide")
+            client.close()
+        finally:
+            server.stop()
+        assert _sql(url, "SELECT `NAME` FROM `DBS` WHERE `NAME` = 'wide'") == []
+
+
+@pytest.mark.parametrize("backend", ["mariadb", "postgres"])
+def test_a_change_logged_as_hive_4s_listener_logs_it_reaches_the_cache(backend, tmp_path):
+    """Another metastore changes a table and logs the event as Hive 4's DbNotificationListener does by default
+    (MESSAGE_FORMAT "gzip(json-2.0)"): the cache serves the old table until the event, then the new one."""
+    with fresh_database(backend, tmp_path) as url:
+        load_hive_script(backend, url, "4.0.0")
+        server = start_hmsproxy(tmp_path / "server", url)
+        try:
+            client = connect(server)
+            client.create_database(hms.Database(name="shop", parameters={}))
+            client.create_table(hms.Table(dbName="shop", tableName="t", tableType="EXTERNAL_TABLE",
+                                          parameters={"note": "before", "EXTERNAL": "TRUE"}, partitionKeys=[],
+                                          sd=hms.StorageDescriptor(cols=[hms.FieldSchema(name="a", type="int")],
+                                                                   serdeInfo=hms.SerDeInfo(parameters={}))))
+            before = client.get_table("shop", "t")
+            _sql(url, "UPDATE `TABLE_PARAMS` SET `PARAM_VALUE` = 'after' WHERE `PARAM_KEY` = 'note'")
+            assert client.get_table("shop", "t").parameters["note"] == "before"  # served from the cache
+            after = copy.deepcopy(before)
+            after.parameters["note"] = "after"
+            event = messages.alter_table(before, after)
+            packed = base64.b64encode(gzip.compress(event.message.encode("utf-8"))).decode("ascii")
+            db = Database(url)
+            with db.engine.begin() as conn:
+                event_log.append(conn, [dataclasses.replace(event, message=packed, message_format="gzip(json-2.0)")])
+            db.dispose()
+            deadline = time.monotonic() + 15  # the poller reads the log every 0.2 s; this bounds a broken test
+            while client.get_table("shop", "t").parameters["note"] != "after" and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert client.get_table("shop", "t").parameters["note"] == "after"
+            client.close()
+        finally:
+            server.stop()

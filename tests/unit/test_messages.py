@@ -1,5 +1,7 @@
 """Hive's JSON notification messages: field names and order as Hive's JSON*Message classes declare them,
 NOTIFICATION_LOG row columns as DbNotificationListener sets them, and the embedded objects decode back."""
+import base64
+import gzip
 import json
 import time
 
@@ -312,6 +314,24 @@ def test_reads_hive_written_messages():
     dropped = m.parse("DROP_TABLE", '{"server":"","servicePrincipal":"","db":"d","table":"t","tableType":null,'
                                     '"tableObjJson":"{\\"1\\":{\\"str\\":\\"t\\"}}","timestamp":1,"locOwner":null}')
     assert dropped.table.tableName == "t"
+
+
+def test_reads_hive_4s_gzip_compressed_messages():
+    """Hive 4's default encoder (GzipJSONMessageEncoder, MESSAGE_FORMAT "gzip(json-2.0)") stores base64 of the
+    gzip-compressed JSON. The first value is the example Hive documents for its `deserialize` UDF ("test")."""
+    assert m.message_json("H4sIAAAAAAAA/ytJLS4BAAx+f9gEAAAA", "gzip(json-2.0)") == "test"
+    for event in (m.create_table(table()), m.alter_partition(table(), partition(), partition(hr="2")),
+                  m.commit_txn(7, [("sales", "events", 3)]), m.open_txn([8, 9])):
+        packed = base64.b64encode(gzip.compress(event.message.encode("utf-8"))).decode("ascii")
+        assert m.parse(event.event_type, packed, "gzip(json-2.0)") == m.parse(event.event_type, event.message)
+        assert m.parse(event.event_type, event.message, "json-2.0") == m.parse(event.event_type, event.message)
+
+
+@pytest.mark.parametrize("message", ["not base64!", base64.b64encode(b"not gzip").decode(),
+                                     base64.b64encode(gzip.compress(b"\xff\xfe"))[:-4].decode()])
+def test_a_malformed_gzip_message_raises_value_error(message):
+    with pytest.raises(ValueError, match="gzip"):
+        m.parse("CREATE_TABLE", message, "gzip(json-2.0)")
 
 
 # --- malformed messages ---------------------------------------------------------------------------------------------

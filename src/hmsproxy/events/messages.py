@@ -16,7 +16,10 @@ since the epoch; every builder takes ``timestamp=`` so tests can fix it.
 """
 from __future__ import annotations
 
+import base64
+import gzip
 import json
+import zlib
 import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
@@ -302,12 +305,12 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
 }
 
 
-def parse(event_type: str, message: str) -> ParsedMessage:
+def parse(event_type: str, message: str, message_format: str | None = MESSAGE_FORMAT) -> ParsedMessage:
     """Check a NOTIFICATION_LOG message of a supported type; its accessors decode the embedded objects."""
     if event_type not in _REQUIRED:
         raise ValueError(f"unsupported notification event type {event_type!r}")
     try:
-        body = json.loads(message)
+        body = json.loads(message_json(message, message_format))
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{event_type} message is not valid JSON: {exc}") from None
     if not isinstance(body, dict):
@@ -319,6 +322,18 @@ def parse(event_type: str, message: str) -> ParsedMessage:
                                                                    or body.get("toTxnId") is None):
         raise ValueError("OPEN_TXN message has neither txnIds nor fromTxnId/toTxnId")
     return ParsedMessage(event_type, body)
+
+
+def message_json(message: str, message_format: str | None) -> str:
+    """The JSON of a message as Hive's listener stored it: Hive 4's default encoder (GzipJSONMessageEncoder,
+    format "gzip(json-2.0)") stores it gzip-compressed and base64-encoded; "json-0.2" (Hive 2.3, and
+    hmsproxy) and "json-2.0" (Hive 3's JSONMessageEncoder) store the JSON itself."""
+    if not (message_format or "").startswith("gzip("):
+        return message
+    try:
+        return gzip.decompress(base64.b64decode(message, validate=True)).decode("utf-8")
+    except (ValueError, OSError, EOFError, zlib.error) as exc:
+        raise ValueError(f"{message_format} message is not base64 of gzip-compressed UTF-8: {exc}") from None
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from typing import Callable
+from typing import Any, Callable
 
 from hmsproxy.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
@@ -114,8 +114,9 @@ class Poller:
             self.last_applied = self._reload_everything()
         events = self.store.get_events(self.last_applied, BATCH)
         for event in events:
-            if not self._is_own(event.EVENT_ID):
-                apply_event(self.store, event)
+            if not self._is_own(event.EVENT_ID) and not self._applied(event):
+                self.last_applied = self._reload_everything()
+                return True
             self.metrics.notification_events_applied.labels(event.EVENT_TYPE).inc()
             self.last_applied = event.EVENT_ID
         head = self.store.current_event_id()
@@ -126,6 +127,17 @@ class Poller:
         self.metrics.notification_lag_seconds.set(max(time.time() - waiting[0].EVENT_TIME, 0) if waiting else 0)
         self._clean()
         return len(events) == BATCH
+
+    def _applied(self, event: Any) -> bool:
+        """Applies an event; False when its message cannot be read (a format or a row this instance does not
+        understand): nothing then tells what the event changed, and only reloading everything is safe. Retrying
+        it would stop the poller at that event for good."""
+        try:
+            apply_event(self.store, event)
+            return True
+        except ValueError as exc:
+            log.warning("event %d (%s) cannot be read (%s): reloading the cache", event.EVENT_ID, event.EVENT_TYPE, exc)
+            return False
 
     def _clean(self) -> None:
         if time.monotonic() - self._last_clean < 60:

@@ -30,24 +30,24 @@ def apply_event(store: CachedStore, event: Any) -> None:
     elif kind == m.DROP_DATABASE:
         store.forget_database(cat, db)
     elif kind in (m.CREATE_FUNCTION, m.DROP_FUNCTION):
-        store.refresh_function(cat, db, m.parse(kind, event.MESSAGE).function_name.lower())
+        store.refresh_function(cat, db, m.parse(kind, event.MESSAGE, event.MESSAGE_FORMAT).function_name.lower())
     elif kind == m.ALTER_TABLE:
-        parsed = m.parse(kind, event.MESSAGE)
+        parsed = m.parse(kind, event.MESSAGE, event.MESSAGE_FORMAT)
         before, after = parsed.table_before, parsed.table_after
         store.invalidate((cat, before.dbName.lower(), before.tableName.lower()), gone=True)
         store.invalidate((cat, after.dbName.lower(), after.tableName.lower()), table=after)
     elif kind in TABLE_EVENTS:
         key = (cat, db, (event.TBL_NAME or "").lower())
         if kind == m.CREATE_TABLE:
-            store.invalidate(key, table=m.parse(kind, event.MESSAGE).table)
+            store.invalidate(key, table=m.parse(kind, event.MESSAGE, event.MESSAGE_FORMAT).table)
         else:
             store.invalidate(key, gone=kind == m.DROP_TABLE)
     elif kind == m.ALLOC_WRITE_ID:
-        parsed = m.parse(kind, event.MESSAGE)
+        parsed = m.parse(kind, event.MESSAGE, event.MESSAGE_FORMAT)
         store.write_ids_changed(("hive", db, (event.TBL_NAME or "").lower()),
                                 [w for _, w in parsed.txn_to_write_ids], "open")
     elif kind in (m.COMMIT_TXN, m.ABORT_TXN):
-        txn_id = m.parse(kind, event.MESSAGE).txn_id
+        txn_id = m.parse(kind, event.MESSAGE, event.MESSAGE_FORMAT).txn_id
         outcome = "committed" if kind == m.COMMIT_TXN else "aborted"
         for write in store.delegate.txn_writes(txn_id):
             store.write_ids_changed(("hive", write.db, write.table), [write.write_id], outcome)

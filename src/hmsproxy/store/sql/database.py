@@ -75,14 +75,19 @@ def normalise_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
+# MySQL/MariaDB without strict mode store text a column's character set cannot hold as '?' (Hive's MySQL
+# tables are latin1) and cut text that is too long: strict, they refuse it (dispatch.py says what was refused).
+STRICT_SESSION = "SET SESSION sql_mode = TRIM(BOTH ',' FROM CONCAT(@@SESSION.sql_mode, ',STRICT_ALL_TABLES'))"
+
+
 def _timeouts(url: str, connect_timeout_s: float, statement_timeout_s: float) -> dict[str, Any]:
     """Driver options that bound every wait on the database, so that one that stops answering fails calls
     within the bound instead of hanging them. MySQL/MariaDB: the client's own connect, read and write
-    timeouts. PostgreSQL: connect timeout, the server's statement_timeout, and TCP keepalives and
+    timeouts (and strict mode). PostgreSQL: connect timeout, the server's statement_timeout, and TCP keepalives and
     tcp_user_timeout for a peer that vanished from the network (libpq has no read timeout of its own)."""
     if make_url(url).get_backend_name() == "mysql":
         return {"connect_timeout": max(1, round(connect_timeout_s)), "read_timeout": statement_timeout_s,
-                "write_timeout": statement_timeout_s}
+                "write_timeout": statement_timeout_s, "init_command": STRICT_SESSION}
     statement_ms = int(statement_timeout_s * 1000)
     return {"connect_timeout": max(1, round(connect_timeout_s)), "options": f"-c statement_timeout={statement_ms}",
             "keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2, "keepalives_count": 3,
