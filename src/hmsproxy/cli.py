@@ -10,6 +10,7 @@ import threading
 
 from hmsproxy import config
 from hmsproxy.store.sql.database import Database, SchemaRefused, check_servable, init_schema, schema_version
+from hmsproxy.store.sql.validate import schema_differences
 from hmsproxy.warehouse import to_uri
 
 
@@ -66,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
                                                         "(default 60s)")
     serve.add_argument("--db-latency-ms", type=float, help="benchmarks only: delay added to every database round trip")
     schema = commands.add_parser("schema", help="create or inspect the metastore schema")
-    schema.add_argument("action", choices=["init", "info"])
+    schema.add_argument("action", choices=["init", "info", "validate"])
     schema.add_argument("--db", help="SQLAlchemy URL of the metastore database")
     schema.add_argument("--warehouse", help="warehouse root, for the default catalog's location")
     schema.add_argument("--config", help="TOML config file")
@@ -92,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+LAYOUTS = {"ours": "as `hmsproxy schema init` creates it; transaction ids from NEXT_TXN_ID",
+           "hive": "Hive's own layout, served in place; transaction ids from TXNS with TXN_LOCK_TBL"}
+
+
 def _schema(action: str, settings: config.Settings) -> int:
     db = Database(settings.db)
     try:
@@ -102,10 +107,19 @@ def _schema(action: str, settings: config.Settings) -> int:
                                     "`hmsproxy serve` serves it as it is. Nothing was changed.")
             created = init_schema(db, to_uri(settings.warehouse_path))
             print(("created" if created else "already present:") + f" Hive metastore schema {schema_version(db)}")
+        elif action == "info":
+            layout = check_servable(db)
+            print(f"schema version: {schema_version(db)} ({LAYOUTS[layout]})" if layout != "empty"
+                  else "no metastore schema in this database: `hmsproxy schema init` or `serve` creates it")
+            return 0 if layout != "empty" else 1
         else:
-            version = schema_version(db)
-            print(f"schema version: {version}" if version else "no metastore schema in this database")
-            return 0 if version else 1
+            differences = schema_differences(db.engine)
+            for difference in differences:
+                print(difference)
+            print(f"{len(differences)} difference(s): hmsproxy cannot serve this database as it is" if differences
+                  else f"schema {schema_version(db)}: everything hmsproxy reads and writes is there, no id counter "
+                       "is behind")
+            return 1 if differences else 0
         return 0
     finally:
         db.dispose()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import create_engine, inspect, text
 
+from hmsproxy.events import log as event_log, messages
 from hmsproxy.idl import hms
 from hmsproxy.store.sql.database import Database, init_schema
 from hmsproxy.store.sql.store import SqlStore
@@ -96,3 +97,29 @@ def test_a_schema_an_older_hmsproxy_created_gets_the_new_columns(backend, tmp_pa
         assert {"DATACONNECTOR_NAME", "REMOTE_DBNAME"} <= present
         assert store.get_database("hive", "kept").parameters == {"p": "v"}
         store.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "mariadb", "postgres"])
+def test_a_log_an_older_hmsproxy_numbered_by_event_id_goes_on_without_a_clash(backend, tmp_path):
+    """NL_ID now comes from SEQUENCE_TABLE, as Hive's listener takes it; an older hmsproxy left that counter at 1
+    while numbering rows 1, 2, ...: at start it is moved past them, so the next event's row id is new."""
+    with fresh_database(backend, tmp_path) as url:
+        db = Database(url)
+        init_schema(db, f"file:{tmp_path}")
+
+        def log_one(name: str) -> None:
+            with db.engine.begin() as conn:
+                event_log.append(conn, [messages.create_database(hms.Database(name=name, parameters={}))])
+
+        log_one("one")
+        log_one("two")
+        quote = db.engine.dialect.identifier_preparer.quote
+        with db.engine.begin() as conn:  # as an older hmsproxy left it
+            conn.execute(text(f"UPDATE {quote('SEQUENCE_TABLE')} SET {quote('NEXT_VAL')} = 1 WHERE "
+                              f"{quote('SEQUENCE_NAME')} = 'org.apache.hadoop.hive.metastore.model.MNotificationLog'"))
+        init_schema(db, f"file:{tmp_path}")
+        log_one("three")
+        with db.engine.connect() as conn:
+            rows = conn.execute(text(f"SELECT {quote('NL_ID')} FROM {quote('NOTIFICATION_LOG')}")).scalars().all()
+        assert sorted(rows) == [1, 2, 3]
+        db.dispose()

@@ -16,6 +16,7 @@ from sqlalchemy import Connection, delete, func, insert, select, update
 
 from hmsproxy.events.messages import Event
 from hmsproxy.store.sql import schema as s
+from hmsproxy.store.sql.sequences import reserve
 
 _pending: contextvars.ContextVar[tuple[Event, ...]] = contextvars.ContextVar("pending_events", default=())
 _collecting: contextvars.ContextVar[list[Event] | None] = contextvars.ContextVar("collecting_events", default=None)
@@ -73,9 +74,10 @@ def append(conn: Connection, events: Sequence[Event]) -> list[int]:
     seq = s.NOTIFICATION_SEQUENCE
     first = conn.execute(select(seq.c.NEXT_EVENT_ID).with_for_update()).scalar_one()
     conn.execute(update(seq).values(NEXT_EVENT_ID=first + len(events)))
+    first_row = reserve(conn, "MNotificationLog", len(events))  # NL_ID as Hive's listener numbers rows
     now = int(time.time())
     conn.execute(insert(s.NOTIFICATION_LOG), [
-        {"NL_ID": first + i, "EVENT_ID": first + i, "EVENT_TIME": now, "EVENT_TYPE": e.event_type,
+        {"NL_ID": first_row + i, "EVENT_ID": first + i, "EVENT_TIME": now, "EVENT_TYPE": e.event_type,
          "CAT_NAME": e.cat_name, "DB_NAME": e.db_name, "TBL_NAME": e.table_name, "MESSAGE": e.message,
          "MESSAGE_FORMAT": e.message_format} for i, e in enumerate(events)])
     return [first + i for i in range(len(events))]

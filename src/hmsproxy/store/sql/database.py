@@ -34,6 +34,7 @@ from sqlalchemy.schema import CreateColumn
 from hmsproxy.events import log as event_log
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
+from hmsproxy.store.sql.sequences import ID_COLUMNS, MODEL_PREFIX, catch_up_sequences, reserve
 
 T = TypeVar("T")
 DEFAULT_CONFLICT_RETRIES = 10
@@ -44,24 +45,6 @@ MYSQL_CONFLICTS = {1213: "deadlock", 1205: "lock wait timeout", 1020: "write con
 # PostgreSQL SQLSTATEs: serialization failure, deadlock detected.
 POSTGRES_CONFLICTS = {"40001": "serialization failure", "40P01": "deadlock"}
 log = logging.getLogger(__name__)
-
-# SEQUENCE_TABLE rows, named after the Java metastore's JDO model classes.
-MODEL_PREFIX = "org.apache.hadoop.hive.metastore.model."
-ID_COLUMNS = {
-    "MCatalog": s.CTLGS.c.CTLG_ID,
-    "MDatabase": s.DBS.c.DB_ID,
-    "MTable": s.TBLS.c.TBL_ID,
-    "MPartition": s.PARTITIONS.c.PART_ID,
-    "MStorageDescriptor": s.SDS.c.SD_ID,
-    "MSerDeInfo": s.SERDES.c.SERDE_ID,
-    "MColumnDescriptor": s.CDS.c.CD_ID,
-    "MStringList": s.SKEWED_STRING_LIST.c.STRING_LIST_ID,
-    "MFunction": s.FUNCS.c.FUNC_ID,
-    "MTableColumnStatistics": s.TAB_COL_STATS.c.CS_ID,
-    "MPartitionColumnStatistics": s.PART_COL_STATS.c.CS_ID,
-    "MNotificationLog": s.NOTIFICATION_LOG.c.NL_ID,
-}
-
 
 def normalise_url(url: str) -> str:
     """Accepts the short forms operators type (`mysql://`, `postgresql://`) and picks our drivers."""
@@ -151,9 +134,9 @@ class Database:
         if count <= 0:
             return 0
         if self.is_sqlite:
-            return _reserve(conn, model, count)
+            return reserve(conn, model, count)
         with self._writer.begin() as own:
-            return _reserve(own, model, count)
+            return reserve(own, model, count)
 
     def retrying_conflicts(self, call: Callable[[], T], what: str) -> T:
         """Runs `call` (whole database transactions), again with backoff while the database fails it with a
@@ -253,21 +236,6 @@ def _sqlite_begin(conn: Connection) -> None:
     conn.exec_driver_sql(conn.get_execution_options().get("sqlite_begin", "BEGIN"))
 
 
-def _reserve(conn: Connection, model: str, count: int) -> int:
-    name = MODEL_PREFIX + model
-    seq = s.SEQUENCE_TABLE
-    current = conn.execute(
-        select(seq.c.NEXT_VAL).where(seq.c.SEQUENCE_NAME == name).with_for_update()
-    ).scalar_one_or_none()
-    if current is None:
-        # A sequence row missing from an older schema: start after the highest id in use.
-        current = (conn.execute(select(func.max(ID_COLUMNS[model]))).scalar() or 0) + 1
-        conn.execute(insert(seq).values(SEQUENCE_NAME=name, NEXT_VAL=current + count))
-    else:
-        conn.execute(update(seq).where(seq.c.SEQUENCE_NAME == name).values(NEXT_VAL=current + count))
-    return current
-
-
 def schema_exists(db: Database) -> bool:
     return inspect(db.engine).has_table("VERSION")
 
@@ -338,6 +306,9 @@ def init_schema(db: Database, default_catalog_location: str) -> bool:
     if not created:
         for column in _add_new_columns(db):
             log.info("added column %s, which this hmsproxy declares and the schema lacked", column)
+        with db.transaction() as conn:
+            for model in catch_up_sequences(conn):
+                log.info("moved the %s id counter past the ids in use", model)
     with db.transaction() as conn:
         if created:
             conn.execute(insert(s.VERSION).values(VER_ID=1, SCHEMA_VERSION=s.SCHEMA_VERSION,
@@ -345,7 +316,7 @@ def init_schema(db: Database, default_catalog_location: str) -> bool:
             conn.execute(insert(s.SEQUENCE_TABLE), [
                 {"SEQUENCE_NAME": MODEL_PREFIX + model, "NEXT_VAL": 1} for model in ID_COLUMNS
             ])
-            ctlg_id = _reserve(conn, "MCatalog", 1)
+            ctlg_id = reserve(conn, "MCatalog", 1)
             conn.execute(insert(s.CTLGS).values(CTLG_ID=ctlg_id, NAME="hive", DESC="Default catalog for Hive",
                                                 LOCATION_URI=default_catalog_location))
         for table, row in ((s.NOTIFICATION_SEQUENCE, {"NNI_ID": 1, "NEXT_EVENT_ID": 1}),
