@@ -93,20 +93,20 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-LAYOUTS = {"ours": "as `hmsproxy schema init` creates it; transaction ids from NEXT_TXN_ID",
-           "hive": "Hive's own layout, served in place; transaction ids from TXNS with TXN_LOCK_TBL"}
+LAYOUTS = {"hive-4": "Hive 4.0.0's layout, as Hive's schematool and hmsproxy create it; transaction ids from TXNS",
+           "legacy": "as an older hmsproxy created it; transaction ids from NEXT_TXN_ID"}
 
 
 def _schema(action: str, settings: config.Settings) -> int:
     db = Database(settings.db)
     try:
         if action == "init":
-            if check_servable(db) == "hive":  # as Hive's schematool: init is for an empty database
-                raise SchemaRefused(f"this database holds Hive metastore schema {schema_version(db)} as Hive's "
-                                    "schematool creates it; init refuses a database that is not empty, and "
-                                    "`hmsproxy serve` serves it as it is. Nothing was changed.")
-            created = init_schema(db, to_uri(settings.warehouse_path))
-            print(("created" if created else "already present:") + f" Hive metastore schema {schema_version(db)}")
+            if check_servable(db) != "empty":  # as Hive's schematool: init is for an empty database
+                raise SchemaRefused(f"this database already holds Hive metastore schema {schema_version(db)}; init "
+                                    "refuses a database that is not empty (`hmsproxy serve` serves this one). "
+                                    "Nothing was changed.")
+            init_schema(db, to_uri(settings.warehouse_path))
+            print(f"created Hive metastore schema {schema_version(db)}")
         elif action == "info":
             layout = check_servable(db)
             print(f"schema version: {schema_version(db)} ({LAYOUTS[layout]})" if layout != "empty"

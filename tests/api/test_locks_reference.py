@@ -378,6 +378,12 @@ def test_transactions_and_their_locks(pair):
         "commit committed txn 1": (("NoSuchTxnException", "No such transaction txnid:T1"), None),
         "abort committed txn 1": (("NoSuchTxnException", "No such transaction txnid:T1"),
                                   ("NoSuchTxnException", "Transaction txnid:T1 is already committed.")),
+        # Hive 4 keeps a committed transaction in TXNS as 'c' for a while, and its answer to a heartbeat or a lock
+        # request in it says so (TxnUtils.raiseTxnUnexpectedState); 2.3 had deleted the row.
+        "heartbeat committed txn 1": (("NoSuchTxnException", "No such transaction txnid:T1"),
+                                      ("NoSuchTxnException", "Transaction txnid:T1 is already committed.")),
+        "lock in committed txn 1": (("NoSuchTxnException", "No such transaction txnid:T1"),
+                                    ("NoSuchTxnException", "Transaction txnid:T1 is already committed.")),
     })
 
 

@@ -24,7 +24,7 @@ def test_schema_init_then_info(tmp_path):
     init = subprocess.run(HMSPROXY + ["schema", "init", "--db", url], capture_output=True, text=True)
     assert init.returncode == 0 and "created" in init.stdout
     again = subprocess.run(HMSPROXY + ["schema", "init", "--db", url], capture_output=True, text=True)
-    assert "already present" in again.stdout
+    assert again.returncode == 2 and "init refuses a database that is not empty" in again.stderr
     info = subprocess.run(HMSPROXY + ["schema", "info", "--db", url], capture_output=True, text=True)
     assert info.returncode == 0 and "4.0.0" in info.stdout
 

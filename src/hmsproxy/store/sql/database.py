@@ -245,23 +245,23 @@ class SchemaRefused(Exception):
 
 
 def check_servable(db: Database) -> str:
-    """What the database holds: "empty", "ours" (the schema `hmsproxy schema init` creates) or "hive" (Hive
-    4.0.0's schema as Hive's own script creates it, served in place). Anything else is refused before a
-    thing is written, so that hmsproxy never creates tables in a Hive database: another VERSION, or Hive's
-    tables without a VERSION row."""
+    """What the database holds: "empty"; "hive-4" (Hive 4.0.0's schema, as Hive's schematool and hmsproxy
+    create it: served as it is); or "legacy" (the schema an older hmsproxy created, with transaction ids from
+    NEXT_TXN_ID: brought up to date at start). Anything else is refused before a thing is written, so that
+    hmsproxy never creates tables in a Hive database: another VERSION, or Hive's tables without one."""
     tables = set(inspect(db.engine).get_table_names())
     version = schema_version(db) if "VERSION" in tables else None
     if version is None and not tables & {"DBS", "TBLS"}:
         return "empty"
     if version == s.SCHEMA_VERSION and "NEXT_TXN_ID" in tables:
-        return "ours"
+        return "legacy"
     if version == s.SCHEMA_VERSION and "TXN_LOCK_TBL" in tables:
-        return "hive"
+        return "hive-4"
     found = f"Hive metastore schema {version}" if version else "a Hive metastore schema with no VERSION row"
     raise SchemaRefused(
         f"this database holds {found}; hmsproxy serves Hive {s.SCHEMA_VERSION}'s schema (as Hive's schematool "
-        f"or `hmsproxy schema init` creates it). Serving older Hive schemas in place and `hmsproxy schema "
-        f"upgrade` are not available yet. Nothing was changed.")
+        f"or hmsproxy creates it). Serving older Hive schemas in place and `hmsproxy schema upgrade` are not "
+        f"available yet. Nothing was changed.")
 
 
 def _add_new_columns(db: Database) -> list[str]:
@@ -291,12 +291,12 @@ def schema_version(db: Database) -> str | None:
 
 
 def init_schema(db: Database, default_catalog_location: str) -> bool:
-    """Creates the Hive schema with its VERSION row, sequences and the default catalog; False if it was
-    already there. Tables a newer hmsproxy added to an existing schema are created either way. Hive's own
-    4.0.0 schema is served as it is: only its default catalog gets the location Hive's script leaves to
-    the metastore ('TBD'), as the Java HMS does at its start. Any other schema is refused before anything
+    """Creates Hive 4.0.0's schema with the rows Hive's script inserts and the default catalog; False if it
+    was already there. A Hive 4.0.0 schema is served as it is: only a default catalog whose location Hive's
+    script left to the metastore ('TBD') gets the warehouse, as the Java HMS does at its start. A schema an
+    older hmsproxy created gets the tables and columns it lacks. Any other schema is refused before anything
     is written (check_servable)."""
-    if check_servable(db) == "hive":
+    if check_servable(db) == "hive-4":
         with db.transaction() as conn:
             conn.execute(update(s.CTLGS).where(s.CTLGS.c.NAME == "hive", s.CTLGS.c.LOCATION_URI == "TBD")
                          .values(LOCATION_URI=default_catalog_location))
@@ -320,7 +320,8 @@ def init_schema(db: Database, default_catalog_location: str) -> bool:
             conn.execute(insert(s.CTLGS).values(CTLG_ID=ctlg_id, NAME="hive", DESC="Default catalog for Hive",
                                                 LOCATION_URI=default_catalog_location))
         for table, row in ((s.NOTIFICATION_SEQUENCE, {"NNI_ID": 1, "NEXT_EVENT_ID": 1}),
-                           (s.NEXT_TXN_ID, {"NTXN_NEXT": 1}), (s.NEXT_LOCK_ID, {"NL_NEXT": 1})):
+                           (s.NEXT_LOCK_ID, {"NL_NEXT": 1}), (s.NEXT_COMPACTION_QUEUE_ID, {"NCQ_NEXT": 1}),
+                           (s.TXN_LOCK_TBL, {"TXN_LOCK": 1})):  # the single rows Hive's script inserts
             if conn.execute(select(func.count()).select_from(table)).scalar() == 0:
                 conn.execute(insert(table).values(**row))
     return created

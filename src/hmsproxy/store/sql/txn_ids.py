@@ -3,10 +3,13 @@
 - A counter (`NEXT_TXN_ID`, one row): Hive 2.3 and 3.1, and hmsproxy's own schema. Opening reserves ids from
   the row read FOR UPDATE; the row is also the commit mutex; a committed transaction's TXNS row is deleted.
 - TXNS itself (Hive 4, HIVE-20212 removed NEXT_TXN_ID): TXN_ID is an auto-increment column and TXN_LOCK_TBL
-  is the mutex, taken shared to open and exclusively to commit, so that no transaction opens while a commit
-  takes its commit id. A committed transaction's row stays with state 'c' until a cleaner removes it, so the
-  highest id ever given is always MAX(TXN_ID). hmsproxy takes the same locks as the Java HMS 4, so both can
-  serve one database at once.
+  is the mutex, so that no transaction opens while a commit takes its commit id. A committed transaction's
+  row stays with state 'c' until a cleaner removes it, so the highest id ever given is always MAX(TXN_ID).
+  hmsproxy takes the mutex exclusively to open, too (Hive 4 takes it shared): then ids become visible in id
+  order, and a snapshot that sees MAX(TXN_ID) sees every lower id that exists. With shared opens, two opens
+  may commit out of id order, and a snapshot taken between them would count the lower, still invisible id
+  as committed; Hive 4 therefore treats recent gaps below the high watermark as open. Exclusive opens
+  queue as opens on the NEXT_TXN_ID row do.
 
 In both, the commit id of a transaction with updates or deletes is the highest id handed out so far, read
 while holding the mutex exclusively.
@@ -67,11 +70,11 @@ class TxnsTableIds:
     keeps_committed = True
 
     def open(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
-        _take_txn_lock(conn, shared=True)
+        _take_txn_lock(conn)  # exclusively, so that ids become visible in id order (module doc)
         return [_insert_txn(conn, row) for row in rows]
 
     def commit_id(self, conn: Connection) -> int:
-        _take_txn_lock(conn, shared=False)
+        _take_txn_lock(conn)
         return self.high_watermark(conn)
 
     def high_watermark(self, conn: Connection) -> int:
@@ -115,10 +118,11 @@ def _insert_txn(conn: Connection, row: dict[str, Any]) -> int:
     return int(conn.execute(insert(_TXNS_AUTO_ID).values(**row).returning(_TXNS_AUTO_ID.c.TXN_ID)).scalar_one())
 
 
-def _take_txn_lock(conn: Connection, shared: bool) -> None:
-    """Hive 4's statements (DatabaseProduct.lockTable): a row lock on MySQL, where LOCK TABLES would end the
-    transaction; a table lock elsewhere."""
+def _take_txn_lock(conn: Connection) -> None:
+    """TXN_LOCK_TBL exclusively, with Hive 4's statements (DatabaseProduct.lockTable): a row lock on MySQL,
+    where LOCK TABLES would end the transaction; a table lock on PostgreSQL. SQLite's write transactions
+    hold the whole file already."""
     if conn.dialect.name == "mysql":
-        conn.execute(text("SELECT TXN_LOCK FROM TXN_LOCK_TBL " + ("LOCK IN SHARE MODE" if shared else "FOR UPDATE")))
-    else:
-        conn.execute(text('LOCK TABLE "TXN_LOCK_TBL" IN ' + ("SHARE" if shared else "EXCLUSIVE") + " MODE"))
+        conn.execute(text("SELECT TXN_LOCK FROM TXN_LOCK_TBL FOR UPDATE"))
+    elif conn.dialect.name == "postgresql":
+        conn.execute(text('LOCK TABLE "TXN_LOCK_TBL" IN EXCLUSIVE MODE'))

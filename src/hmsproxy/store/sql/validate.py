@@ -42,8 +42,6 @@ def schema_differences(engine: Engine) -> list[str]:
     if "NEXT_TXN_ID" not in present and "TXN_LOCK_TBL" not in present:
         differences.append("no source of transaction ids: neither NEXT_TXN_ID nor Hive 4's TXN_LOCK_TBL")
     for table in s.metadata.sorted_tables:
-        if table.name == "NEXT_TXN_ID" and hive_4_ids:
-            continue
         if table.name not in present:
             differences.append(f"table {table.name} is missing")
             continue
@@ -76,8 +74,9 @@ def _column_difference(engine: Engine, table: str, column: Column[Any], present:
 
 
 def _kind(column_type: Any) -> str:
-    if isinstance(column_type, mysql.BIT):
-        return "yes/no"  # MySQL's bit(1), Hive's declaration of its flags
+    if isinstance(column_type, mysql.BIT) or (isinstance(column_type, mysql.TINYINT)
+                                              and getattr(column_type, "display_width", None) == 1):
+        return "yes/no"  # MySQL's bit(1), Hive's declaration of most flags, and tinyint(1), MySQL's BOOLEAN
     for sql_type, kind in _KINDS:
         if isinstance(column_type, sql_type):
             return kind
