@@ -90,10 +90,9 @@ class TxnsTableIds:
 
 
 def txn_ids_for(engine: Any) -> TxnIds:
-    """Hive 4's way where the schema has TXN_LOCK_TBL and no NEXT_TXN_ID; the counter otherwise (an empty
-    database gets hmsproxy's schema, which has the counter)."""
-    tables = set(inspect(engine).get_table_names())
-    return TxnsTableIds() if "TXN_LOCK_TBL" in tables and "NEXT_TXN_ID" not in tables else CounterIds()
+    """The counter where the schema has NEXT_TXN_ID (Hive 2.3/3.1, an older hmsproxy); Hive 4's way otherwise,
+    also on a database still empty, which gets Hive 4.0.0's schema."""
+    return CounterIds() if inspect(engine).has_table("NEXT_TXN_ID") else TxnsTableIds()
 
 
 def next_value(conn: Connection, column: Any, count: int = 1) -> int:
