@@ -26,8 +26,6 @@ COMMITTED = "c"  # Hive 4's TXN_STATE of a committed transaction kept in TXNS
 
 
 class TxnIds(Protocol):
-    keeps_committed: bool
-
     def open(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
         """Inserts the TXNS rows (without TXN_ID) and returns their new ids, in order."""
 
@@ -45,8 +43,6 @@ class TxnIds(Protocol):
 
 
 class CounterIds:
-    keeps_committed = False
-
     def open(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
         first = next_value(conn, s.NEXT_TXN_ID.c.NTXN_NEXT, len(rows))
         ids = list(range(first, first + len(rows)))
@@ -67,8 +63,6 @@ class CounterIds:
 
 
 class TxnsTableIds:
-    keeps_committed = True
-
     def open(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
         _take_txn_lock(conn)  # exclusively, so that ids become visible in id order (module doc)
         return [_insert_txn(conn, row) for row in rows]
