@@ -2,8 +2,9 @@
 
 A handler states the events of its write with `emitting(...)`; the store's write transaction appends
 them just before it commits, so an event exists exactly when its change does. Event ids come from the
-single NOTIFICATION_SEQUENCE row, read with SELECT ... FOR UPDATE: gap-free and unique across every
-instance writing to the database (writers queue on that row only for the end of their transaction).
+single NOTIFICATION_SEQUENCE row, bumped in one statement that keeps it locked until the commit: gap-free
+and unique across every instance writing to the database (writers queue on that row only for the end of
+their transaction).
 """
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ import contextvars
 import time
 from typing import Any, Iterator, Sequence
 
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import Connection, delete, func, insert, select
 
 from hmsproxy.events.messages import Event
 from hmsproxy.store.sql import schema as s
-from hmsproxy.store.sql.sequences import reserve
+from hmsproxy.store.sql.sequences import next_value, reserve
 
 _pending: contextvars.ContextVar[tuple[Event, ...]] = contextvars.ContextVar("pending_events", default=())
 _collecting: contextvars.ContextVar[list[Event] | None] = contextvars.ContextVar("collecting_events", default=None)
@@ -71,9 +72,7 @@ def append(conn: Connection, events: Sequence[Event]) -> list[int]:
     """Appends events inside the caller's transaction; returns their ids."""
     if not events:
         return []
-    seq = s.NOTIFICATION_SEQUENCE
-    first = conn.execute(select(seq.c.NEXT_EVENT_ID).with_for_update()).scalar_one()
-    conn.execute(update(seq).values(NEXT_EVENT_ID=first + len(events)))
+    first = next_value(conn, s.NOTIFICATION_SEQUENCE.c.NEXT_EVENT_ID, len(events))  # the row stays locked
     first_row = reserve(conn, "MNotificationLog", len(events))  # NL_ID as Hive's listener numbers rows
     now = int(time.time())
     conn.execute(insert(s.NOTIFICATION_LOG), [

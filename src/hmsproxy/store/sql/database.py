@@ -296,12 +296,13 @@ def init_schema(db: Database, default_catalog_location: str) -> bool:
     script left to the metastore ('TBD') gets the warehouse, as the Java HMS does at its start. A schema an
     older hmsproxy created gets the tables and columns it lacks. Any other schema is refused before anything
     is written (check_servable)."""
-    if check_servable(db) == "hive-4":
+    layout = check_servable(db)
+    if layout == "hive-4":
         with db.transaction() as conn:
             conn.execute(update(s.CTLGS).where(s.CTLGS.c.NAME == "hive", s.CTLGS.c.LOCATION_URI == "TBD")
                          .values(LOCATION_URI=default_catalog_location))
         return False
-    created = not schema_exists(db)
+    created = layout == "empty"
     s.metadata.create_all(db.engine)
     if not created:
         for column in _add_new_columns(db):

@@ -1,10 +1,13 @@
-"""SEQUENCE_TABLE: the id counters of the Java metastore's JDO model classes, one row each.
+"""Id counters: SEQUENCE_TABLE's rows for the Java metastore's JDO model classes, and the single-row counter
+tables (NEXT_TXN_ID, NEXT_LOCK_ID, NOTIFICATION_SEQUENCE).
 
 DataNucleus (the Java HMS) moves a row's NEXT_VAL past a block of ids before it uses them, and Hive's
 notification listener takes NOTIFICATION_LOG's NL_ID from the MNotificationLog row; hmsproxy reserves its
 ids from the same rows the same way, so that ids it hands out are never ones Hive used or will use.
 """
 from __future__ import annotations
+
+from typing import Any
 
 from sqlalchemy import Connection, func, insert, select, update
 
@@ -33,29 +36,52 @@ def reserve(conn: Connection, model: str, count: int) -> int:
     starts after the highest id in use."""
     seq = s.SEQUENCE_TABLE
     name = MODEL_PREFIX + model
-    mine = seq.c.SEQUENCE_NAME == name
-    if conn.dialect.name == "mysql":
-        bumped = conn.execute(update(seq).where(mine).values(NEXT_VAL=func.last_insert_id(seq.c.NEXT_VAL + count)))
-        after = int(bumped.lastrowid) if bumped.rowcount else None
-    else:
-        after = conn.execute(update(seq).where(mine).values(NEXT_VAL=seq.c.NEXT_VAL + count)
-                             .returning(seq.c.NEXT_VAL)).scalar()
+    after = _bump(conn, seq.c.NEXT_VAL, count, seq.c.SEQUENCE_NAME == name)
     if after is not None:
-        return int(after) - count
+        return after - count
     first = (conn.execute(select(func.max(ID_COLUMNS[model]))).scalar() or 0) + 1
     conn.execute(insert(seq).values(SEQUENCE_NAME=name, NEXT_VAL=first + count))
     return first
 
 
+def next_value(conn: Connection, column: Any, count: int = 1) -> int:
+    """Reserves `count` ids from a single-row counter table; returns the first. The row stays locked until
+    the transaction ends (for NEXT_LOCK_ID that is the lock mutex)."""
+    after = _bump(conn, column, count)
+    if after is None:
+        raise LookupError(f"{column.table.name} has no row")
+    return after - count
+
+
+def _bump(conn: Connection, column: Any, count: int, *where: Any) -> int | None:
+    """Adds `count` to a counter column in one round trip, where the database can say what it wrote: MySQL's
+    LAST_INSERT_ID(expr), RETURNING elsewhere. The new value, or None when no row matched."""
+    bump = update(column.table).where(*where)
+    if conn.dialect.name == "mysql":
+        bumped = conn.execute(bump.values({column.name: func.last_insert_id(column + count)}))
+        return int(bumped.lastrowid) if bumped.rowcount else None
+    after = conn.execute(bump.values({column.name: column + count}).returning(column)).scalar()
+    return None if after is None else int(after)
+
+
+def sequences_behind(conn: Connection) -> list[tuple[str, int, int]]:
+    """(model, NEXT_VAL, highest id in use) of every SEQUENCE_TABLE row that would hand out an id in use."""
+    seq = s.SEQUENCE_TABLE
+    next_values = dict(conn.execute(select(seq.c.SEQUENCE_NAME, seq.c.NEXT_VAL)).all())
+    behind = []
+    for model, id_column in ID_COLUMNS.items():
+        next_val = next_values.get(MODEL_PREFIX + model)
+        highest = conn.execute(select(func.max(id_column))).scalar() if next_val is not None else None
+        if highest is not None and next_val <= highest:
+            behind.append((model, next_val, highest))
+    return behind
+
+
 def catch_up_sequences(conn: Connection) -> list[str]:
     """Moves every counter that is behind the ids in its table past them (an older hmsproxy numbered
     NOTIFICATION_LOG rows by event id and left MNotificationLog at 1); returns the models it moved."""
-    moved = []
     seq = s.SEQUENCE_TABLE
-    for model, id_column in ID_COLUMNS.items():
-        highest = conn.execute(select(func.max(id_column))).scalar()
-        mine = seq.c.SEQUENCE_NAME == MODEL_PREFIX + model
-        if highest is not None and conn.execute(update(seq).where(mine, seq.c.NEXT_VAL <= highest)
-                                                .values(NEXT_VAL=highest + 1)).rowcount:
-            moved.append(model)
-    return moved
+    behind = sequences_behind(conn)
+    for model, _, highest in behind:
+        conn.execute(update(seq).where(seq.c.SEQUENCE_NAME == MODEL_PREFIX + model).values(NEXT_VAL=highest + 1))
+    return [model for model, _, _ in behind]

@@ -4,10 +4,10 @@ Transaction ids come from NEXT_TXN_ID or from TXNS itself, as the schema's Hive 
 lock ids from the single-row NEXT_LOCK_ID table and write ids from NEXT_WRITE_ID per table, read with
 SELECT ... FOR UPDATE inside the call's transaction, so several metastore instances on one database hand
 out unique ids and see one lock table. Committed transactions leave TXNS (at once, or through the reaper
-where Hive 4's layout keeps them as 'c'); aborted ones stay (their write ids remain invalid). Shared-write locks let transactions update one table concurrently, as in
-Hive 3+: a transaction that updated or deleted is checked at commit against the WRITE_SET of those that
-committed since it began, and aborted if both changed the same table or partition (one of them with an
-update), so that neither change is lost. A transaction or a lock not heartbeated within the timeout is aborted
+where Hive 4's layout keeps them as 'c'); aborted ones stay (their write ids remain invalid). Shared-write
+locks let transactions update one table concurrently, as in Hive 3+: a transaction that updated or deleted
+is checked at commit against the WRITE_SET of those that committed since it began, and aborted if both
+changed the same table or partition (one of them with an update), so that neither change is lost. A transaction or a lock not heartbeated within the timeout is aborted
 or released by the reaper (`reap_expired`, run periodically by every instance: idempotent) and when a
 waiting lock is checked.
 
@@ -39,7 +39,8 @@ from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.combiner import Combiner
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.lock_waits import LockReleases
-from hmsproxy.store.sql.txn_ids import COMMITTED, TxnIds, next_value
+from hmsproxy.store.sql.sequences import next_value
+from hmsproxy.store.sql.txn_ids import COMMITTED, TxnIds
 from hmsproxy.txn.write_ids import LONG_MAX, ValidTxnList, ValidWriteIdList
 
 OPEN, ABORTED = "o", "a"
@@ -593,9 +594,13 @@ class TransactionStore:
         """WRITE_SET rows committed before every open transaction began can conflict with none any more, and
         no snapshot needs such committed transactions' TXNS rows (where the layout keeps them)."""
         oldest_open = conn.execute(select(func.min(s.TXNS.c.TXN_ID)).where(s.TXNS.c.TXN_STATE == OPEN)).scalar()
-        horizon = oldest_open if oldest_open is not None else self.txn_ids.high_watermark(conn) + 1
-        conn.execute(delete(s.WRITE_SET).where(s.WRITE_SET.c.WS_COMMIT_ID < horizon))
-        self.txn_ids.forget_committed(conn, oldest_open)
+        if oldest_open is None:
+            high = self.txn_ids.high_watermark(conn)
+            write_sets_below, committed_below = high + 1, high  # the highest row stays: it is the high watermark
+        else:
+            write_sets_below = committed_below = oldest_open
+        conn.execute(delete(s.WRITE_SET).where(s.WRITE_SET.c.WS_COMMIT_ID < write_sets_below))
+        self.txn_ids.forget_committed(conn, committed_below)
 
     def _expire(self, conn: Connection) -> list[TableWrite]:
         """Aborts transactions (with their ABORT_TXN events) and releases plain locks not heartbeated within

@@ -21,6 +21,7 @@ from typing import Any, Protocol, Sequence
 from sqlalchemy import Connection, column, delete, func, insert, inspect, select, table, text, update
 
 from hmsproxy.store.sql import schema as s
+from hmsproxy.store.sql.sequences import next_value
 
 COMMITTED = "c"  # Hive 4's TXN_STATE of a committed transaction kept in TXNS
 
@@ -38,8 +39,9 @@ class TxnIds(Protocol):
     def end_commit(self, conn: Connection, txn_id: int) -> None:
         """What becomes of a committed transaction's TXNS row."""
 
-    def forget_committed(self, conn: Connection, oldest_open: int | None) -> None:
-        """Removes committed rows that no snapshot needs any more (the cleaner's part)."""
+    def forget_committed(self, conn: Connection, below: int) -> None:
+        """Removes committed rows below `below` (the oldest open transaction, else the high watermark, whose
+        row always stays): no snapshot needs them any more (the cleaner's part)."""
 
 
 class CounterIds:
@@ -58,7 +60,7 @@ class CounterIds:
     def end_commit(self, conn: Connection, txn_id: int) -> None:
         conn.execute(delete(s.TXNS).where(s.TXNS.c.TXN_ID == txn_id))
 
-    def forget_committed(self, conn: Connection, oldest_open: int | None) -> None:
+    def forget_committed(self, conn: Connection, below: int) -> None:
         return None  # committed rows were deleted at commit
 
 
@@ -77,27 +79,14 @@ class TxnsTableIds:
     def end_commit(self, conn: Connection, txn_id: int) -> None:
         conn.execute(update(s.TXNS).where(s.TXNS.c.TXN_ID == txn_id).values(TXN_STATE=COMMITTED))
 
-    def forget_committed(self, conn: Connection, oldest_open: int | None) -> None:
-        """Committed rows below every open transaction, except the highest row of all (the high watermark)."""
-        horizon = self.high_watermark(conn) if oldest_open is None else oldest_open
-        conn.execute(delete(s.TXNS).where(s.TXNS.c.TXN_STATE == COMMITTED, s.TXNS.c.TXN_ID < horizon))
+    def forget_committed(self, conn: Connection, below: int) -> None:
+        conn.execute(delete(s.TXNS).where(s.TXNS.c.TXN_STATE == COMMITTED, s.TXNS.c.TXN_ID < below))
 
 
 def txn_ids_for(engine: Any) -> TxnIds:
     """The counter where the schema has NEXT_TXN_ID (Hive 2.3/3.1, an older hmsproxy); Hive 4's way otherwise,
     also on a database still empty, which gets Hive 4.0.0's schema."""
     return CounterIds() if inspect(engine).has_table("NEXT_TXN_ID") else TxnsTableIds()
-
-
-def next_value(conn: Connection, column: Any, count: int = 1) -> int:
-    """Reserves `count` ids from a single-row counter table; returns the first. The row stays locked until
-    the transaction ends (for NEXT_LOCK_ID that is the lock mutex), so the statement is one round trip where
-    the database can say what it wrote: MySQL's LAST_INSERT_ID(expr), RETURNING elsewhere."""
-    table = column.table
-    if conn.dialect.name == "mysql":
-        bumped = conn.execute(update(table).values({column.name: func.last_insert_id(column + count)}))
-        return int(bumped.lastrowid) - count
-    return int(conn.execute(update(table).values({column.name: column + count}).returning(column)).scalar_one()) - count
 
 
 # TXNS as a plain list of columns: TXN_ID is filled by the database, which the declared table cannot say.

@@ -19,7 +19,7 @@ from sqlalchemy import types as t
 from sqlalchemy.dialects import mysql
 
 from hmsproxy.store.sql import schema as s
-from hmsproxy.store.sql.sequences import ID_COLUMNS, MODEL_PREFIX
+from hmsproxy.store.sql.sequences import ID_COLUMNS, MODEL_PREFIX, sequences_behind
 
 _KINDS: list[tuple[type, str]] = [  # most specific first: Boolean is not an Integer in SQLAlchemy, BIT is its own
     (t.Boolean, "yes/no"), (t.Integer, "integer"), (t.Float, "number"), (t.Numeric, "number"),
@@ -87,14 +87,10 @@ def _counters_behind(engine: Engine, hive_4_ids: bool) -> list[str]:
     behind = []
     counters = _COUNTERS if hive_4_ids else [*_COUNTERS, (s.NEXT_TXN_ID.c.NTXN_NEXT, s.TXNS.c.TXN_ID)]
     with engine.connect() as conn:
-        names = {name: value for name, value in conn.execute(
-            select(s.SEQUENCE_TABLE.c.SEQUENCE_NAME, s.SEQUENCE_TABLE.c.NEXT_VAL))}
-        for model, id_column in ID_COLUMNS.items():
-            next_value = names.get(MODEL_PREFIX + model)
-            highest = conn.execute(select(func.max(id_column))).scalar()
-            if next_value is not None and highest is not None and next_value <= highest:
-                behind.append(f"SEQUENCE_TABLE {MODEL_PREFIX + model} is at {next_value}, but "
-                              f"{id_column.table.name}.{id_column.name} {highest} is in use")
+        for model, next_val, highest in sequences_behind(conn):
+            ids = ID_COLUMNS[model]
+            behind.append(f"SEQUENCE_TABLE {MODEL_PREFIX + model} is at {next_val}, but "
+                          f"{ids.table.name}.{ids.name} {highest} is in use")
         for counter, ids in counters:
             next_value = conn.execute(select(counter)).scalar()
             highest = conn.execute(select(func.max(ids))).scalar()
