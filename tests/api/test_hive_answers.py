@@ -557,7 +557,6 @@ def _tour(client: Any, db: str) -> dict[str, Any]:
         t.tableName for t in client.get_table_objects_by_name(db, ["plain", "missing", "t"])))
     ask("get_table_names_by_filter", lambda: client.get_table_names_by_filter(
         db, 'hive_filter_field_params__p = "v"', -1))
-    parent = client.get_table(db, "t")
 
     def part(values: list[str]) -> A.Partition:
         return A.Partition(dbName=db, tableName="t", values=values, sd=_sd([("a", "int"), ("s", "string")]),
