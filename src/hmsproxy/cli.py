@@ -10,7 +10,7 @@ import threading
 
 from hmsproxy import config
 from hmsproxy.store.sql.database import Database, SchemaRefused, check_servable, init_schema, schema_version
-from hmsproxy.store.sql.validate import schema_differences
+from hmsproxy.store.sql.validate import own_keys_missing, schema_differences
 from hmsproxy.warehouse import to_uri
 
 
@@ -116,6 +116,9 @@ def _schema(action: str, settings: config.Settings) -> int:
             differences = schema_differences(db.engine)
             for difference in differences:
                 print(difference)
+            for own in own_keys_missing(db.engine) if not differences else []:
+                print(f"note: {own}: an index of hmsproxy's own, not Hive's; served without it, slower "
+                      "(`hmsproxy schema upgrade` adds it)")
             print(f"{len(differences)} difference(s): hmsproxy cannot serve this database as it is" if differences
                   else f"schema {schema_version(db)}: everything hmsproxy reads and writes is there, no id counter "
                        "is behind")

@@ -105,7 +105,7 @@ SEQUENCE_TABLE = _table(
 CTLGS = _table(
     "CTLGS",
     _id("CTLG_ID"),
-    Column("NAME", String(256), unique=True),  # nullable, as in Hive's scripts
+    Column("NAME", String(256)),  # nullable, as in Hive's scripts
     Column("DESC", String(4000)),
     Column("LOCATION_URI", String(4000), nullable=False),
     Column("CREATE_TIME", HiveInt),
@@ -285,8 +285,7 @@ PARTITIONS = _table(
     Column("SD_ID", BigInteger),
     Column("TBL_ID", BigInteger),
     Column("WRITE_ID", BigInteger, server_default="0"),
-    UniqueConstraint("PART_NAME", "TBL_ID", name="UNIQUEPARTITION"),
-    Index("PARTITIONS_N49", "TBL_ID"),
+    UniqueConstraint("TBL_ID", "PART_NAME", name="UNIQUEPARTITION"),  # Hive 4.0.0's order: serves lookups by table
 )
 
 PARTITION_KEY_VALS = _table(
@@ -389,7 +388,7 @@ NOTIFICATION_LOG = _table(
     Column("MESSAGE", LongText),
     Column("MESSAGE_FORMAT", String(16)),
     UniqueConstraint("EVENT_ID", name="NOTIFICATION_LOG_EVENT_ID"),
-    Index("NOTIFICATION_LOG_TABLE", "DB_NAME", "TBL_NAME", "EVENT_ID"),
+    Index("NOTIFICATION_LOG_TABLE", "DB_NAME", "TBL_NAME", "EVENT_ID"),  # hmsproxy's own (OWN_KEYS)
 )
 
 NOTIFICATION_SEQUENCE = _table(
@@ -457,7 +456,8 @@ TXN_TO_WRITE_ID = _table(
     Column("T2W_DATABASE", String(128), nullable=False),
     Column("T2W_TABLE", String(256), nullable=False),
     Column("T2W_WRITEID", BigInteger, nullable=False),
-    Index("TBL_TO_TXN_ID_IDX", "T2W_DATABASE", "T2W_TABLE", "T2W_TXNID"),
+    Index("TBL_TO_TXN_ID_IDX", "T2W_DATABASE", "T2W_TABLE", "T2W_TXNID", unique=True),
+    Index("TBL_TO_WRITE_ID_IDX", "T2W_DATABASE", "T2W_TABLE", "T2W_WRITEID", unique=True),
 )
 
 NEXT_WRITE_ID = _table(
@@ -1009,3 +1009,71 @@ WM_TRIGGER = _table(
     Column("ACTION_EXPRESSION", String(1024)),
     Column("IS_IN_UNMANAGED", SMALLINT_OR_BIT, nullable=False),
 )
+
+
+# ---- Hive 4.0.0's other keys, as its scripts declare them ------------------------------------------------
+# Unique keys keep Hive's rules (one role of a name, one pool per path...) for any tool writing these tables.
+# Of Hive's plain indexes, those its features look rows up by; the ones that only back a foreign key (*_N49,
+# *_N50: hmsproxy declares no foreign keys) are left out, but for the two hmsproxy's listings use.
+_HIVE_KEYS: list[tuple[Table, str, bool, tuple[str, ...]]] = [
+    (CTLGS, "UNIQUE_CATALOG", True, ("NAME",)),
+    (ROLES, "ROLEENTITYINDEX", True, ("ROLE_NAME",)),
+    (ROLE_MAP, "USERROLEMAPINDEX", True, ("PRINCIPAL_NAME", "ROLE_ID", "GRANTOR", "GRANTOR_TYPE")),
+    (TYPES, "UNIQUE_TYPE", True, ("TYPE_NAME",)),
+    (PACKAGES, "UNIQUEPKG", True, ("NAME", "DB_ID")),
+    (STORED_PROCS, "UNIQUESTOREDPROC", True, ("NAME", "DB_ID")),
+    (WM_MAPPING, "UNIQUE_WM_MAPPING", True, ("RP_ID", "ENTITY_TYPE", "ENTITY_NAME")),
+    (WM_POOL, "UNIQUE_WM_POOL", True, ("RP_ID", "PATH")),
+    (WM_TRIGGER, "UNIQUE_WM_TRIGGER", True, ("RP_ID", "NAME")),
+    (WM_RESOURCEPLAN, "UNIQUE_WM_RESOURCEPLAN", True, ("NAME", "NS")),
+    (GLOBAL_PRIVS, "GLOBALPRIVILEGEINDEX", True,
+     ("AUTHORIZER", "PRINCIPAL_NAME", "PRINCIPAL_TYPE", "USER_PRIV", "GRANTOR", "GRANTOR_TYPE")),
+    (DB_PRIVS, "DBPRIVILEGEINDEX", True,
+     ("AUTHORIZER", "DB_ID", "PRINCIPAL_NAME", "PRINCIPAL_TYPE", "DB_PRIV", "GRANTOR", "GRANTOR_TYPE")),
+    (DC_PRIVS, "DCPRIVILEGEINDEX", True,
+     ("AUTHORIZER", "NAME", "PRINCIPAL_NAME", "PRINCIPAL_TYPE", "DC_PRIV", "GRANTOR", "GRANTOR_TYPE")),
+    (TBL_PRIVS, "TABLEPRIVILEGEINDEX", False,
+     ("AUTHORIZER", "TBL_ID", "PRINCIPAL_NAME", "PRINCIPAL_TYPE", "TBL_PRIV", "GRANTOR", "GRANTOR_TYPE")),
+    (PART_PRIVS, "PARTPRIVILEGEINDEX", False,
+     ("AUTHORIZER", "PART_ID", "PRINCIPAL_NAME", "PRINCIPAL_TYPE", "PART_PRIV", "GRANTOR", "GRANTOR_TYPE")),
+    (TBL_COL_PRIVS, "TABLECOLUMNPRIVILEGEINDEX", False, ("AUTHORIZER", "TBL_ID", "COLUMN_NAME", "PRINCIPAL_NAME",
+                                                        "PRINCIPAL_TYPE", "TBL_COL_PRIV", "GRANTOR", "GRANTOR_TYPE")),
+    (PART_COL_PRIVS, "PARTITIONCOLUMNPRIVILEGEINDEX", False, ("AUTHORIZER", "PART_ID", "COLUMN_NAME", "PRINCIPAL_NAME",
+                                                              "PRINCIPAL_TYPE", "PART_COL_PRIV", "GRANTOR", "GRANTOR_TYPE")),
+    (TBLS, "TBLS_N49", False, ("DB_ID",)),
+    (FUNCS, "FUNCS_N49", False, ("DB_ID",)),
+    (KEY_CONSTRAINTS, "CONSTRAINTS_PARENT_TABLE_ID_INDEX", False, ("PARENT_TBL_ID",)),
+    (KEY_CONSTRAINTS, "CONSTRAINTS_CONSTRAINT_TYPE_INDEX", False, ("CONSTRAINT_TYPE",)),
+    (MIN_HISTORY_LEVEL, "MIN_HISTORY_LEVEL_IDX", False, ("MHL_MIN_OPEN_TXNID",)),
+    (MV_CREATION_METADATA, "MV_UNIQUE_TABLE", False, ("TBL_NAME", "DB_NAME")),
+    (PARTITION_EVENTS, "PARTITIONEVENTINDEX", False, ("PARTITION_NAME",)),
+    (REPLICATION_METRICS, "POLICY_IDX", False, ("RM_POLICY",)),
+    (REPLICATION_METRICS, "DUMP_IDX", False, ("RM_DUMP_EXECUTION_ID",)),
+    (RUNTIME_STATS, "IDX_RUNTIME_STATS_CREATE_TIME", False, ("CREATE_TIME",)),
+    (SCHEDULED_EXECUTIONS, "IDX_SCHEDULED_EXECUTIONS_LAST_UPDATE_TIME", False, ("LAST_UPDATE_TIME",)),
+    (SCHEDULED_EXECUTIONS, "IDX_SCHEDULED_EXECUTIONS_SCHEDULED_QUERY_ID", False, ("SCHEDULED_QUERY_ID",)),
+    (COMPLETED_COMPACTIONS, "COMPLETED_COMPACTIONS_RES", False, ("CC_DATABASE", "CC_TABLE", "CC_PARTITION")),
+    (COMPLETED_TXN_COMPONENTS, "COMPLETED_TXN_COMPONENTS_IDX", False, ("CTC_DATABASE", "CTC_TABLE", "CTC_PARTITION")),
+    (I_SCHEMA, "UNIQUE_NAME", False, ("NAME",)),
+    (SCHEMA_VERSIONS, "UNIQUE_VERSION", False, ("SCHEMA_ID", "VERSION")),
+]
+MYSQL_KEY_CHARS = 760  # InnoDB keys hold 3072 bytes: 768 utf8mb4 characters, less room for the integers
+
+
+def _mysql_prefixes(table: Table, columns: tuple[str, ...]) -> dict[str, int]:
+    """Prefix lengths that fit a plain index over long text columns into an InnoDB key (Hive's latin1 tables fit
+    them whole). Unique keys need none: MariaDB checks long ones through a hash."""
+    texts = [name for name in columns if isinstance(table.c[name].type, String) and table.c[name].type.length]
+    if sum(table.c[name].type.length for name in texts) <= MYSQL_KEY_CHARS:
+        return {}
+    share = MYSQL_KEY_CHARS // len(texts)
+    return {name: share for name in texts if table.c[name].type.length > share}
+
+
+for _keyed, _name, _unique, _columns in _HIVE_KEYS:
+    Index(_name, *(_keyed.c[column] for column in _columns), unique=_unique,
+          mysql_length={} if _unique else _mysql_prefixes(_keyed, _columns))
+
+# Keys hmsproxy adds to Hive's layout: a Hive database without them is served, only slower (`schema validate`
+# says so; `schema upgrade` adds them).
+OWN_KEYS = frozenset({("NOTIFICATION_LOG", ("DB_NAME", "TBL_NAME", "EVENT_ID")), ("NEXT_LOCK_ID", ("NL_NEXT",))})

@@ -5,6 +5,9 @@ What it checks, each difference as one readable line:
 - every table and column hmsproxy reads or writes is there, with a type of the same kind (text, integer,
   number, yes/no, binary, time): the exact width may differ, as it does between Hive's scripts and ours
   (tests/store/test_schema_layout.py lists those);
+- every key of Hive 4.0.0's layout that hmsproxy declares is there: a unique key (or primary key) over the same
+  columns, and for a plain index one that starts with the same column; hmsproxy's own extra indexes (OWN_KEYS)
+  are only noted, as a database without them is served, slower;
 - transaction ids have a source: NEXT_TXN_ID (hmsproxy, Hive 2.3/3.1) or Hive 4's TXN_LOCK_TBL;
 - no id counter is behind the ids in use (SEQUENCE_TABLE per JDO model, NOTIFICATION_SEQUENCE, NEXT_LOCK_ID):
   a counter behind would hand out an id twice.
@@ -12,9 +15,10 @@ Hive's own tables that hmsproxy does not use are not checked.
 """
 from __future__ import annotations
 
-from typing import Any
+import itertools
+from typing import Any, NamedTuple
 
-from sqlalchemy import Column, Engine, func, inspect, select
+from sqlalchemy import Column, Engine, Table, UniqueConstraint, func, inspect, select, text
 from sqlalchemy import types as t
 from sqlalchemy.dialects import mysql
 
@@ -38,6 +42,7 @@ def schema_differences(engine: Engine) -> list[str]:
     if "VERSION" not in present:
         return ["no VERSION table: not a metastore schema (`hmsproxy schema init` creates one)"]
     differences = _version(engine)
+    keys = present_keys(engine)
     hive_4_ids = "TXN_LOCK_TBL" in present and "NEXT_TXN_ID" not in present
     if "NEXT_TXN_ID" not in present and "TXN_LOCK_TBL" not in present:
         differences.append("no source of transaction ids: neither NEXT_TXN_ID nor Hive 4's TXN_LOCK_TBL")
@@ -48,9 +53,75 @@ def schema_differences(engine: Engine) -> list[str]:
         columns = {column["name"]: column["type"] for column in inspector.get_columns(table.name)}
         for column in table.columns:
             differences += _column_difference(engine, table.name, column, columns)
+        differences += [line for line, own in missing_keys(keys.get(table.name, []), table) if not own]
     if not differences:  # the counters can be read only where the tables are whole
         differences += _counters_behind(engine, hive_4_ids)
     return differences
+
+
+def own_keys_missing(engine: Engine) -> list[str]:
+    """hmsproxy's own indexes (OWN_KEYS) a database lacks: served without them, slower."""
+    keys = present_keys(engine)
+    present = set(inspect(engine).get_table_names())
+    return [line for table in s.metadata.sorted_tables if table.name in present
+            for line, own in missing_keys(keys.get(table.name, []), table) if own]
+
+
+def missing_keys(present: list["Key"], table: Table) -> list[tuple[str, bool]]:
+    """(what is missing, whether it is one of hmsproxy's own keys) among the model's keys of a present table,
+    given the table's `present` keys."""
+    uniques = {frozenset(key.columns) for key in present if key.unique}
+    leading = {key.columns[0] for key in present}
+    missing = []
+    for unique, columns, name in declared_keys(table):
+        if (frozenset(columns) in uniques) if unique else (columns[0] in leading):
+            continue
+        kind = "unique key" if unique else "index"
+        missing.append((f"table {table.name} has no {kind} on ({', '.join(columns)}) ({name})",
+                        (table.name, columns) in s.OWN_KEYS))
+    return missing
+
+
+def declared_keys(table: Table) -> list[tuple[bool, tuple[str, ...], str]]:
+    """(unique, columns, name) of the model's primary key, unique constraints and indexes of a table."""
+    keys = []
+    if table.primary_key.columns:
+        keys.append((True, tuple(c.name for c in table.primary_key.columns), "primary key"))
+    keys += [(True, tuple(c.name for c in constraint.columns), str(constraint.name))
+             for constraint in table.constraints if isinstance(constraint, UniqueConstraint)]
+    keys += [(bool(index.unique), tuple(c.name for c in index.columns), str(index.name)) for index in table.indexes]
+    return keys
+
+
+class Key(NamedTuple):
+    name: str  # PRIMARY for a primary key
+    unique: bool
+    columns: tuple[str, ...]
+
+
+def present_keys(engine: Engine) -> dict[str, list[Key]]:
+    """Every table's primary key, unique keys and indexes, as the database has them. On MySQL/MariaDB read from
+    information_schema: SQLAlchemy's reflection misses keys with prefix lengths and MariaDB's hashed unique keys."""
+    keys: dict[str, list[Key]] = {}
+    if engine.dialect.name == "mysql":
+        query = text("SELECT TABLE_NAME, INDEX_NAME, NON_UNIQUE, COLUMN_NAME FROM information_schema.STATISTICS "
+                     "WHERE TABLE_SCHEMA = DATABASE() ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX")
+        with engine.connect() as conn:
+            rows = conn.execute(query).all()
+        for (table, name), group in itertools.groupby(rows, key=lambda row: (row[0], row[1])):
+            members = list(group)
+            keys.setdefault(table, []).append(Key(name, not members[0][2], tuple(row[3] for row in members)))
+        return keys
+    inspector = inspect(engine)
+    for (_, table), primary in inspector.get_multi_pk_constraint().items():
+        if primary["constrained_columns"]:
+            keys.setdefault(table, []).append(Key("PRIMARY", True, tuple(primary["constrained_columns"])))
+    for (_, table), uniques in inspector.get_multi_unique_constraints().items():
+        keys.setdefault(table, []).extend(Key(u["name"], True, tuple(u["column_names"])) for u in uniques)
+    for (_, table), indexes in inspector.get_multi_indexes().items():
+        keys.setdefault(table, []).extend(Key(i["name"], bool(i["unique"]), tuple(i["column_names"]))
+                                          for i in indexes if not i.get("duplicates_constraint"))
+    return keys
 
 
 def _version(engine: Engine) -> list[str]:
