@@ -10,6 +10,8 @@ import threading
 
 from hmsproxy import config
 from hmsproxy.store.sql.database import Database, SchemaRefused, check_servable, init_schema, schema_version
+from hmsproxy.store.sql import schema as s, upgrade
+from hmsproxy.store.sql.upgrade import UpgradeRefused
 from hmsproxy.store.sql.validate import own_keys_missing, schema_differences
 from hmsproxy.warehouse import to_uri
 
@@ -67,7 +69,8 @@ def _parser() -> argparse.ArgumentParser:
                                                         "(default 60s)")
     serve.add_argument("--db-latency-ms", type=float, help="benchmarks only: delay added to every database round trip")
     schema = commands.add_parser("schema", help="create or inspect the metastore schema")
-    schema.add_argument("action", choices=["init", "info", "validate"])
+    schema.add_argument("action", choices=["init", "info", "validate", "upgrade"])
+    schema.add_argument("--dry-run", action="store_true", help="upgrade: print the SQL it would run, change nothing")
     schema.add_argument("--db", help="SQLAlchemy URL of the metastore database")
     schema.add_argument("--warehouse", help="warehouse root, for the default catalog's location")
     schema.add_argument("--config", help="TOML config file")
@@ -77,7 +80,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    flags = {k: v for k, v in vars(args).items() if k not in ("command", "action")}
+    flags = {k: v for k, v in vars(args).items() if k not in ("command", "action", "dry_run")}
     try:
         settings = config.resolve(flags)
     except (OSError, ValueError) as exc:
@@ -86,9 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         if args.command == "schema":
-            return _schema(args.action, settings)
+            return _schema(args.action, settings, getattr(args, "dry_run", False))
         return _serve(settings)
-    except SchemaRefused as exc:
+    except (SchemaRefused, UpgradeRefused) as exc:
         print(f"hmsproxy: {exc}", file=sys.stderr)
         return 2
 
@@ -97,9 +100,11 @@ LAYOUTS = {"hive-4": "Hive 4.0.0's layout, as Hive's schematool and hmsproxy cre
            "legacy": "as an older hmsproxy created it; transaction ids from NEXT_TXN_ID"}
 
 
-def _schema(action: str, settings: config.Settings) -> int:
+def _schema(action: str, settings: config.Settings, dry_run: bool) -> int:
     db = Database(settings.db)
     try:
+        if action == "upgrade":
+            return _upgrade(db, dry_run)
         if action == "init":
             if check_servable(db) != "empty":  # as Hive's schematool: init is for an empty database
                 raise SchemaRefused(f"this database already holds Hive metastore schema {schema_version(db)}; init "
@@ -126,6 +131,30 @@ def _schema(action: str, settings: config.Settings) -> int:
         return 0
     finally:
         db.dispose()
+
+
+def _upgrade(db: Database, dry_run: bool) -> int:
+    version, steps = upgrade.plan(db.engine)
+    if not steps:
+        print(f"schema {version}: nothing to upgrade")
+        return 0
+    if dry_run:
+        for step in steps:
+            print(f"-- {step.why}")
+            for statement in step.statements:
+                print(f"{statement.strip()};")
+        print(f"-- {sum(len(step.statements) for step in steps)} statements would upgrade schema {version} to "
+              f"{s.SCHEMA_VERSION}; nothing was changed")
+        return 0
+    upgrade.run(db.engine, steps, lambda step: print(f"{step.why} ({len(step.statements)} statements)", flush=True))
+    differences = schema_differences(db.engine)
+    for difference in differences:
+        print(difference)
+    if differences:
+        print(f"upgraded schema {version}, but {len(differences)} difference(s) remain")
+        return 1
+    print(f"upgraded schema {version} to {schema_version(db)}")
+    return 0
 
 
 # How long a clean stop may take after SIGTERM/SIGINT before the process exits anyway (a second signal

@@ -6,16 +6,15 @@ from __future__ import annotations
 import re
 
 import pytest
-from sqlalchemy import create_engine, insert, inspect, text
+from sqlalchemy import insert, inspect, text
 
 from hmsproxy.events import log as event_log, messages
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database, init_schema
 from hmsproxy.store.sql.store import SqlStore
-from hmsproxy.store.sql.validate import present_keys
 from support.databases import fresh_database
-from support.hive_schema import load_hive_script
+from support.hive_schema import columns_layout, keys_layout, load_hive_script
 
 STATS_KEYS = [f"{t}.{c}" for t in ("TAB_COL_STATS", "PART_COL_STATS")
               for c in ("CAT_NAME", "DB_NAME", "TABLE_NAME", "COLUMN_NAME", "COLUMN_TYPE")] + ["PART_COL_STATS.PARTITION_NAME"]
@@ -34,23 +33,6 @@ KNOWN = {  # column -> why it differs; (None: the column is missing in ours)
 }
 
 
-def _columns(url: str) -> dict[str, dict[str, tuple[str, str]]]:
-    engine = create_engine(url)
-    query = ("SELECT table_name, column_name, column_type, is_nullable FROM information_schema.columns "
-             "WHERE table_schema = DATABASE()") if url.startswith("mysql") else (
-             "SELECT table_name, column_name, data_type || coalesce('(' || character_maximum_length || ')', ''), "
-             "is_nullable FROM information_schema.columns WHERE table_schema = 'public'")
-    try:
-        with engine.connect() as conn:
-            rows = conn.execute(text(query)).all()
-    finally:
-        engine.dispose()
-    layout: dict[str, dict[str, tuple[str, str]]] = {}
-    for table, column, kind, nullable in rows:
-        layout.setdefault(table, {})[column] = (kind, nullable)
-    return layout
-
-
 @pytest.mark.parametrize("backend", ["mariadb", "postgres"])  # Hive has no SQLite script
 def test_a_fresh_schema_is_hive_4s_but_for_the_listed_differences(backend, tmp_path):
     with fresh_database(backend, tmp_path) as hive_url, fresh_database(backend, tmp_path) as our_url:
@@ -58,7 +40,7 @@ def test_a_fresh_schema_is_hive_4s_but_for_the_listed_differences(backend, tmp_p
         db = Database(our_url)
         init_schema(db, f"file:{tmp_path}")
         db.dispose()
-        hive, ours = _columns(hive_url), _columns(our_url)
+        hive, ours = columns_layout(hive_url), columns_layout(our_url)
     assert set(hive) - set(ours) == set()
     assert set(ours) - set(hive) == set()
     differing = {f"{table}.{column}": (hive[table].get(column), ours[table].get(column))
@@ -68,12 +50,10 @@ def test_a_fresh_schema_is_hive_4s_but_for_the_listed_differences(backend, tmp_p
     assert set(KNOWN[backend]) - set(differing) == set()  # a difference that went away leaves the list
 
 
-Key = tuple[str, bool, tuple[str, ...]]  # table, unique, columns (a unique key's sorted, but a primary key's)
 FOREIGN_KEY_INDEX = re.compile(r".*_(N49|N50|FK\d*)$")  # Hive's names of indexes behind a foreign key
 KNOWN_KEYS = {  # key -> why it differs; ours: only in hmsproxy's schema, hive: only in Hive's
     "ours": {
-        ("TAB_COL_STATS", False, ("TBL_ID", "COLUMN_NAME")): "statistics are looked up by table id, and Hive's "
-                                                               "four-name key does not fit an InnoDB key in utf8mb4",
+        ("TAB_COL_STATS", False, ("TBL_ID", "COLUMN_NAME")): "statistics are looked up by table id",
         ("PART_COL_STATS", False, ("PART_ID", "COLUMN_NAME")): "as TAB_COL_STATS, by partition id",
         ("NOTIFICATION_LOG", False, ("DB_NAME", "TBL_NAME", "EVENT_ID")): "the table-filtered event reads",
         ("NEXT_LOCK_ID", True, ("NL_NEXT",)): "a primary key on the single-row counter (Hive's has none)",
@@ -82,8 +62,6 @@ KNOWN_KEYS = {  # key -> why it differs; ours: only in hmsproxy's schema, hive: 
         ("SCHEMA_VERSION", False, ("SCHEMA_ID", "VERSION")): "as I_SCHEMA",
     },
     "hive": {
-        ("TAB_COL_STATS", False, ("DB_NAME", "TABLE_NAME", "COLUMN_NAME", "CAT_NAME")): "see ours",
-        ("PART_COL_STATS", False, ("DB_NAME", "TABLE_NAME", "COLUMN_NAME", "PARTITION_NAME", "CAT_NAME")): "see ours",
         ("NEXT_WRITE_ID", True, ("NWI_DATABASE", "NWI_TABLE")): "see ours",
         ("TXN_WRITE_NOTIFICATION_LOG", True, ("WNL_TXNID", "WNL_DATABASE", "WNL_TABLE", "WNL_PARTITION")):
             "its primary key (1151 characters) does not fit an InnoDB key in utf8mb4; hmsproxy does not write it",
@@ -92,17 +70,6 @@ KNOWN_KEYS = {  # key -> why it differs; ours: only in hmsproxy's schema, hive: 
         ("SCHEDULED_EXECUTIONS", True, ("SCHEDULED_EXECUTION_ID",)): "the primary key already",
     },
 }
-
-
-def _keys(url: str) -> dict[Key, str]:
-    """Every primary key, unique key and index: (table, unique, columns) -> its name."""
-    engine = create_engine(url)
-    try:
-        present = present_keys(engine)
-    finally:
-        engine.dispose()
-    return {(table, key.unique, tuple(sorted(key.columns)) if key.unique and key.name != "PRIMARY" else key.columns):
-            key.name for table, keys in present.items() for key in keys}
 
 
 @pytest.mark.parametrize("backend", ["mariadb", "postgres"])
@@ -114,7 +81,7 @@ def test_a_fresh_schema_has_hive_4s_keys_but_for_the_listed_differences(backend,
         db = Database(our_url)
         init_schema(db, f"file:{tmp_path}")
         db.dispose()
-        hive, ours = _keys(hive_url), _keys(our_url)
+        hive, ours = keys_layout(hive_url), keys_layout(our_url)
     def behind_a_foreign_key(name: str, columns: tuple[str, ...]) -> bool:  # MySQL names its own after the column
         return bool(FOREIGN_KEY_INDEX.match(name)) or columns == (name,)
 

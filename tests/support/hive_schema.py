@@ -9,14 +9,30 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, inspect, text
 
+from hmsproxy.store.sql.validate import present_keys
+
 HIVE_SCHEMA = Path(__file__).resolve().parents[3] / "shared" / "hive-schema"
 CLIENTS = {"mariadb": "mariadb", "postgres": "psql"}
+UPGRADE_CHAIN = ["2.3.0", "3.0.0", "3.1.0", "3.2.0", "4.0.0-alpha-1", "4.0.0-alpha-2", "4.0.0-beta-1", "4.0.0"]
+Key = tuple[str, bool, tuple[str, ...]]  # table, unique, columns (a unique key's sorted, but a primary key's)
 
 
 def load_hive_script(backend: str, url: str, version: str) -> None:
     """Hive's `hive-schema-<version>` script for the backend, run into the (empty) database at `url`."""
     folder = HIVE_SCHEMA / ("mysql" if backend == "mariadb" else "postgres")
-    script = folder / f"hive-schema-{version}.{folder.name}.sql"
+    _run_script(backend, url, folder / f"hive-schema-{version}.{folder.name}.sql")
+
+
+def upgrade_with_hives_scripts(backend: str, url: str, version: str) -> None:
+    """Hive's upgrade scripts from `version` to 4.0.0, one after the other, as Hive's schematool runs them."""
+    folder = HIVE_SCHEMA / ("mysql" if backend == "mariadb" else "postgres")
+    chain = UPGRADE_CHAIN[UPGRADE_CHAIN.index(version):]
+    for old, new in zip(chain, chain[1:]):
+        _run_script(backend, url, folder / f"upgrade-{old}-to-{new}.{folder.name}.sql")
+
+
+def _run_script(backend: str, url: str, script: Path) -> None:
+    folder = script.parent
     if not script.is_file():
         pytest.skip(f"Hive's schema scripts are not beside the checkout ({script} missing)")
     if shutil.which(CLIENTS[backend]) is None:
@@ -41,3 +57,32 @@ def tables_and_version(url: str) -> tuple[list[str], list[tuple]]:
     finally:
         engine.dispose()
     return tables, version
+
+
+def columns_layout(url: str) -> dict[str, dict[str, tuple[str, str]]]:
+    """table -> column -> (type as the database names it, nullable) from information_schema."""
+    engine = create_engine(url)
+    query = ("SELECT table_name, column_name, column_type, is_nullable FROM information_schema.columns "
+             "WHERE table_schema = DATABASE()") if url.startswith("mysql") else (
+             "SELECT table_name, column_name, data_type || coalesce('(' || character_maximum_length || ')', ''), "
+             "is_nullable FROM information_schema.columns WHERE table_schema = 'public'")
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(text(query)).all()
+    finally:
+        engine.dispose()
+    layout: dict[str, dict[str, tuple[str, str]]] = {}
+    for table, column, kind, nullable in rows:
+        layout.setdefault(table, {})[column] = (kind, nullable)
+    return layout
+
+
+def keys_layout(url: str) -> dict[Key, str]:
+    """Every primary key, unique key and index: (table, unique, columns) -> its name."""
+    engine = create_engine(url)
+    try:
+        present = present_keys(engine)
+    finally:
+        engine.dispose()
+    return {(table, key.unique, tuple(sorted(key.columns)) if key.unique and not key.primary else key.columns):
+            key.name for table, keys in present.items() for key in keys}

@@ -54,9 +54,10 @@ def _stop_pid(pid: int, timeout: float = 20.0) -> None:
 
 
 def start_reference_hms(workdir: Path, *, attempts: int = 3, timeout: float = 120.0,
-                        txn: bool = False) -> RunningServer:
+                        txn: bool = False, env: dict[str, str] | None = None) -> RunningServer:
     """Starts the reference HMS on a free 127.0.0.1 port with its Derby database under workdir
-    (with Hive's transaction and lock tables too when txn, see REF_HMS_TXN in start.sh).
+    (with Hive's transaction and lock tables too when txn, see REF_HMS_TXN in start.sh; `env` adds start.sh's other
+    options, such as REF_HMS_JDBC).
 
     The metastore's warehouse (hive.metastore.warehouse.dir in start.sh's hive-site.xml) is
     workdir/warehouse; its audit log of Thrift calls is workdir/hms-audit.log.
@@ -74,7 +75,7 @@ def start_reference_hms(workdir: Path, *, attempts: int = 3, timeout: float = 12
             stderr=subprocess.STDOUT,
             text=True,
             timeout=timeout,
-            env={**os.environ, "REF_HMS_TXN": "1"} if txn else None,
+            env={**os.environ, **(env or {}), **({"REF_HMS_TXN": "1"} if txn else {})},
         )
         pid_file = workdir / "hms.pid"
         if proc.returncode == 0:

@@ -35,6 +35,7 @@ from hmsproxy.events import log as event_log
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.sequences import ID_COLUMNS, MODEL_PREFIX, catch_up_sequences, reserve
+from hmsproxy.store.sql.upgrade import UPGRADABLE_FROM
 
 T = TypeVar("T")
 DEFAULT_CONFLICT_RETRIES = 10
@@ -258,10 +259,14 @@ def check_servable(db: Database) -> str:
     if version == s.SCHEMA_VERSION and "TXN_LOCK_TBL" in tables:
         return "hive-4"
     found = f"Hive metastore schema {version}" if version else "a Hive metastore schema with no VERSION row"
-    raise SchemaRefused(
-        f"this database holds {found}; hmsproxy serves Hive {s.SCHEMA_VERSION}'s schema (as Hive's schematool "
-        f"or hmsproxy creates it). Serving older Hive schemas in place and `hmsproxy schema upgrade` are not "
-        f"available yet. Nothing was changed.")
+    needed = f"this database holds {found}; hmsproxy serves Hive {s.SCHEMA_VERSION}'s schema"
+    if version in UPGRADABLE_FROM:
+        raise SchemaRefused(
+            f"{needed}. Stop every metastore that uses it, back it up, then upgrade it with: hmsproxy schema upgrade "
+            f"--db '{make_url(db.url).render_as_string(hide_password=True)}' (--dry-run prints the SQL first). "
+            "Nothing was changed.")
+    raise SchemaRefused(f"{needed} (as Hive's schematool or hmsproxy creates it) and upgrades Hive "
+                        f"{', '.join(UPGRADABLE_FROM[:-1])}. Nothing was changed.")
 
 
 def _add_new_columns(db: Database) -> list[str]:

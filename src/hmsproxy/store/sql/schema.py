@@ -359,7 +359,7 @@ TAB_COL_STATS = _table(
     Column("COLUMN_TYPE", String(128), nullable=False),
     Column("TBL_ID", BigInteger, nullable=False),
     *_stats_columns(),
-    Index("TAB_COL_STATS_IDX", "TBL_ID", "COLUMN_NAME", mysql_length={"COLUMN_NAME": 255}),
+    Index("TAB_COL_STATS_TBL_ID_IDX", "TBL_ID", "COLUMN_NAME", mysql_length={"COLUMN_NAME": 255}),  # OWN_KEYS
 )
 
 PART_COL_STATS = _table(
@@ -373,7 +373,7 @@ PART_COL_STATS = _table(
     Column("COLUMN_TYPE", String(128), nullable=False),
     Column("PART_ID", BigInteger, nullable=False),
     *_stats_columns(),
-    Index("PCS_STATS_IDX", "PART_ID", "COLUMN_NAME", mysql_length={"COLUMN_NAME": 255}),
+    Index("PCS_STATS_PART_ID_IDX", "PART_ID", "COLUMN_NAME", mysql_length={"COLUMN_NAME": 255}),  # OWN_KEYS
 )
 
 NOTIFICATION_LOG = _table(
@@ -1041,6 +1041,8 @@ _HIVE_KEYS: list[tuple[Table, str, bool, tuple[str, ...]]] = [
     (PART_COL_PRIVS, "PARTITIONCOLUMNPRIVILEGEINDEX", False, ("AUTHORIZER", "PART_ID", "COLUMN_NAME", "PRINCIPAL_NAME",
                                                               "PRINCIPAL_TYPE", "PART_COL_PRIV", "GRANTOR", "GRANTOR_TYPE")),
     (TBLS, "TBLS_N49", False, ("DB_ID",)),
+    (TAB_COL_STATS, "TAB_COL_STATS_IDX", False, ("DB_NAME", "TABLE_NAME", "COLUMN_NAME", "CAT_NAME")),
+    (PART_COL_STATS, "PCS_STATS_IDX", False, ("DB_NAME", "TABLE_NAME", "COLUMN_NAME", "PARTITION_NAME", "CAT_NAME")),
     (FUNCS, "FUNCS_N49", False, ("DB_ID",)),
     (KEY_CONSTRAINTS, "CONSTRAINTS_PARENT_TABLE_ID_INDEX", False, ("PARENT_TBL_ID",)),
     (KEY_CONSTRAINTS, "CONSTRAINTS_CONSTRAINT_TYPE_INDEX", False, ("CONSTRAINT_TYPE",)),
@@ -1076,4 +1078,5 @@ for _keyed, _name, _unique, _columns in _HIVE_KEYS:
 
 # Keys hmsproxy adds to Hive's layout: a Hive database without them is served, only slower (`schema validate`
 # says so; `schema upgrade` adds them).
-OWN_KEYS = frozenset({("NOTIFICATION_LOG", ("DB_NAME", "TBL_NAME", "EVENT_ID")), ("NEXT_LOCK_ID", ("NL_NEXT",))})
+OWN_KEYS = frozenset({("NOTIFICATION_LOG", ("DB_NAME", "TBL_NAME", "EVENT_ID")), ("NEXT_LOCK_ID", ("NL_NEXT",)),
+                      ("TAB_COL_STATS", ("TBL_ID", "COLUMN_NAME")), ("PART_COL_STATS", ("PART_ID", "COLUMN_NAME"))})

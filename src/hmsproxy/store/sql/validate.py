@@ -94,9 +94,10 @@ def declared_keys(table: Table) -> list[tuple[bool, tuple[str, ...], str]]:
 
 
 class Key(NamedTuple):
-    name: str  # PRIMARY for a primary key
+    name: str
     unique: bool
     columns: tuple[str, ...]
+    primary: bool = False
 
 
 def present_keys(engine: Engine) -> dict[str, list[Key]]:
@@ -110,12 +111,13 @@ def present_keys(engine: Engine) -> dict[str, list[Key]]:
             rows = conn.execute(query).all()
         for (table, name), group in itertools.groupby(rows, key=lambda row: (row[0], row[1])):
             members = list(group)
-            keys.setdefault(table, []).append(Key(name, not members[0][2], tuple(row[3] for row in members)))
+            keys.setdefault(table, []).append(Key(name, not members[0][2], tuple(row[3] for row in members),
+                                                  name == "PRIMARY"))
         return keys
     inspector = inspect(engine)
     for (_, table), primary in inspector.get_multi_pk_constraint().items():
         if primary["constrained_columns"]:
-            keys.setdefault(table, []).append(Key("PRIMARY", True, tuple(primary["constrained_columns"])))
+            keys.setdefault(table, []).append(Key(primary["name"], True, tuple(primary["constrained_columns"]), True))
     for (_, table), uniques in inspector.get_multi_unique_constraints().items():
         keys.setdefault(table, []).extend(Key(u["name"], True, tuple(u["column_names"])) for u in uniques)
     for (_, table), indexes in inspector.get_multi_indexes().items():

@@ -1,0 +1,192 @@
+"""A user's migration (issue 13): the real Java HMS 2.3.10 writes a metastore into a MariaDB database that Hive's
+own 2.3.0 script created (databases, partitioned/external/bucketed/skewed/transactional tables, a view, a Spark
+datasource table, statistics, a function, transactions and a lock) and its answers are recorded; then
+`hmsproxy schema upgrade` brings the database to Hive 4.0.0's layout and hmsproxy, serving it, must answer every
+recorded read with the same values (Hive 4 adds fields; those Hive 2.3 answered must be equal) and continue
+transaction ids above every id the Java HMS handed out."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+from hmsclient import hmsclient
+from hmsclient.genthrift.hive_metastore import ttypes as A
+from sqlalchemy import create_engine, text
+
+from support.databases import MARIADB_ADMIN, fresh_database
+from support.hive_schema import load_hive_script
+from support.hmsproxy_server import start_hmsproxy
+from support.reference_hms import start_reference_hms
+
+MARIADB_JDBC_JAR = Path("/usr/share/java/mariadb-java-client.jar")
+JAVA_USER, JAVA_PASS = "hmsmigration", "hmsmigration"  # Hive replaces an empty password with its default
+JAVA_PROPS = "".join(f"<property><name>{k}</name><value>{v}</value></property>" for k, v in {
+    "datanucleus.schema.autoCreateAll": "false", "hive.metastore.schema.verification": "true",
+    "hive.support.concurrency": "true", "hive.txn.manager": "org.apache.hadoop.hive.ql.lockmgr.DbTxnManager",
+}.items())
+PARTITIONS = 40
+COLUMNS = [("id", "bigint"), ("name", "string"), ("price", "double"), ("amount", "decimal(12,2)"), ("day", "date")]
+
+
+def _sd(location: str | None = None, **extra: Any) -> A.StorageDescriptor:
+    return A.StorageDescriptor(
+        cols=[A.FieldSchema(name=n, type=t, comment=f"the {n}") for n, t in COLUMNS], location=location,
+        inputFormat="org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
+        outputFormat="org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
+        serdeInfo=A.SerDeInfo(name="orc", serializationLib="org.apache.hadoop.hive.ql.io.orc.OrcSerde",
+                              parameters={"serialization.format": "1"}),
+        parameters={"sd.kept": "yes"}, bucketCols=extra.get("bucketCols", []), sortCols=extra.get("sortCols", []),
+        compressed=False, numBuckets=extra.get("numBuckets", -1), skewedInfo=extra.get("skewedInfo"),
+        storedAsSubDirectories=extra.get("storedAsSubDirectories", False))
+
+
+def _write_a_metastore(client: Any, warehouse: Path) -> None:
+    """Everything Spark and hmsclient create, written by the Java HMS."""
+    client.create_database(A.Database(name="sales", description="orders and more", parameters={"team": "data"},
+                                      ownerName="ana", ownerType=A.PrincipalType.USER))
+    partition_keys = [A.FieldSchema(name="ds", type="string"), A.FieldSchema(name="region", type="string")]
+    client.create_table(A.Table(tableName="orders", dbName="sales", owner="ana", sd=_sd(), partitionKeys=partition_keys,
+                                parameters={"comment": "all orders"}, tableType="MANAGED_TABLE"))
+    client.add_partitions([A.Partition(dbName="sales", tableName="orders", values=[f"2024-01-{d // 2 + 1:02d}", r],
+                                       sd=_sd(), parameters={"origin": f"batch{d}"})
+                           for d, r in enumerate(["eu", "us"] * (PARTITIONS // 2))])
+    client.create_table(A.Table(tableName="ext", dbName="sales", owner="ana", sd=_sd(f"file:{warehouse}/external/ext"),
+                                partitionKeys=[], parameters={"EXTERNAL": "TRUE"}, tableType="EXTERNAL_TABLE"))
+    client.create_table(A.Table(tableName="shaped", dbName="sales", owner="ana", partitionKeys=[], parameters={},
+                                tableType="MANAGED_TABLE", sd=_sd(
+                                    bucketCols=["id"], numBuckets=4, sortCols=[A.Order(col="id", order=1)],
+                                    storedAsSubDirectories=True, skewedInfo=A.SkewedInfo(
+                                        skewedColNames=["name"], skewedColValues=[["a"], ["b"]],
+                                        skewedColValueLocationMaps={}))))
+    client.create_table(A.Table(tableName="v", dbName="sales", owner="ana", partitionKeys=[], tableType="VIRTUAL_VIEW",
+                                viewOriginalText="select id from orders",
+                                viewExpandedText="select `orders`.`id` from `sales`.`orders`",
+                                parameters={}, sd=_sd()))
+    client.create_table(A.Table(tableName="spark_ds", dbName="sales", owner="ana", partitionKeys=[],
+                                tableType="MANAGED_TABLE", sd=_sd(), parameters={
+                                    "spark.sql.sources.provider": "parquet", "spark.sql.sources.schema.numParts": "1",
+                                    "spark.sql.sources.schema.part.0": '{"type":"struct","fields":[]}'}))
+    client.create_table(A.Table(tableName="acid", dbName="sales", owner="ana", partitionKeys=[], tableType="MANAGED_TABLE",
+                                sd=_sd(bucketCols=["id"], numBuckets=2), parameters={"transactional": "true"}))
+    stats = [A.ColumnStatisticsObj(colName="id", colType="bigint", statsData=A.ColumnStatisticsData(
+                 longStats=A.LongColumnStatsData(lowValue=1, highValue=900, numNulls=0, numDVs=850))),
+             A.ColumnStatisticsObj(colName="name", colType="string", statsData=A.ColumnStatisticsData(
+                 stringStats=A.StringColumnStatsData(maxColLen=30, avgColLen=7.5, numNulls=3, numDVs=12)))]
+    client.update_table_column_statistics(A.ColumnStatistics(
+        statsDesc=A.ColumnStatisticsDesc(isTblLevel=True, dbName="sales", tableName="orders"), statsObj=stats))
+    for name in ("ds=2024-01-01/region=eu", "ds=2024-01-02/region=us"):
+        client.update_partition_column_statistics(A.ColumnStatistics(statsDesc=A.ColumnStatisticsDesc(
+            isTblLevel=False, dbName="sales", tableName="orders", partName=name), statsObj=stats))
+    client.create_function(A.Function(functionName="plus_one", dbName="sales", className="com.example.PlusOne",
+                                      ownerName="ana", ownerType=A.PrincipalType.USER, createTime=1700000000,
+                                      functionType=A.FunctionType.JAVA, resourceUris=[
+                                          A.ResourceUri(resourceType=A.ResourceType.JAR, uri="file:/jars/udf.jar")]))
+    txns = client.open_txns(A.OpenTxnRequest(num_txns=3, user="ana", hostname="etl-1")).txn_ids
+    client.commit_txn(A.CommitTxnRequest(txnid=txns[0]))
+    client.abort_txn(A.AbortTxnRequest(txnid=txns[1]))
+    client.lock(A.LockRequest(user="ana", hostname="etl-1", txnid=txns[2], component=[A.LockComponent(
+        type=A.LockType.SHARED_READ, level=A.LockLevel.TABLE, dbname="sales", tablename="acid")]))
+
+
+READS: dict[str, Callable[[Any], Any]] = {
+    "database": lambda c: c.get_database("sales"),
+    "databases": lambda c: sorted(c.get_all_databases()),
+    "tables": lambda c: sorted(c.get_all_tables("sales")),
+    **{f"table {name}": (lambda name: lambda c: c.get_table("sales", name))(name)
+       for name in ("orders", "ext", "shaped", "v", "spark_ds", "acid")},
+    "partitions": lambda c: sorted(c.get_partitions("sales", "orders", -1), key=lambda p: p.values),
+    "partition names": lambda c: sorted(c.get_partition_names("sales", "orders", -1)),
+    "partitions by filter": lambda c: sorted(p.values for p in c.get_partitions_by_filter(
+        "sales", "orders", 'ds >= "2024-01-15" and region = "eu"', -1)),
+    "table statistics": lambda c: c.get_table_statistics_req(A.TableStatsRequest(
+        dbName="sales", tblName="orders", colNames=["id", "name"])).tableStats,
+    "partition statistics": lambda c: c.get_partitions_statistics_req(A.PartitionsStatsRequest(
+        dbName="sales", tblName="orders", colNames=["id", "name"],
+        partNames=["ds=2024-01-01/region=eu", "ds=2024-01-02/region=us"])).partStats,
+    "function": lambda c: c.get_function("sales", "plus_one"),
+    "functions": lambda c: c.get_functions("sales", "*"),
+    "open transactions": lambda c: sorted((t.id, t.state, t.user, t.hostname)
+                                          for t in c.get_open_txns_info().open_txns),
+    "locks": lambda c: sorted((lock.txnid, lock.dbname, lock.tablename, lock.state, lock.type, lock.user)
+                              for lock in c.show_locks(A.ShowLocksRequest()).locks),
+}
+
+
+def _read_all(server: Any) -> dict[str, Any]:
+    client = hmsclient.HMSClient(host=server.host, port=server.port)
+    client.open()
+    try:
+        return {name: read(client) for name, read in READS.items()}
+    finally:
+        client.close()
+
+
+def _as_hive_2_3_answered(expected: Any, got: Any, where: str) -> list[str]:
+    """Where `got` differs from `expected` in the fields `expected` has (Hive 4 answers more fields)."""
+    if hasattr(expected, "thrift_spec"):
+        return [difference for key, value in vars(expected).items() if value is not None
+                for difference in _as_hive_2_3_answered(value, getattr(got, key, None), f"{where}.{key}")]
+    if isinstance(expected, (list, tuple)) and isinstance(got, (list, tuple)) and len(expected) == len(got):
+        return [d for i, (e, g) in enumerate(zip(expected, got)) for d in _as_hive_2_3_answered(e, g, f"{where}[{i}]")]
+    if isinstance(expected, dict) and isinstance(got, dict) and set(expected) == set(got):
+        return [d for k in expected for d in _as_hive_2_3_answered(expected[k], got[k], f"{where}[{k}]")]
+    return [] if expected == got else [f"{where}: Hive answered {expected!r}, hmsproxy {got!r}"]
+
+
+@pytest.fixture(scope="module")
+def hive_written(tmp_path_factory) -> Iterator[tuple[str, dict[str, Any], Path]]:
+    """(URL of a Hive 2.3.0 database the Java HMS wrote, its answers, its warehouse)."""
+    if shutil.which("java") is None:
+        pytest.skip("the reference Hive Metastore needs Java 17 (`java` is not on PATH)")
+    if not MARIADB_JDBC_JAR.is_file():
+        pytest.skip(f"the reference HMS on MariaDB needs Debian's libmariadb-java ({MARIADB_JDBC_JAR} missing)")
+    workdir = tmp_path_factory.mktemp("migration")
+    with fresh_database("mariadb", workdir) as url:
+        load_hive_script("mariadb", url, "2.3.0")
+        name = url.rsplit("/", 1)[1]
+        admin = create_engine(MARIADB_ADMIN, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text(f"CREATE USER IF NOT EXISTS '{JAVA_USER}'@'127.0.0.1' IDENTIFIED BY '{JAVA_PASS}'"))
+            conn.execute(text(f"GRANT ALL PRIVILEGES ON `{name}`.* TO '{JAVA_USER}'@'127.0.0.1'"))
+        admin.dispose()
+        env = {"REF_HMS_JDBC": f"jdbc:mysql://127.0.0.1:3306/{name}", "REF_HMS_USER": JAVA_USER,
+               "REF_HMS_PASS": JAVA_PASS, "REF_HMS_PROPS": JAVA_PROPS}
+        with start_reference_hms(workdir / "java", env=env, attempts=1, timeout=300) as java:
+            client = hmsclient.HMSClient(host=java.host, port=java.port)
+            client.open()
+            try:
+                _write_a_metastore(client, java.warehouse)
+            finally:
+                client.close()
+            answers = _read_all(java)
+        yield url, answers, java.warehouse
+
+
+def test_a_metastore_the_java_hms_wrote_is_upgraded_and_served_with_the_same_answers(hive_written, tmp_path):
+    url, hive_answers, java_warehouse = hive_written
+    done = subprocess.run([sys.executable, "-m", "hmsproxy.cli", "schema", "upgrade", "--db", url],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.strip().endswith("upgraded schema 2.3.0 to 4.0.0"), done.stdout
+    with start_hmsproxy(tmp_path / "hmsproxy", url, warehouse=str(java_warehouse)) as server:
+        ours = _read_all(server)
+        assert [d for name in READS for d in _as_hive_2_3_answered(hive_answers[name], ours[name], name)] == []
+        assert len(hive_answers["partitions"]) == PARTITIONS and hive_answers["open transactions"] != []
+
+        client = hmsclient.HMSClient(host=server.host, port=server.port)
+        client.open()
+        try:
+            highest_java_id = max(txn[0] for txn in hive_answers["open transactions"])
+            new_ids = client.open_txns(A.OpenTxnRequest(num_txns=2, user="bo", hostname="etl-2")).txn_ids
+            assert min(new_ids) > highest_java_id
+            still_open = [txn[0] for txn in hive_answers["open transactions"] if txn[1] == A.TxnState.OPEN]
+            for txn_id in still_open + new_ids:
+                client.commit_txn(A.CommitTxnRequest(txnid=txn_id))
+            assert client.show_locks(A.ShowLocksRequest()).locks == []  # the Java HMS's lock went with its commit
+            client.create_database(A.Database(name=f"new_{uuid.uuid4().hex[:6]}", parameters={}))
+        finally:
+            client.close()

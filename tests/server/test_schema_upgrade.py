@@ -1,0 +1,149 @@
+"""`hmsproxy schema upgrade` on databases Hive's own scripts created (shared/hive-schema, run with the database's
+client): Hive 2.3.0 and 3.1.0, on MariaDB and PostgreSQL, come out with the layout of a fresh Hive 4.0.0 schema of
+ours, validate as it does, and a second run finds nothing to do; --dry-run changes nothing; a failure part-way
+is resumed (MariaDB) or rolled back whole (PostgreSQL)."""
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import hmsclient
+import pytest
+from sqlalchemy import create_engine
+
+from hmsproxy.store.sql import upgrade
+from hmsproxy.store.sql.database import Database, init_schema
+from support.databases import fresh_database
+from support.hmsproxy_server import start_hmsproxy
+from support.hive_schema import (columns_layout, keys_layout, load_hive_script, tables_and_version,
+                                 upgrade_with_hives_scripts)
+
+BACKENDS = ["mariadb", "postgres"]  # Hive has no SQLite script
+# Where an upgraded database keeps Hive's own column rather than ours (it is wider: an upgrade only widens).
+KEPT_WIDER = {
+    "mariadb": {"COLUMNS_V2.COLUMN_NAME": "varchar(767)",
+                **{f"{t}.{c}": "double(53,4)" for t in ("TAB_COL_STATS", "PART_COL_STATS")
+                   for c in ("AVG_COL_LEN", "DOUBLE_HIGH_VALUE", "DOUBLE_LOW_VALUE")}},
+    "postgres": {},
+}
+
+
+def hmsproxy(*args: str, cwd: Path) -> tuple[int, list[str]]:
+    done = subprocess.run([sys.executable, "-m", "hmsproxy.cli", *args], capture_output=True, text=True, timeout=300,
+                          cwd=cwd)
+    return done.returncode, (done.stdout + done.stderr).strip().splitlines()
+
+
+def _fresh_layout(backend: str, tmp_path: Path) -> tuple[dict, dict]:
+    with fresh_database(backend, tmp_path) as url:
+        db = Database(url)
+        init_schema(db, f"file:{tmp_path}")
+        db.dispose()
+        return columns_layout(url), keys_layout(url)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("version", ["2.3.0", "3.1.0"])
+def test_a_hive_schema_upgrades_to_the_layout_of_a_fresh_one(backend, version, tmp_path):
+    fresh_columns, fresh_keys = _fresh_layout(backend, tmp_path)
+    with fresh_database(backend, tmp_path) as url:
+        load_hive_script(backend, url, version)
+        before = tables_and_version(url)
+        code, lines = hmsproxy("schema", "upgrade", "--dry-run", "--db", url, cwd=tmp_path)
+        assert code == 0 and lines[-1].endswith(f"would upgrade schema {version} to 4.0.0; nothing was changed")
+        assert any(line.startswith("ALTER TABLE") for line in lines)
+        assert tables_and_version(url) == before
+
+        code, lines = hmsproxy("schema", "upgrade", "--db", url, cwd=tmp_path)
+        assert (code, lines[-1]) == (0, f"upgraded schema {version} to 4.0.0"), lines
+        assert hmsproxy("schema", "validate", "--db", url, cwd=tmp_path)[0] == 0
+        assert hmsproxy("schema", "upgrade", "--db", url, cwd=tmp_path) == (0, ["schema 4.0.0: nothing to upgrade"])
+        columns, keys = columns_layout(url), keys_layout(url)
+
+    assert set(columns) == set(fresh_columns)
+    differing = {f"{table}.{column}": (columns[table].get(column), fresh_columns[table].get(column))
+                 for table in columns for column in set(columns[table]) | set(fresh_columns[table])
+                 if columns[table].get(column) != fresh_columns[table].get(column)}
+    assert {key: kept[0][0] for key, kept in differing.items()} == KEPT_WIDER[backend]
+    assert set(fresh_keys) - set(keys) == set()  # Hive's older indexes may stay beside them
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_schema_hives_own_scripts_upgraded_is_served_as_it_is(backend, tmp_path):
+    """Hive's upgrade chain from 2.3.0 leaves Hive 4.0.0's layout: it validates, and the upgrade only adds
+    hmsproxy's own indexes (OWN_KEYS) and widens or tightens a few columns as a fresh schema of ours has them."""
+    with fresh_database(backend, tmp_path) as url:
+        load_hive_script(backend, url, "2.3.0")
+        upgrade_with_hives_scripts(backend, url, "2.3.0")
+        code, lines = hmsproxy("schema", "validate", "--db", url, cwd=tmp_path)
+        assert code == 0, lines
+        assert [line for line in lines if line.startswith("note:")] != []
+        engine = create_engine(url)
+        try:
+            _, steps = upgrade.plan(engine)
+        finally:
+            engine.dispose()
+        assert {step.why for step in steps} <= {"column types and nullability as Hive 4 declares them",
+                                                "keys and indexes as Hive 4 declares them",
+                                                "rows Hive's scripts insert; id counters past the ids in use"}
+        dropping = re.compile(r"DROP (INDEX|TABLE|CONSTRAINT|PRIMARY|COLUMN)")
+        assert [statement for step in steps for statement in step.statements if dropping.search(statement)] == []
+
+
+def test_an_upgrade_that_stopped_part_way_is_resumed_on_mariadb(tmp_path):
+    """MySQL commits every DDL statement by itself: an upgrade cut off after some steps is run again and plans
+    only what is still missing."""
+    with fresh_database("mariadb", tmp_path) as url:
+        load_hive_script("mariadb", url, "2.3.0")
+        engine = create_engine(url)
+        try:
+            version, steps = upgrade.plan(engine)
+            upgrade.run(engine, steps[:4], lambda step: None)  # up to the data, not the version
+            assert tables_and_version(url)[1][0][1] == "2.3.0"
+            _, remaining = upgrade.plan(engine)
+        finally:
+            engine.dispose()
+        done = {"names as Hive 4 spells them", "tables Hive 4 has", "columns Hive 4 has"}
+        assert done <= {step.why for step in steps[:4]}
+        assert done & {step.why for step in remaining} == set()
+        code, lines = hmsproxy("schema", "upgrade", "--db", url, cwd=tmp_path)
+        assert (code, lines[-1]) == (0, "upgraded schema 2.3.0 to 4.0.0"), lines
+
+
+def test_an_upgrade_that_fails_on_postgres_changes_nothing(tmp_path):
+    """PostgreSQL's DDL is transactional: the whole upgrade is one transaction."""
+    with fresh_database("postgres", tmp_path) as url:
+        load_hive_script("postgres", url, "2.3.0")
+        before = tables_and_version(url)
+        engine = create_engine(url)
+        try:
+            _, steps = upgrade.plan(engine)
+            failing = upgrade.Step("a step that fails", ['SELECT 1 FROM "NO_SUCH_TABLE"'])
+            with pytest.raises(Exception, match="NO_SUCH_TABLE"):
+                upgrade.run(engine, [*steps[:-1], failing, steps[-1]], lambda step: None)
+        finally:
+            engine.dispose()
+        assert tables_and_version(url) == before
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_serve_refuses_an_older_schema_naming_the_command_that_upgrades_it(backend, tmp_path):
+    with fresh_database(backend, tmp_path) as url:
+        load_hive_script(backend, url, "3.1.0")
+        code, lines = hmsproxy("serve", "--port", "0", "--metrics-port", "0", "--db", url, cwd=tmp_path)
+        refusal = lines[-1]
+        assert code == 2 and "holds Hive metastore schema 3.1.0; hmsproxy serves Hive 4.0.0's schema" in refusal
+        command = shlex.split(refusal.split("upgrade it with: ", 1)[1].split(" (--dry-run", 1)[0])
+        assert command[:3] == ["hmsproxy", "schema", "upgrade"]
+        code, lines = hmsproxy(*command[1:], cwd=tmp_path)
+        assert (code, lines[-1]) == (0, "upgraded schema 3.1.0 to 4.0.0"), lines
+        with start_hmsproxy(tmp_path / "served", url) as server:
+            client = hmsclient.HMSClient(host=server.host, port=server.port)
+            client.open()
+            try:
+                assert client.get_all_databases() == ["default"]
+            finally:
+                client.close()
