@@ -47,6 +47,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--event-ttl-s", type=int, help="notification events older than this are deleted (default 86400)")
     serve.add_argument("--txn-timeout-s", help="transactions and locks not heartbeated for this long are aborted "
                                                "and released (default 300s, Hive's hive.txn.timeout)")
+    serve.add_argument("--unlogged-check-s", help="how often to look for rows another writer created without a "
+                                                  "notification event (a Java HMS without Hive's listener), which "
+                                                  "turn the cache off; 0 never looks (default 10s)")
     serve.add_argument("--txn-reaper-interval-s", help="how often abandoned transactions and locks are reaped "
                                                        "(default 30s)")
     serve.add_argument("--check-lock-wait-s", help="longest check_lock holds a WAITING answer, answering at once "

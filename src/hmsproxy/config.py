@@ -66,6 +66,7 @@ class Settings:
     max_message_bytes: int = 100 << 20
     poll_interval_s: float = 0.2
     event_ttl_s: int = 86400
+    unlogged_check_s: float = 10.0
     db_latency_ms: float = 0.0
     txn_timeout_s: float = 300.0
     txn_reaper_interval_s: float = 30.0
@@ -120,7 +121,7 @@ def _coerce(name: str, value: Any) -> Any:
         return _local_warehouse(str(value))
     if name in ("cache_max_bytes", "max_message_bytes"):
         return _size(name, value)
-    if name in ("txn_timeout_s", "txn_reaper_interval_s", "check_lock_wait_s", "client_idle_timeout_s",
+    if name in ("txn_timeout_s", "txn_reaper_interval_s", "check_lock_wait_s", "client_idle_timeout_s", "unlogged_check_s",
                 "request_timeout_s", "db_connect_timeout_s", "db_statement_timeout_s"):
         return _duration(name, value)
     if field_type == "float":
@@ -155,8 +156,9 @@ def _size(name: str, value: Any) -> int:
     return int(match.group(1)) * SIZE_UNITS[match.group(2).lower()]
 
 
-# Durations where 0 means "not at all" (check_lock answers at once); every other duration must be positive.
-ZERO_ALLOWED = frozenset({"check_lock_wait_s"})
+# Durations where 0 means "not at all" (check_lock answers at once, no look for unlogged writes); every other
+# duration must be positive.
+ZERO_ALLOWED = frozenset({"check_lock_wait_s", "unlogged_check_s"})
 
 
 def _duration(name: str, value: Any) -> float:

@@ -65,6 +65,14 @@ class Metrics:
                                               "Age of the oldest event not applied yet", registry=self.registry)
         self.notification_poll_errors = Counter("hmsproxy_notification_poll_errors",
                                                 "Failed reads of the notification log", registry=self.registry)
+        self.unlogged_writes = Counter("hmsproxy_unlogged_writes", "Rows another writer created without a "
+                                       "notification event (a Java HMS without DbNotificationListener), by kind",
+                                       ["kind"], registry=self.registry)
+        self.unlogged_write_checks = Counter("hmsproxy_unlogged_write_checks", "Looks for rows created without a "
+                                             "notification event", registry=self.registry)
+        self.cache_passing_through = Gauge("hmsproxy_cache_passing_through", "1 when the cache answers nothing "
+                                           "and every read goes to the database (writes without events seen)",
+                                           registry=self.registry)
         self.cache_pending_entries = Gauge("hmsproxy_cache_pending_entries",
                                            "Cached transactional tables with write ids not committed yet",
                                            registry=self.registry)

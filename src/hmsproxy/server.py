@@ -11,6 +11,7 @@ from sqlalchemy.engine import make_url
 from hmsproxy.config import Settings
 from hmsproxy.dispatch import MetastoreProcessor
 from hmsproxy.events.poller import Poller
+from hmsproxy.events.unlogged_writes import UnloggedWrites
 from hmsproxy.handler import Handler, HandlerContext
 from hmsproxy.handler.common import now
 from hmsproxy.hiveconf import hiveconf_defaults
@@ -81,8 +82,11 @@ def cached(store: SqlStore, settings: Settings, metrics: Metrics) -> tuple[Cache
     for kind in ("generations", "key_locks"):
         metrics.cache_bookkeeping.labels(kind).set_function(lambda kind=kind: cache.bookkeeping_entries()[kind])
     metrics.cache_bookkeeping.labels("loads_in_flight").set_function(cached_store.loads_in_flight)
+    unlogged = UnloggedWrites(store, metrics, lambda found: cached_store.pass_through()) \
+        if settings.unlogged_check_s > 0 else None
     poller = Poller(cached_store, metrics, interval_s=settings.poll_interval_s, event_ttl_s=settings.event_ttl_s,
-                    start_after=loader.start_after, reload_everything=loader.prewarm_again)
+                    start_after=loader.start_after, reload_everything=loader.prewarm_again,
+                    unlogged=unlogged, unlogged_check_s=settings.unlogged_check_s)
     store.db.event_listeners.append(poller.written_here)
     cached_store.catch_up = poller.catch_up
     loader.start()

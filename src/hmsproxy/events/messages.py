@@ -386,6 +386,11 @@ class ParsedMessage:
         return [decode(hms.Partition, text) for text in self._get("partitionListJson")]
 
     @property
+    def partition_count(self) -> int:
+        """How many partitions ADD_PARTITION added (without decoding them)."""
+        return len(self._get("partitionListJson"))
+
+    @property
     def partition_key_values(self) -> list[dict[str, str]]:
         """Key -> value of each added/dropped partition (ADD/DROP_PARTITION) or the altered one (ALTER)."""
         if self.event_type == ALTER_PARTITION:

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from hmsproxy.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
+from hmsproxy.events.unlogged_writes import UnloggedWrites
 from hmsproxy.store.cache.sync import apply_event
 
 log = logging.getLogger(__name__)
@@ -31,7 +32,8 @@ CATCH_UP_TIMEOUT_S = 10.0
 
 class Poller:
     def __init__(self, store: CachedStore, metrics: Metrics, *, interval_s: float, event_ttl_s: int,
-                 start_after: Callable[[], int], reload_everything: Callable[[], int]) -> None:
+                 start_after: Callable[[], int], reload_everything: Callable[[], int],
+                 unlogged: UnloggedWrites | None = None, unlogged_check_s: float = 0.0) -> None:
         self.store = store
         self.metrics = metrics
         self.interval_s = interval_s
@@ -46,6 +48,9 @@ class Poller:
         self._applying = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="notification-poller", daemon=True)
         self._last_clean = 0.0
+        self._unlogged = unlogged  # None once it found something, or when not looking
+        self._unlogged_check_s = unlogged_check_s
+        self._last_unlogged_check = 0.0
 
     def start(self) -> None:
         self._thread.start()
@@ -126,6 +131,7 @@ class Poller:
         waiting = self.store.get_events(self.last_applied, 1) if lag else []
         self.metrics.notification_lag_seconds.set(max(time.time() - waiting[0].EVENT_TIME, 0) if waiting else 0)
         self._clean()
+        self._check_unlogged()
         return len(events) == BATCH
 
     def _applied(self, event: Any) -> bool:
@@ -138,6 +144,13 @@ class Poller:
         except ValueError as exc:
             log.warning("event %d (%s) cannot be read (%s): reloading the cache", event.EVENT_ID, event.EVENT_TYPE, exc)
             return False
+
+    def _check_unlogged(self) -> None:
+        if self._unlogged is None or time.monotonic() - self._last_unlogged_check < self._unlogged_check_s:
+            return
+        self._last_unlogged_check = time.monotonic()
+        if self._unlogged.check():
+            self._unlogged = None  # the cache passes through for good: nothing more to find
 
     def _clean(self) -> None:
         if time.monotonic() - self._last_clean < 60:

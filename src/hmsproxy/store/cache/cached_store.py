@@ -65,6 +65,14 @@ class CachedStore(CachedStatistics, CachedTransactions):
         self.catch_up: Callable[[int], bool] = lambda event_id: False
         self.strict_snapshots = strict_snapshots
         self._loads_in_flight: dict[TableKey, list[_LoadInFlight]] = {}
+        self.passing_through = False  # set for good when another writer logs no events (events/unlogged_writes.py)
+
+    def pass_through(self) -> None:
+        """From now on every read goes to the database: another writer changes it without events, so nothing
+        cached can be trusted. The cache is emptied; writes may still fill it, but nothing reads it."""
+        self.passing_through = True
+        self.cache.clear()
+        self.metrics.cache_passing_through.set(1)
 
     # ---- bookkeeping -------------------------------------------------------------------------------
 
@@ -76,6 +84,9 @@ class CachedStore(CachedStatistics, CachedTransactions):
 
         A table the cache does not hold is always looked up in the database: with several instances, one
         created elsewhere may not have reached this cache yet, and "does not exist" must never be stale."""
+        if self.passing_through:
+            self._count(kind, False)
+            return None
         key = (cat, db, tbl)
         entry = self.cache.get_table(key)
         if entry is not None:
@@ -299,12 +310,12 @@ class CachedStore(CachedStatistics, CachedTransactions):
             self.cache.functions[key] = {}
 
     def get_database(self, cat: str, name: str) -> Any:
-        database = self.cache.databases.get((cat, name))
+        database = None if self.passing_through else self.cache.databases.get((cat, name))
         self._count("database", database is not None)
         return database if database is not None else self.delegate.get_database(cat, name)
 
     def get_database_names(self, cat: str) -> list[str]:
-        if cat in self.cache.complete_catalogs:
+        if cat in self.cache.complete_catalogs and not self.passing_through:
             self._count("database", True)
             with self.cache.lock:
                 return sorted(db for c, db in self.cache.databases if c == cat)
@@ -362,7 +373,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
         return self.delegate.get_table_bundle(cat, db_name, tbl_name, partition_sink)
 
     def get_table_objects(self, cat: str, db_name: str, tbl_names: Sequence[str]) -> list[Any]:
-        if (cat, db_name) not in self.cache.table_index:
+        if self.passing_through or (cat, db_name) not in self.cache.table_index:
             self._count("table", False)
             return self.delegate.get_table_objects(cat, db_name, tbl_names)
         tables = []
@@ -374,7 +385,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
         return tables
 
     def get_table_names(self, cat: str, db_name: str, table_type: str | None = None) -> list[str]:
-        names = self.cache.table_index.get((cat, db_name))
+        names = None if self.passing_through else self.cache.table_index.get((cat, db_name))
         if names is None:
             self._count("table_names", False)
             return self.delegate.get_table_names(cat, db_name, table_type)
@@ -383,7 +394,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
             return sorted(n for n, (kind, _) in names.items() if table_type is None or kind == table_type)
 
     def get_table_meta(self, cat: str) -> list[tuple[str, str, str, str | None]]:
-        if cat not in self.cache.complete_catalogs:
+        if self.passing_through or cat not in self.cache.complete_catalogs:
             self._count("table_names", False)
             return self.delegate.get_table_meta(cat)
         self._count("table_names", True)
@@ -528,12 +539,13 @@ class CachedStore(CachedStatistics, CachedTransactions):
                 functions[function.functionName] = canonical.function(function, function.catName)
 
     def get_function(self, cat: str, db_name: str, name: str) -> Any:
-        function = self.cache.functions.get((cat, db_name), {}).get(name)
+        function = None if self.passing_through else self.cache.functions.get((cat, db_name), {}).get(name)
         self._count("function", function is not None)
         return function if function is not None else self.delegate.get_function(cat, db_name, name)
 
     def get_functions(self, cat: str, db_name: str | None = None) -> list[Any]:
-        if cat not in self.cache.complete_catalogs or (db_name is not None and (cat, db_name) not in self.cache.functions):
+        if self.passing_through or cat not in self.cache.complete_catalogs or (
+                db_name is not None and (cat, db_name) not in self.cache.functions):
             self._count("function", False)
             return self.delegate.get_functions(cat, db_name)
         self._count("function", True)

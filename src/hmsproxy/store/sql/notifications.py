@@ -1,11 +1,25 @@
 """Reading the notification log (the writes append to it themselves: events/log.py)."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
-from hmsproxy.events import log as event_log
+from sqlalchemy import func, select
+
+from hmsproxy.events import log as event_log, messages as m
 from hmsproxy.events.messages import Event
+from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
+
+CREATED_ROWS = {"database": s.DBS.c.DB_ID, "table": s.TBLS.c.TBL_ID, "partition": s.PARTITIONS.c.PART_ID,
+                "function": s.FUNCS.c.FUNC_ID}
+CREATE_EVENTS = {m.CREATE_DATABASE: "database", m.CREATE_TABLE: "table", m.ADD_PARTITION: "partition",
+                 m.CREATE_FUNCTION: "function"}
+
+
+class CreationMark(NamedTuple):
+    """Where a look at created rows stopped: the newest event id and the highest id of each kind of row."""
+    event_id: int
+    highest: dict[str, int]
 
 
 class NotificationStore:
@@ -41,3 +55,35 @@ class NotificationStore:
     def clean_events(self, older_than_s: int) -> int:
         with self.db.transaction() as conn:
             return event_log.clean(conn, older_than_s)
+
+    def creations_since(self, mark: CreationMark | None) -> tuple[CreationMark, dict[str, tuple[int, int]]]:
+        """In one snapshot: kind -> (rows created since `mark`, rows the create events since `mark` announce),
+        and the new mark. A writer that appends its event in the transaction of its rows (hmsproxy, Hive's
+        DbNotificationListener) never shows more rows than events announce."""
+        with self.db.transaction() as conn:
+            event_id = event_log.current_event_id(conn)
+            highest, created = {}, {}
+            for kind, ids in CREATED_ROWS.items():
+                after = mark.highest[kind] if mark else None
+                rows = select(func.count(), func.max(ids))
+                count, top = conn.execute(rows.where(ids > after) if after is not None else rows).one()
+                highest[kind] = top if top is not None else (after or 0)
+                created[kind] = count if mark else 0
+            announced = dict.fromkeys(CREATED_ROWS, 0)
+            if mark is not None and event_id > mark.event_id:
+                log = s.NOTIFICATION_LOG
+                for kind, message, message_format in conn.execute(
+                        select(log.c.EVENT_TYPE, log.c.MESSAGE, log.c.MESSAGE_FORMAT)
+                        .where(log.c.EVENT_ID > mark.event_id, log.c.EVENT_ID <= event_id,
+                               log.c.EVENT_TYPE.in_(CREATE_EVENTS))):
+                    announced[CREATE_EVENTS[kind]] += _announced_rows(kind, message, message_format)
+        return CreationMark(event_id, highest), {kind: (created[kind], announced[kind]) for kind in CREATED_ROWS}
+
+
+def _announced_rows(kind: str, message: str, message_format: str | None) -> int:
+    if kind != m.ADD_PARTITION:
+        return 1
+    try:
+        return m.parse(kind, message, message_format).partition_count
+    except ValueError:  # unreadable: as many as may be, so that nothing is blamed on it
+        return 1 << 62
