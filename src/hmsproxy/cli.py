@@ -99,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+SERVED = {"hive-4": "serves it as it is (only a default catalog whose location is 'TBD' gets the warehouse)",
+          "legacy": "adds the tables and columns this version declares, then serves it"}
 LAYOUTS = {"hive-4": "Hive 4.0.0's layout, as Hive's schematool and hmsproxy create it; transaction ids from TXNS",
            "legacy": "as an older hmsproxy created it; transaction ids from NEXT_TXN_ID"}
 
@@ -116,10 +118,7 @@ def _schema(action: str, settings: config.Settings, dry_run: bool) -> int:
             init_schema(db, to_uri(settings.warehouse_path))
             print(f"created Hive metastore schema {schema_version(db)}")
         elif action == "info":
-            layout = check_servable(db)
-            print(f"schema version: {schema_version(db)} ({LAYOUTS[layout]})" if layout != "empty"
-                  else "no metastore schema in this database: `hmsproxy schema init` or `serve` creates it")
-            return 0 if layout != "empty" else 1
+            return _info(db)
         else:
             differences = schema_differences(db.engine)
             for difference in differences:
@@ -134,6 +133,24 @@ def _schema(action: str, settings: config.Settings, dry_run: bool) -> int:
         return 0
     finally:
         db.dispose()
+
+
+def _info(db: Database) -> int:
+    """The schema's version and layout, and what `serve` would do with it; exit code 0 when it serves it."""
+    try:
+        layout = check_servable(db)
+    except SchemaRefused:
+        version, steps = upgrade.plan(db.engine)  # refuses what it cannot upgrade either
+        print(f"schema version: {version} (Hive's); hmsproxy serves {s.SCHEMA_VERSION}")
+        print(f"serve: refuses it; `hmsproxy schema upgrade` would bring it to {s.SCHEMA_VERSION} with "
+              f"{sum(len(step.statements) for step in steps)} statements (`--dry-run` prints them)")
+        return 1
+    if layout == "empty":
+        print("no metastore schema in this database: `hmsproxy schema init` or `serve` creates it")
+        return 1
+    print(f"schema version: {schema_version(db)} ({LAYOUTS[layout]})")
+    print(f"serve: {SERVED[layout]}")
+    return 0
 
 
 def _upgrade(db: Database, dry_run: bool) -> int:

@@ -7,11 +7,9 @@ The reference is Hive 2.3.10 on hmsproxy's Hive 4.0.0 schema (with schema verifi
 here. Its transaction calls need Hive 2.3's NEXT_TXN_ID and fail on Hive 4's schema, so it writes metadata only."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,15 +17,12 @@ from hmsclient import hmsclient
 from hmsclient.genthrift.hive_metastore import ttypes as A
 from sqlalchemy import create_engine, text
 
-from support.databases import MARIADB_ADMIN, fresh_database
+from support.databases import fresh_database
 from support.hmsproxy_server import start_hmsproxy_process
-from support.reference_hms import start_reference_hms
+from support.reference_hms import start_reference_hms_on_mariadb
 from support.scrape import metric, wait_for
 
-MARIADB_JDBC_JAR = Path("/usr/share/java/mariadb-java-client.jar")
-JAVA_USER, JAVA_PASS = "hmssidebyside", "hmssidebyside"
-JAVA_PROPS = "".join(f"<property><name>{k}</name><value>{v}</value></property>" for k, v in {
-    "datanucleus.schema.autoCreateAll": "false", "hive.metastore.schema.verification": "false"}.items())
+JAVA_PROPERTIES = {"datanucleus.schema.autoCreateAll": "false", "hive.metastore.schema.verification": "false"}
 TABLES, PARTITIONS, BATCH = 3, 24, 6
 
 
@@ -78,22 +73,10 @@ def _listing(server: Any) -> dict[str, Any]:
 
 @pytest.fixture
 def side_by_side(tmp_path):
-    if shutil.which("java") is None:
-        pytest.skip("the reference Hive Metastore needs Java 17 (`java` is not on PATH)")
-    if not MARIADB_JDBC_JAR.is_file():
-        pytest.skip(f"the reference HMS on MariaDB needs Debian's libmariadb-java ({MARIADB_JDBC_JAR} missing)")
     with fresh_database("mariadb", tmp_path) as url:
         ours = start_hmsproxy_process(tmp_path / "hmsproxy", url, "--unlogged-check-s", "0.2")
         try:
-            name = url.rsplit("/", 1)[1]
-            admin = create_engine(MARIADB_ADMIN, isolation_level="AUTOCOMMIT")
-            with admin.connect() as conn:
-                conn.execute(text(f"CREATE USER IF NOT EXISTS '{JAVA_USER}'@'127.0.0.1' IDENTIFIED BY '{JAVA_PASS}'"))
-                conn.execute(text(f"GRANT ALL PRIVILEGES ON `{name}`.* TO '{JAVA_USER}'@'127.0.0.1'"))
-            admin.dispose()
-            env = {"REF_HMS_JDBC": f"jdbc:mysql://127.0.0.1:3306/{name}", "REF_HMS_USER": JAVA_USER,
-                   "REF_HMS_PASS": JAVA_PASS, "REF_HMS_PROPS": JAVA_PROPS}
-            with start_reference_hms(tmp_path / "java", env=env, attempts=1, timeout=300) as java:
+            with start_reference_hms_on_mariadb(tmp_path / "java", url, JAVA_PROPERTIES) as java:
                 yield url, java, ours
         finally:
             ours.stop()

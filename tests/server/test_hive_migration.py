@@ -6,7 +6,6 @@ recorded read with the same values (Hive 4 adds fields; those Hive 2.3 answered 
 transaction ids above every id the Java HMS handed out."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import uuid
@@ -16,19 +15,15 @@ from typing import Any, Callable, Iterator
 import pytest
 from hmsclient import hmsclient
 from hmsclient.genthrift.hive_metastore import ttypes as A
-from sqlalchemy import create_engine, text
 
-from support.databases import MARIADB_ADMIN, fresh_database
+from support.databases import fresh_database
 from support.hive_schema import load_hive_script
 from support.hmsproxy_server import start_hmsproxy
-from support.reference_hms import start_reference_hms
+from support.reference_hms import start_reference_hms_on_mariadb
 
-MARIADB_JDBC_JAR = Path("/usr/share/java/mariadb-java-client.jar")
-JAVA_USER, JAVA_PASS = "hmsmigration", "hmsmigration"  # Hive replaces an empty password with its default
-JAVA_PROPS = "".join(f"<property><name>{k}</name><value>{v}</value></property>" for k, v in {
-    "datanucleus.schema.autoCreateAll": "false", "hive.metastore.schema.verification": "true",
-    "hive.support.concurrency": "true", "hive.txn.manager": "org.apache.hadoop.hive.ql.lockmgr.DbTxnManager",
-}.items())
+JAVA_PROPERTIES = {"datanucleus.schema.autoCreateAll": "false", "hive.metastore.schema.verification": "true",
+                   "hive.support.concurrency": "true",
+                   "hive.txn.manager": "org.apache.hadoop.hive.ql.lockmgr.DbTxnManager"}
 PARTITIONS = 40
 COLUMNS = [("id", "bigint"), ("name", "string"), ("price", "double"), ("amount", "decimal(12,2)"), ("day", "date")]
 
@@ -141,22 +136,10 @@ def _as_hive_2_3_answered(expected: Any, got: Any, where: str) -> list[str]:
 @pytest.fixture(scope="module")
 def hive_written(tmp_path_factory) -> Iterator[tuple[str, dict[str, Any], Path]]:
     """(URL of a Hive 2.3.0 database the Java HMS wrote, its answers, its warehouse)."""
-    if shutil.which("java") is None:
-        pytest.skip("the reference Hive Metastore needs Java 17 (`java` is not on PATH)")
-    if not MARIADB_JDBC_JAR.is_file():
-        pytest.skip(f"the reference HMS on MariaDB needs Debian's libmariadb-java ({MARIADB_JDBC_JAR} missing)")
     workdir = tmp_path_factory.mktemp("migration")
     with fresh_database("mariadb", workdir) as url:
         load_hive_script("mariadb", url, "2.3.0")
-        name = url.rsplit("/", 1)[1]
-        admin = create_engine(MARIADB_ADMIN, isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text(f"CREATE USER IF NOT EXISTS '{JAVA_USER}'@'127.0.0.1' IDENTIFIED BY '{JAVA_PASS}'"))
-            conn.execute(text(f"GRANT ALL PRIVILEGES ON `{name}`.* TO '{JAVA_USER}'@'127.0.0.1'"))
-        admin.dispose()
-        env = {"REF_HMS_JDBC": f"jdbc:mysql://127.0.0.1:3306/{name}", "REF_HMS_USER": JAVA_USER,
-               "REF_HMS_PASS": JAVA_PASS, "REF_HMS_PROPS": JAVA_PROPS}
-        with start_reference_hms(workdir / "java", env=env, attempts=1, timeout=300) as java:
+        with start_reference_hms_on_mariadb(workdir / "java", url, JAVA_PROPERTIES) as java:
             client = hmsclient.HMSClient(host=java.host, port=java.port)
             client.open()
             try:

@@ -1,7 +1,8 @@
 """`hmsproxy schema info` and `validate` on the databases people have: hmsproxy's own, Hive's own scripts'
-(4.0.0 served in place; 3.1.0 and 2.3.0 not yet), and a damaged one. Exit codes and readable lines."""
+(4.0.0 served in place; 3.1.0 and 2.3.0 to be upgraded), and a damaged one. Exit codes and readable lines."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -13,8 +14,8 @@ from support.databases import fresh_database
 from support.hive_schema import load_hive_script
 
 
-HIVE_4 = ("schema version: 4.0.0 (Hive 4.0.0's layout, as Hive's schematool and hmsproxy create it; transaction "
-          "ids from TXNS)")
+HIVE_4 = ["schema version: 4.0.0 (Hive 4.0.0's layout, as Hive's schematool and hmsproxy create it; transaction "
+          "ids from TXNS)", "serve: serves it as it is (only a default catalog whose location is 'TBD' gets the warehouse)"]
 
 
 def _schema(action: str, url: str, cwd) -> tuple[int, list[str]]:
@@ -34,7 +35,7 @@ def test_our_own_schema_validates_and_a_damaged_one_does_not(backend, tmp_path):
     with fresh_database(backend, tmp_path) as url:
         assert _schema("info", url, tmp_path)[0] == 1  # empty
         _ours(url, tmp_path)
-        assert _schema("info", url, tmp_path) == (0, [HIVE_4])
+        assert _schema("info", url, tmp_path) == (0, HIVE_4)
         code, lines = _schema("validate", url, tmp_path)
         assert (code, lines[-1]) == (0, "schema 4.0.0: everything hmsproxy reads and writes is there, no id "
                                         "counter is behind")
@@ -62,7 +63,7 @@ def test_our_own_schema_validates_and_a_damaged_one_does_not(backend, tmp_path):
 def test_hives_schemas_are_told_apart(backend, tmp_path):
     with fresh_database(backend, tmp_path) as url:
         load_hive_script(backend, url, "4.0.0")
-        assert _schema("info", url, tmp_path) == (0, [HIVE_4])
+        assert _schema("info", url, tmp_path) == (0, HIVE_4)
         assert _schema("validate", url, tmp_path)[0] == 0
     with fresh_database(backend, tmp_path) as url:
         load_hive_script(backend, url, "2.3.0")
@@ -72,4 +73,6 @@ def test_hives_schemas_are_told_apart(backend, tmp_path):
         assert {"table CTLGS is missing", "column DBS.CTLG_NAME is missing", "table TXN_TO_WRITE_ID is missing",
                 "column TBLS.WRITE_ID is missing"} <= set(lines)
         code, lines = _schema("info", url, tmp_path)
-        assert code == 2 and "holds Hive metastore schema 2.3.0" in lines[-1]
+        assert code == 1 and lines[0] == "schema version: 2.3.0 (Hive's); hmsproxy serves 4.0.0"
+        assert re.fullmatch(r"serve: refuses it; `hmsproxy schema upgrade` would bring it to 4.0.0 with \d+ statements "
+                            r"\(`--dry-run` prints them\)", lines[1]), lines

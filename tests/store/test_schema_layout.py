@@ -4,6 +4,8 @@ What still differs is listed here with its reason, so the list can only shrink: 
 from __future__ import annotations
 
 import re
+from pathlib import Path
+from typing import Callable, TypeVar
 
 import pytest
 from sqlalchemy import insert, inspect, text
@@ -18,6 +20,7 @@ from support.hive_schema import columns_layout, keys_layout, load_hive_script
 
 STATS_KEYS = [f"{t}.{c}" for t in ("TAB_COL_STATS", "PART_COL_STATS")
               for c in ("CAT_NAME", "DB_NAME", "TABLE_NAME", "COLUMN_NAME", "COLUMN_TYPE")] + ["PART_COL_STATS.PARTITION_NAME"]
+T = TypeVar("T")
 KNOWN = {  # column -> why it differs; (None: the column is missing in ours)
     "mariadb": {
         "COLUMNS_V2.COLUMN_NAME": "varchar(700): 767 utf8mb4 characters do not fit InnoDB's key (Hive's is latin1)",
@@ -33,14 +36,19 @@ KNOWN = {  # column -> why it differs; (None: the column is missing in ours)
 }
 
 
-@pytest.mark.parametrize("backend", ["mariadb", "postgres"])  # Hive has no SQLite script
-def test_a_fresh_schema_is_hive_4s_but_for_the_listed_differences(backend, tmp_path):
+def _hive_and_ours(backend: str, tmp_path: Path, layout: Callable[[str], T]) -> tuple[T, T]:
+    """The layout of the schema Hive 4.0.0's script creates, and of a fresh one of ours."""
     with fresh_database(backend, tmp_path) as hive_url, fresh_database(backend, tmp_path) as our_url:
         load_hive_script(backend, hive_url, "4.0.0")
         db = Database(our_url)
         init_schema(db, f"file:{tmp_path}")
         db.dispose()
-        hive, ours = columns_layout(hive_url), columns_layout(our_url)
+        return layout(hive_url), layout(our_url)
+
+
+@pytest.mark.parametrize("backend", ["mariadb", "postgres"])  # Hive has no SQLite script
+def test_a_fresh_schema_is_hive_4s_but_for_the_listed_differences(backend, tmp_path):
+    hive, ours = _hive_and_ours(backend, tmp_path, columns_layout)
     assert set(hive) - set(ours) == set()
     assert set(ours) - set(hive) == set()
     differing = {f"{table}.{column}": (hive[table].get(column), ours[table].get(column))
@@ -76,12 +84,8 @@ KNOWN_KEYS = {  # key -> why it differs; ours: only in hmsproxy's schema, hive: 
 def test_a_fresh_schema_has_hive_4s_keys_but_for_the_listed_differences(backend, tmp_path):
     """Unique keys exactly; of Hive's plain indexes, those behind its foreign keys (hmsproxy declares none) and
     those a key of ours already serves (the same leading columns) may be missing."""
-    with fresh_database(backend, tmp_path) as hive_url, fresh_database(backend, tmp_path) as our_url:
-        load_hive_script(backend, hive_url, "4.0.0")
-        db = Database(our_url)
-        init_schema(db, f"file:{tmp_path}")
-        db.dispose()
-        hive, ours = keys_layout(hive_url), keys_layout(our_url)
+    hive, ours = _hive_and_ours(backend, tmp_path, keys_layout)
+
     def behind_a_foreign_key(name: str, columns: tuple[str, ...]) -> bool:  # MySQL names its own after the column
         return bool(FOREIGN_KEY_INDEX.match(name)) or columns == (name,)
 

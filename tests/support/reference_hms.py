@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -10,6 +11,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+from sqlalchemy import create_engine, text
+
+from support.databases import MARIADB_ADMIN
 from support.running import RunningServer
 
 # /work/main/tests/support/reference_hms.py -> parents[3] == /work
@@ -91,3 +96,26 @@ def start_reference_hms(workdir: Path, *, attempts: int = 3, timeout: float = 12
         if pid_file.exists():  # start.sh gave up waiting: make sure nothing is left behind
             _stop_pid(int(pid_file.read_text().strip()))
     raise RuntimeError(f"reference HMS did not start in {workdir}:\n{last_error}")
+
+
+MARIADB_JDBC_JAR = Path("/usr/share/java/mariadb-java-client.jar")
+JAVA_DB_USER = "hmsreference"  # a TCP user with a password: Hive replaces an empty one with its default
+
+
+def start_reference_hms_on_mariadb(workdir: Path, url: str, properties: dict[str, str]) -> RunningServer:
+    """The reference HMS on the MariaDB database at `url` (hmsproxy's SQLAlchemy URL, reached as root) with more
+    hive-site.xml `properties`; skips the test where Java or MariaDB's JDBC driver is missing."""
+    if shutil.which("java") is None:
+        pytest.skip("the reference Hive Metastore needs Java 17 (`java` is not on PATH)")
+    if not MARIADB_JDBC_JAR.is_file():
+        pytest.skip(f"the reference HMS on MariaDB needs Debian's libmariadb-java ({MARIADB_JDBC_JAR} missing)")
+    name = url.rsplit("/", 1)[1]
+    admin = create_engine(MARIADB_ADMIN, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE USER IF NOT EXISTS '{JAVA_DB_USER}'@'127.0.0.1' IDENTIFIED BY '{JAVA_DB_USER}'"))
+        conn.execute(text(f"GRANT ALL PRIVILEGES ON `{name}`.* TO '{JAVA_DB_USER}'@'127.0.0.1'"))
+    admin.dispose()
+    xml = "".join(f"<property><name>{k}</name><value>{v}</value></property>" for k, v in properties.items())
+    env = {"REF_HMS_JDBC": f"jdbc:mysql://127.0.0.1:3306/{name}", "REF_HMS_USER": JAVA_DB_USER,
+           "REF_HMS_PASS": JAVA_DB_USER, "REF_HMS_PROPS": xml}
+    return start_reference_hms(workdir, env=env, attempts=1, timeout=300)
