@@ -12,10 +12,11 @@ from pathlib import Path
 
 import hmsclient
 import pytest
-from sqlalchemy import create_engine
+from hmsclient.genthrift.hive_metastore import ttypes as A
+from sqlalchemy import create_engine, insert
 
-from hmsproxy.store.sql import upgrade
-from hmsproxy.store.sql.database import Database, init_schema
+from hmsproxy.store.sql import schema as s, upgrade
+from hmsproxy.store.sql.database import Database, check_servable, init_schema
 from support.databases import fresh_database
 from support.hmsproxy_server import start_hmsproxy
 from support.hive_schema import (columns_layout, keys_layout, load_hive_script, tables_and_version,
@@ -147,3 +148,32 @@ def test_serve_refuses_an_older_schema_naming_the_command_that_upgrades_it(backe
                 assert client.get_all_databases() == ["default"]
             finally:
                 client.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_schema_an_older_hmsproxy_created_moves_to_hive_4s_transaction_ids(backend, tmp_path):
+    """The layout an older hmsproxy created (transaction ids from NEXT_TXN_ID) becomes Hive 4.0.0's: ids then come
+    from TXNS, above every id the counter handed out."""
+    with fresh_database(backend, tmp_path) as url:
+        db = Database(url)
+        init_schema(db, f"file:{tmp_path}")
+        s.NEXT_TXN_ID.create(db.engine)
+        with db.engine.begin() as conn:
+            conn.execute(insert(s.NEXT_TXN_ID).values(NTXN_NEXT=1000))
+        assert check_servable(db) == "legacy"
+        code, lines = hmsproxy("schema", "upgrade", "--db", url, cwd=tmp_path)
+        assert (code, lines[-1]) == (0, "upgraded schema 4.0.0 to 4.0.0"), lines
+        assert check_servable(db) == "hive-4"
+        db.dispose()
+        with start_hmsproxy(tmp_path / "served", url) as server:
+            client = hmsclient.HMSClient(host=server.host, port=server.port)
+            client.open()
+            try:
+                assert client.open_txns(A.OpenTxnRequest(num_txns=2, user="u", hostname="h")).txn_ids == [1000, 1001]
+            finally:
+                client.close()
+
+
+def test_sqlite_is_not_upgraded_by_the_command(tmp_path):
+    code, lines = hmsproxy("schema", "upgrade", "--db", f"sqlite:///{tmp_path / 'm.db'}", cwd=tmp_path)
+    assert code == 2 and "brought up to date by `hmsproxy serve` itself" in lines[-1]

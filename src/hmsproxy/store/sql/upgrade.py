@@ -112,6 +112,9 @@ def _execute(conn: Connection, steps: list[Step], progress: Callable[[Step], Non
 
 
 def _version(engine: Engine) -> str:
+    if engine.dialect.name == "sqlite":
+        raise UpgradeRefused("`hmsproxy schema upgrade` upgrades Hive's MySQL/MariaDB and PostgreSQL metastores; an "
+                             "SQLite metastore of an older hmsproxy is brought up to date by `hmsproxy serve` itself")
     tables = set(inspect(engine).get_table_names())
     if "VERSION" not in tables:
         raise UpgradeRefused("no VERSION table: this is not a Hive metastore database (`hmsproxy schema init` "
@@ -320,10 +323,13 @@ def _txns_numbered(layout: _Layout, ddl: _Ddl) -> list[str]:
         statements += [f"CREATE SEQUENCE IF NOT EXISTS {sequence} OWNED BY {txns}.{q('TXN_ID')}",
                        f"SELECT setval('{sequence}', (SELECT MAX({q('TXN_ID')}) FROM {txns}))",
                        f"ALTER TABLE {txns} ALTER COLUMN {q('TXN_ID')} SET DEFAULT nextval('{sequence}')"]
-    statements += [ddl.rename_table(LEGACY_COUNTER, "TXN_LOCK_TBL"),
-                   ddl.rename_column("TXN_LOCK_TBL", "NTXN_NEXT", "TXN_LOCK")]
-    layout.columns["TXN_LOCK_TBL"] = {"TXN_LOCK": {"name": "TXN_LOCK"}}
-    layout.keys["TXN_LOCK_TBL"] = []
+    if "TXN_LOCK_TBL" in layout.columns:  # an older hmsproxy created both; the counter has served its purpose
+        statements.append(ddl.drop_table(LEGACY_COUNTER))
+    else:
+        statements += [ddl.rename_table(LEGACY_COUNTER, "TXN_LOCK_TBL"),
+                       ddl.rename_column("TXN_LOCK_TBL", "NTXN_NEXT", "TXN_LOCK")]
+        layout.columns["TXN_LOCK_TBL"] = {"TXN_LOCK": {"name": "TXN_LOCK"}}
+        layout.keys["TXN_LOCK_TBL"] = []
     del layout.columns[LEGACY_COUNTER]
     return statements
 
