@@ -1,11 +1,12 @@
 """A user's migration (issue 13): the real Java HMS 2.3.10 writes a metastore into a MariaDB database that Hive's
-own 2.3.0 script created (databases, partitioned/external/bucketed/skewed/transactional tables, a view, a Spark
+own 2.3.0 script created (and the same rows are copied into a PostgreSQL database of Hive's 2.3.0 script) (databases, partitioned/external/bucketed/skewed/transactional tables, a view, a Spark
 datasource table, statistics, a function, transactions and a lock) and its answers are recorded; then
 `hmsproxy schema upgrade` brings the database to Hive 4.0.0's layout and hmsproxy, serving it, must answer every
 recorded read with the same values (Hive 4 adds fields; those Hive 2.3 answered must be equal) and continue
 transaction ids above every id the Java HMS handed out."""
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import uuid
@@ -15,8 +16,9 @@ from typing import Any, Callable, Iterator
 import pytest
 from hmsclient import hmsclient
 from hmsclient.genthrift.hive_metastore import ttypes as A
+from sqlalchemy import Boolean, MetaData, create_engine, text
 
-from support.databases import fresh_database
+from support.databases import POSTGRES_ADMIN, fresh_database, postgres_reachable
 from support.hive_schema import load_hive_script
 from support.hmsproxy_server import start_hmsproxy
 from support.reference_hms import start_reference_hms_on_mariadb
@@ -133,11 +135,47 @@ def _as_hive_2_3_answered(expected: Any, got: Any, where: str) -> list[str]:
     return [] if expected == got else [f"{where}: Hive answered {expected!r}, hmsproxy {got!r}"]
 
 
+def _copy_rows(source_url: str, target_url: str) -> None:
+    """Every row of a Hive 2.3.0 MariaDB metastore into a PostgreSQL one Hive's 2.3.0 script laid out: tables and
+    columns matched by name whatever their case (Hive's PostgreSQL script has lower-case transaction tables),
+    bit(1) flags as booleans, foreign keys unchecked while the rows arrive, the rows Hive's script inserted replaced."""
+    source, target = create_engine(source_url), create_engine(target_url)
+    try:
+        targets = {table.name.lower(): table for table in _reflected(target)}
+        with source.connect() as read, target.begin() as write:
+            write.execute(text("SET session_replication_role = replica"))
+            for table in targets.values():  # the rows Hive's script inserts (VERSION, counters) come from the source
+                write.execute(table.delete())
+            for table in _reflected(source):
+                into = targets[table.name.lower()]
+                columns = {column.name.lower(): column for column in into.columns}
+                rows = [{columns[key.lower()].name: _as(columns[key.lower()], value) for key, value in row.items()}
+                        for row in read.execute(table.select()).mappings()]
+                if rows:
+                    write.execute(into.insert(), rows)
+    finally:
+        source.dispose()
+        target.dispose()
+
+
+def _reflected(engine: Any) -> list[Any]:
+    metadata = MetaData()
+    metadata.reflect(engine)
+    return list(metadata.sorted_tables)
+
+
+def _as(column: Any, value: Any) -> Any:
+    if isinstance(value, bytes) and isinstance(column.type, Boolean):
+        return any(value)
+    return value
+
+
 @pytest.fixture(scope="module")
-def hive_written(tmp_path_factory) -> Iterator[tuple[str, dict[str, Any], Path]]:
-    """(URL of a Hive 2.3.0 database the Java HMS wrote, its answers, its warehouse)."""
+def hive_written(tmp_path_factory) -> Iterator[tuple[dict[str, str], dict[str, Any], Path]]:
+    """(backend -> URL of a Hive 2.3.0 database holding what the Java HMS wrote, its answers, its warehouse). The
+    Java HMS writes MariaDB (the reference runs only there); the same rows are copied into PostgreSQL."""
     workdir = tmp_path_factory.mktemp("migration")
-    with fresh_database("mariadb", workdir) as url:
+    with fresh_database("mariadb", workdir) as url, contextlib.ExitStack() as more:
         load_hive_script("mariadb", url, "2.3.0")
         with start_reference_hms_on_mariadb(workdir / "java", url, JAVA_PROPERTIES) as java:
             client = hmsclient.HMSClient(host=java.host, port=java.port)
@@ -147,11 +185,20 @@ def hive_written(tmp_path_factory) -> Iterator[tuple[str, dict[str, Any], Path]]
             finally:
                 client.close()
             answers = _read_all(java)
-        yield url, answers, java.warehouse
+        urls = {"mariadb": url}
+        if postgres_reachable():
+            urls["postgres"] = more.enter_context(fresh_database("postgres", workdir))
+            load_hive_script("postgres", urls["postgres"], "2.3.0")
+            _copy_rows(url, urls["postgres"])
+        yield urls, answers, java.warehouse
 
 
-def test_a_metastore_the_java_hms_wrote_is_upgraded_and_served_with_the_same_answers(hive_written, tmp_path):
-    url, hive_answers, java_warehouse = hive_written
+@pytest.mark.parametrize("backend", ["mariadb", "postgres"])
+def test_a_metastore_the_java_hms_wrote_is_upgraded_and_served_with_the_same_answers(backend, hive_written, tmp_path):
+    urls, hive_answers, java_warehouse = hive_written
+    if backend not in urls:
+        pytest.skip(f"PostgreSQL server not reachable at {POSTGRES_ADMIN}")
+    url = urls[backend]
     done = subprocess.run([sys.executable, "-m", "hmsproxy.cli", "schema", "upgrade", "--db", url],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0 and done.stdout.strip().endswith("upgraded schema 2.3.0 to 4.0.0"), done.stdout

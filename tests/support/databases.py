@@ -28,6 +28,10 @@ def _reachable(url: str) -> str | None:
         return f"{type(exc).__name__}: {exc}".splitlines()[0]
 
 
+def postgres_reachable() -> bool:
+    return _reachable(POSTGRES_ADMIN) is None
+
+
 @contextlib.contextmanager
 def fresh_database(backend: str, workdir: Path) -> Iterator[str]:
     """Yields the URL of a new empty database on the backend and drops it afterwards."""
