@@ -2,12 +2,13 @@
 whose hive-site.xml lacks Hive's DbNotificationListener. hmsproxy's cache learns of other writers only from the
 notification log, so such writes would leave it stale.
 
-Every writer that logs (hmsproxy, Hive's listener) appends its event in the transaction of its rows, so in any
-one snapshot the databases, tables, partitions and functions created since the last look are at most as many as
-the create events since then announce. More rows than that means a writer that logs nothing. Only creates can
-be counted this way; once one is seen, that writer's alters and drops are assumed too: the cache cannot know
-what they changed, so it stops answering (every read goes to the database) until hmsproxy is restarted after
-the Java HMS got its listener. Slower, never wrong.
+Every writer that logs announces each database, table, partition and function it creates with a create event:
+hmsproxy and Hive's transactional listener in the transaction of the rows, Hive's plain listener
+(hive.metastore.event.listeners) a moment after it. So the rows created up to one look are at most as many as
+the create events up to the next look announce; more rows than that means a writer that logs nothing. Only
+creates can be counted this way; once one is seen, that writer's alters and drops are assumed too: the cache
+cannot know what they changed, so it stops answering (every read goes to the database) until hmsproxy is
+restarted after the Java HMS got its listener. Slower, never wrong.
 """
 from __future__ import annotations
 
@@ -29,14 +30,20 @@ class UnloggedWrites:
         self.metrics = metrics
         self.on_found = on_found
         self._mark: CreationMark | None = None
+        self._created: dict[str, int] = {}  # per kind, rows created since the first look, up to the last look
+        self._announced: dict[str, int] = {}  # per kind, rows the create events since the first look announce
 
     def check(self) -> bool:
-        """Looks at what was created since the last check; True (and `on_found` told) when more was created than
-        announced. The first check only marks where to start."""
+        """Counts what was created and announced since the last check; True (and `on_found` told) when the rows
+        seen at the last check outnumber everything announced by now. The first check only marks where to start."""
         self._mark, counts = self.store.creations_since(self._mark)
         self.metrics.unlogged_write_checks.inc()
-        unannounced = {kind: created - announced for kind, (created, announced) in counts.items()
-                       if created > announced}
+        unannounced = {}
+        for kind, (created, announced) in counts.items():
+            self._announced[kind] = self._announced.get(kind, 0) + announced
+            if self._created.get(kind, 0) > self._announced[kind]:
+                unannounced[kind] = self._created[kind] - self._announced[kind]
+            self._created[kind] = self._created.get(kind, 0) + created
         if not unannounced:
             return False
         what = ", ".join(f"{count} {kind}(s)" for kind, count in sorted(unannounced.items()))
