@@ -12,7 +12,7 @@ from hmsproxy import config
 from hmsproxy.store.sql.database import Database, SchemaRefused, check_servable, init_schema, schema_version
 from hmsproxy.store.sql import schema as s, upgrade
 from hmsproxy.store.sql.upgrade import UpgradeRefused
-from hmsproxy.store.sql.validate import own_keys_missing, schema_differences
+from hmsproxy.store.sql.validate import schema_differences, schema_report
 from hmsproxy.warehouse import to_uri
 
 
@@ -120,10 +120,10 @@ def _schema(action: str, settings: config.Settings, dry_run: bool) -> int:
         elif action == "info":
             return _info(db)
         else:
-            differences = schema_differences(db.engine)
+            differences, own_missing = schema_report(db.engine)
             for difference in differences:
                 print(difference)
-            for own in own_keys_missing(db.engine) if not differences else []:
+            for own in own_missing if not differences else []:
                 print(f"note: {own}: an index of hmsproxy's own, not Hive's; served without it, slower "
                       "(`hmsproxy schema upgrade` adds it)")
             print(f"{len(differences)} difference(s): hmsproxy cannot serve this database as it is" if differences
@@ -143,7 +143,7 @@ def _info(db: Database) -> int:
         version, steps = upgrade.plan(db.engine)  # refuses what it cannot upgrade either
         print(f"schema version: {version} (Hive's); hmsproxy serves {s.SCHEMA_VERSION}")
         print(f"serve: refuses it; `hmsproxy schema upgrade` would bring it to {s.SCHEMA_VERSION} with "
-              f"{sum(len(step.statements) for step in steps)} statements (`--dry-run` prints them)")
+              f"{upgrade.statement_count(steps)} statements (`--dry-run` prints them)")
         return 1
     if layout == "empty":
         print("no metastore schema in this database: `hmsproxy schema init` or `serve` creates it")
@@ -163,7 +163,7 @@ def _upgrade(db: Database, dry_run: bool) -> int:
             print(f"-- {step.why}")
             for statement in step.statements:
                 print(f"{statement.strip()};")
-        print(f"-- {sum(len(step.statements) for step in steps)} statements would upgrade schema {version} to "
+        print(f"-- {upgrade.statement_count(steps)} statements would upgrade schema {version} to "
               f"{s.SCHEMA_VERSION}; nothing was changed")
         return 0
     upgrade.run(db.engine, steps, lambda step: print(f"{step.why} ({len(step.statements)} statements)", flush=True))

@@ -26,7 +26,7 @@ import threading
 import time
 from typing import Any, Callable, Iterator, TypeVar
 
-from sqlalchemy import (Connection, Engine, create_engine, event, exc as sa_exc, func, insert, inspect, select, text,
+from sqlalchemy import (Connection, Engine, create_engine, event, exc as sa_exc, insert, inspect, select, text,
                         update)
 from sqlalchemy.engine import make_url
 from sqlalchemy.schema import CreateColumn
@@ -34,7 +34,8 @@ from sqlalchemy.schema import CreateColumn
 from hmsproxy.events import log as event_log
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
-from hmsproxy.store.sql.sequences import ID_COLUMNS, MODEL_PREFIX, catch_up_sequences, reserve
+from hmsproxy.store.sql.sequences import (ID_COLUMNS, MODEL_PREFIX, catch_up_sequences, reserve,
+                                         single_row_statements)
 from hmsproxy.store.sql.upgrade import UPGRADABLE_FROM
 
 T = TypeVar("T")
@@ -325,9 +326,6 @@ def init_schema(db: Database, default_catalog_location: str) -> bool:
             ctlg_id = reserve(conn, "MCatalog", 1)
             conn.execute(insert(s.CTLGS).values(CTLG_ID=ctlg_id, NAME="hive", DESC="Default catalog for Hive",
                                                 LOCATION_URI=default_catalog_location))
-        for table, row in ((s.NOTIFICATION_SEQUENCE, {"NNI_ID": 1, "NEXT_EVENT_ID": 1}),
-                           (s.NEXT_LOCK_ID, {"NL_NEXT": 1}), (s.NEXT_COMPACTION_QUEUE_ID, {"NCQ_NEXT": 1}),
-                           (s.TXN_LOCK_TBL, {"TXN_LOCK": 1})):  # the single rows Hive's script inserts
-            if conn.execute(select(func.count()).select_from(table)).scalar() == 0:
-                conn.execute(insert(table).values(**row))
+        for statement in single_row_statements():
+            conn.execute(statement)
     return created

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, func, insert, literal, select, update
 
 from hmsproxy.store.sql import schema as s
 
@@ -77,11 +77,31 @@ def sequences_behind(conn: Connection) -> list[tuple[str, int, int]]:
     return behind
 
 
+def catch_up_statements() -> dict[str, Any]:
+    """Model -> the statement that moves its SEQUENCE_TABLE row past the ids in its table when it is behind them
+    (and leaves it alone otherwise): repeatable, and printable for `schema upgrade --dry-run`."""
+    seq = s.SEQUENCE_TABLE
+    statements = {}
+    for model, ids in ID_COLUMNS.items():
+        highest = select(func.max(ids)).scalar_subquery()
+        statements[model] = update(seq).where(seq.c.SEQUENCE_NAME == MODEL_PREFIX + model,
+                                              seq.c.NEXT_VAL <= highest).values(NEXT_VAL=highest + 1)
+    return statements
+
+
 def catch_up_sequences(conn: Connection) -> list[str]:
     """Moves every counter that is behind the ids in its table past them (an older hmsproxy numbered
     NOTIFICATION_LOG rows by event id and left MNotificationLog at 1); returns the models it moved."""
-    seq = s.SEQUENCE_TABLE
-    behind = sequences_behind(conn)
-    for model, _, highest in behind:
-        conn.execute(update(seq).where(seq.c.SEQUENCE_NAME == MODEL_PREFIX + model).values(NEXT_VAL=highest + 1))
-    return [model for model, _, _ in behind]
+    return [model for model, statement in catch_up_statements().items() if conn.execute(statement).rowcount]
+
+
+# The single rows Hive's scripts insert into its counter and mutex tables.
+SINGLE_ROWS = ((s.NOTIFICATION_SEQUENCE, {"NNI_ID": 1, "NEXT_EVENT_ID": 1}), (s.NEXT_LOCK_ID, {"NL_NEXT": 1}),
+               (s.NEXT_COMPACTION_QUEUE_ID, {"NCQ_NEXT": 1}), (s.TXN_LOCK_TBL, {"TXN_LOCK": 1}))
+
+
+def single_row_statements() -> list[Any]:
+    """Inserts each of SINGLE_ROWS where its table is empty: repeatable, and printable for `--dry-run`."""
+    return [insert(table).from_select(list(row), select(*(literal(value) for value in row.values()))
+                                      .where(~select(literal(1)).select_from(table).exists()))
+            for table, row in SINGLE_ROWS]

@@ -25,8 +25,8 @@ from sqlalchemy.dialects import mysql
 from sqlalchemy.schema import CreateColumn, CreateIndex, CreateTable
 
 from hmsproxy.store.sql import schema as s
-from hmsproxy.store.sql.sequences import ID_COLUMNS, MODEL_PREFIX
-from hmsproxy.store.sql.validate import Key, declared_keys, present_keys
+from hmsproxy.store.sql.sequences import catch_up_statements, single_row_statements
+from hmsproxy.store.sql.validate import Key, declared_keys, dialect_type, present_keys
 
 UPGRADABLE_FROM = ("2.3.0", "3.0.0", "3.1.0", "3.2.0", "4.0.0-alpha-1", "4.0.0-alpha-2", "4.0.0-beta-1", "4.0.0")
 RENAMED_COLUMNS = {  # Hive 3.0.0 counts compactions in write ids
@@ -92,6 +92,10 @@ def plan(engine: Engine) -> tuple[str, list[Step]]:
     if steps == [seeds]:  # every seed is planned and harmless to repeat, but alone it is no upgrade
         return version, []
     return version, steps
+
+
+def statement_count(steps: list[Step]) -> int:
+    return sum(len(step.statements) for step in steps)
 
 
 def run(engine: Engine, steps: list[Step], progress: Callable[[Step], None]) -> None:
@@ -281,8 +285,7 @@ def _retyped_columns(engine: Engine, layout: _Layout, ddl: _Ddl) -> list[str]:
                             column.server_default is None:
                         statements.append(ddl.set_nullable(column, False))
                     continue
-                model_type = column.type.dialect_impl(ddl.dialect) if not isinstance(column.type, t.TypeDecorator) \
-                    else column.type.load_dialect_impl(ddl.dialect)
+                model_type = dialect_type(column, ddl.dialect)
                 nullable = bool(found["nullable"])
                 if _capacity(model_type, ddl.mysql) > _capacity(found["type"], ddl.mysql) > 0:
                     statements += ddl.retype(column, nullable)
@@ -449,13 +452,4 @@ def _seeds() -> list[Any]:
         select(func.coalesce(select(func.max(s.CTLGS.c.CTLG_ID)).scalar_subquery(), 0) + 1, literal("hive"),
                literal("Default catalog for Hive"), literal("TBD"))
         .where(~exists().where(s.CTLGS.alias("hive").c.NAME == "hive")))]
-    for table, values in ((s.NOTIFICATION_SEQUENCE, {"NNI_ID": 1, "NEXT_EVENT_ID": 1}), (s.NEXT_LOCK_ID, {"NL_NEXT": 1}),
-                          (s.NEXT_COMPACTION_QUEUE_ID, {"NCQ_NEXT": 1}), (s.TXN_LOCK_TBL, {"TXN_LOCK": 1})):
-        statements.append(insert(table).from_select(list(values), select(*(literal(v) for v in values.values()))
-                                                    .where(~select(literal(1)).select_from(table).exists())))
-    seq = s.SEQUENCE_TABLE
-    for model, ids in ID_COLUMNS.items():
-        highest = select(func.max(ids)).scalar_subquery()
-        statements.append(update(seq).where(seq.c.SEQUENCE_NAME == MODEL_PREFIX + model, seq.c.NEXT_VAL <= highest)
-                          .values(NEXT_VAL=highest + 1))
-    return statements
+    return [*statements, *single_row_statements(), *catch_up_statements().values()]

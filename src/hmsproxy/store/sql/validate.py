@@ -37,11 +37,17 @@ _COUNTERS = [  # (counter column, the ids it hands out)
 
 def schema_differences(engine: Engine) -> list[str]:
     """What keeps hmsproxy from serving the database as it is; empty when nothing does."""
+    return schema_report(engine)[0]
+
+
+def schema_report(engine: Engine) -> tuple[list[str], list[str]]:
+    """(what keeps hmsproxy from serving the database as it is, hmsproxy's own indexes (OWN_KEYS) it lacks: served
+    without them, slower)."""
     inspector = inspect(engine)
     present = set(inspector.get_table_names())
     if "VERSION" not in present:
-        return ["no VERSION table: not a metastore schema (`hmsproxy schema init` creates one)"]
-    differences = _version(engine)
+        return ["no VERSION table: not a metastore schema (`hmsproxy schema init` creates one)"], []
+    differences, own_missing = _version(engine), []
     keys = present_keys(engine)
     hive_4_ids = "TXN_LOCK_TBL" in present and "NEXT_TXN_ID" not in present
     if "NEXT_TXN_ID" not in present and "TXN_LOCK_TBL" not in present:
@@ -53,18 +59,11 @@ def schema_differences(engine: Engine) -> list[str]:
         columns = {column["name"]: column["type"] for column in inspector.get_columns(table.name)}
         for column in table.columns:
             differences += _column_difference(engine, table.name, column, columns)
-        differences += [line for line, own in missing_keys(keys.get(table.name, []), table) if not own]
+        for line, own in missing_keys(keys.get(table.name, []), table):
+            (own_missing if own else differences).append(line)
     if not differences:  # the counters can be read only where the tables are whole
         differences += _counters_behind(engine, hive_4_ids)
-    return differences
-
-
-def own_keys_missing(engine: Engine) -> list[str]:
-    """hmsproxy's own indexes (OWN_KEYS) a database lacks: served without them, slower."""
-    keys = present_keys(engine)
-    present = set(inspect(engine).get_table_names())
-    return [line for table in s.metadata.sorted_tables if table.name in present
-            for line, own in missing_keys(keys.get(table.name, []), table) if own]
+    return differences, own_missing
 
 
 def missing_keys(present: list["Key"], table: Table) -> list[tuple[str, bool]]:
@@ -137,13 +136,18 @@ def _version(engine: Engine) -> list[str]:
 def _column_difference(engine: Engine, table: str, column: Column[Any], present: dict[str, Any]) -> list[str]:
     if column.name not in present:
         return [f"column {table}.{column.name} is missing"]
-    declared = column.type
-    expected = _kind(declared.load_dialect_impl(engine.dialect) if isinstance(declared, t.TypeDecorator)
-                     else declared.dialect_impl(engine.dialect))
+    expected = _kind(dialect_type(column, engine.dialect))
     found = _kind(present[column.name])
     if expected != found:
         return [f"column {table}.{column.name} is {present[column.name]} ({found}); hmsproxy needs {expected}"]
     return []
+
+
+def dialect_type(column: Column[Any], dialect: Any) -> Any:
+    """The type a model column has on a database: a variant's, or what a TypeDecorator stores."""
+    declared = column.type
+    return declared.load_dialect_impl(dialect) if isinstance(declared, t.TypeDecorator) \
+        else declared.dialect_impl(dialect)
 
 
 def _kind(column_type: Any) -> str:
