@@ -7,8 +7,6 @@ The reference is Hive 2.3.10 on hmsproxy's Hive 4.0.0 schema (with schema verifi
 here. Its transaction calls need Hive 2.3's NEXT_TXN_ID and fail on Hive 4's schema, so it writes metadata only."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 from typing import Any
 
@@ -17,6 +15,7 @@ from hmsclient import hmsclient
 from hmsclient.genthrift.hive_metastore import ttypes as A
 from sqlalchemy import create_engine, text
 
+from support.cli import run_hmsproxy
 from support.databases import fresh_database
 from support.hmsproxy_server import start_hmsproxy_process
 from support.reference_hms import start_reference_hms_on_mariadb
@@ -115,9 +114,8 @@ def test_hmsproxy_and_the_java_hms_write_one_database_at_once(side_by_side, tmp_
     engine.dispose()
     assert descriptors[0] == descriptors[1] == 2 * TABLES * (1 + PARTITIONS) + 1 + 2 * PARTITIONS
     assert serdes[0] == serdes[1] >= descriptors[0]
-    validate = subprocess.run([sys.executable, "-m", "hmsproxy.cli", "schema", "validate", "--db", url],
-                              capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert validate.returncode == 0, validate.stdout  # among others: no id counter is behind the ids in use
+    code, lines = run_hmsproxy("schema", "validate", "--db", url, cwd=tmp_path)
+    assert code == 0, lines  # among others: no id counter is behind the ids in use
 
     java_client = hmsclient.HMSClient(host=java.host, port=java.port)
     java_client.open()

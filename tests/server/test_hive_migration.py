@@ -7,8 +7,6 @@ transaction ids above every id the Java HMS handed out."""
 from __future__ import annotations
 
 import contextlib
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -18,6 +16,7 @@ from hmsclient import hmsclient
 from hmsclient.genthrift.hive_metastore import ttypes as A
 from sqlalchemy import Boolean, MetaData, create_engine, text
 
+from support.cli import run_hmsproxy
 from support.databases import POSTGRES_ADMIN, fresh_database, postgres_reachable
 from support.hive_schema import load_hive_script
 from support.hmsproxy_server import start_hmsproxy
@@ -199,9 +198,8 @@ def test_a_metastore_the_java_hms_wrote_is_upgraded_and_served_with_the_same_ans
     if backend not in urls:
         pytest.skip(f"PostgreSQL server not reachable at {POSTGRES_ADMIN}")
     url = urls[backend]
-    done = subprocess.run([sys.executable, "-m", "hmsproxy.cli", "schema", "upgrade", "--db", url],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    assert done.returncode == 0 and done.stdout.strip().endswith("upgraded schema 2.3.0 to 4.0.0"), done.stdout
+    code, lines = run_hmsproxy("schema", "upgrade", "--db", url, cwd=tmp_path)
+    assert (code, lines[-1]) == (0, "upgraded schema 2.3.0 to 4.0.0"), lines
     with start_hmsproxy(tmp_path / "hmsproxy", url, warehouse=str(java_warehouse)) as server:
         ours = _read_all(server)
         assert [d for name in READS for d in _as_hive_2_3_answered(hive_answers[name], ours[name], name)] == []

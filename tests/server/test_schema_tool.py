@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import pytest
 from sqlalchemy import create_engine, text
 
 from hmsproxy.store.sql.database import Database, init_schema
+from support.cli import run_hmsproxy
 from support.databases import fresh_database
 from support.hive_schema import load_hive_script
 
@@ -19,9 +18,7 @@ HIVE_4 = ["schema version: 4.0.0 (Hive 4.0.0's layout, as Hive's schematool and 
 
 
 def _schema(action: str, url: str, cwd) -> tuple[int, list[str]]:
-    done = subprocess.run([sys.executable, "-m", "hmsproxy.cli", "schema", action, "--db", url],
-                          capture_output=True, text=True, timeout=120, cwd=cwd)
-    return done.returncode, (done.stdout + done.stderr).strip().splitlines()
+    return run_hmsproxy("schema", action, "--db", url, cwd=cwd)
 
 
 def _ours(url: str, tmp_path) -> None:

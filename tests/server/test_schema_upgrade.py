@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import hmsclient
@@ -17,6 +15,7 @@ from sqlalchemy import create_engine, insert
 
 from hmsproxy.store.sql import schema as s, upgrade
 from hmsproxy.store.sql.database import Database, check_servable, init_schema
+from support.cli import run_hmsproxy as hmsproxy
 from support.databases import fresh_database
 from support.hmsproxy_server import start_hmsproxy
 from support.hive_schema import (columns_layout, keys_layout, load_hive_script, tables_and_version,
@@ -30,12 +29,6 @@ KEPT_WIDER = {
                    for c in ("AVG_COL_LEN", "DOUBLE_HIGH_VALUE", "DOUBLE_LOW_VALUE")}},
     "postgres": {},
 }
-
-
-def hmsproxy(*args: str, cwd: Path) -> tuple[int, list[str]]:
-    done = subprocess.run([sys.executable, "-m", "hmsproxy.cli", *args], capture_output=True, text=True, timeout=300,
-                          cwd=cwd)
-    return done.returncode, (done.stdout + done.stderr).strip().splitlines()
 
 
 def _fresh_layout(backend: str, tmp_path: Path) -> tuple[dict, dict]:
