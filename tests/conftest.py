@@ -13,17 +13,20 @@ from support.hive_schema import load_hive_script
 from support.hmsproxy_server import start_hmsproxy
 from support.running import RunningServer
 
+HIVE_SCRIPTS = {"hive4": "4.0.0", "hive31": "3.1.0"}
 
-@pytest.fixture(scope="module", params=[*BACKENDS, "sqlite-nocache", "mariadb-hive4", "postgres-hive4"])
+
+@pytest.fixture(scope="module", params=[*BACKENDS, "sqlite-nocache", "mariadb-hive4", "postgres-hive4",
+                                                 "mariadb-hive31", "postgres-hive31"])
 def backend_server(request, tmp_path_factory) -> Iterator[RunningServer]:
     """An hmsproxy (cache on) on a fresh database of each backend (sqlite, mariadb, postgres), one on SQLite
-    with the cache off, and one on each of MariaDB and PostgreSQL whose schema Hive 4.0.0's own script
-    created (served in place)."""
+    with the cache off, and on each of MariaDB and PostgreSQL one whose schema Hive 4.0.0's own script created
+    and one Hive 3.1.0's created (served in place)."""
     backend, _, variant = request.param.partition("-")
     workdir = tmp_path_factory.mktemp(f"hmsproxy-{request.param}")
     with fresh_database(backend, workdir) as url:
-        if variant == "hive4":
-            load_hive_script(backend, url, "4.0.0")
+        if variant.startswith("hive"):
+            load_hive_script(backend, url, HIVE_SCRIPTS[variant])
         server = start_hmsproxy(workdir, url, cache=variant != "nocache")
         try:
             yield server

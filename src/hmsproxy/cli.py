@@ -100,8 +100,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 SERVED = {"hive-4": "serves it as it is (only a default catalog whose location is 'TBD' gets the warehouse)",
+          "hive-3.1": "serves it as it is (only a default catalog whose location is 'TBD' gets the warehouse); what "
+                      "only Hive 4's layout can hold (managed locations, connector databases, engines other than "
+                      "'hive', histograms) is refused with a MetaException",
           "legacy": "adds the tables and columns this version declares, then serves it"}
 LAYOUTS = {"hive-4": "Hive 4.0.0's layout, as Hive's schematool and hmsproxy create it; transaction ids from TXNS",
+           "hive-3.1": "Hive 3.1.0's layout, as Hive's schematool creates it; transaction ids from NEXT_TXN_ID",
            "legacy": "as an older hmsproxy created it; transaction ids from NEXT_TXN_ID"}
 
 

@@ -1,6 +1,7 @@
-"""Transactions through two instances on a database Hive 4.0.0's own script created, where transaction ids come
-from TXNS itself (auto-increment) and TXN_LOCK_TBL is the commit mutex: no id is given twice, every write id
-of a table is given once and in commit order's reach, and every commit is kept."""
+"""Transactions through two instances on a database Hive's own script created: Hive 4.0.0's, where transaction ids
+come from TXNS itself (auto-increment) and TXN_LOCK_TBL is the commit mutex, and Hive 3.1.0's, where they come
+from the NEXT_TXN_ID counter (on PostgreSQL in Hive's lower-case tables): no id is given twice, every write id of
+a table is given once and in commit order's reach, and every commit is kept."""
 from __future__ import annotations
 
 import threading
@@ -28,8 +29,9 @@ def _commit_one(client, db: str, table: str) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("backend", ["mariadb", "postgres"])
-def test_concurrent_writers_on_hive_4s_schema_get_unique_ids_and_keep_every_commit(backend, tmp_path):
-    with instances_on_one_database(backend, tmp_path, hive_schema="4.0.0") as (_, servers):
+@pytest.mark.parametrize("version", ["4.0.0", "3.1.0"])
+def test_concurrent_writers_on_hives_schema_get_unique_ids_and_keep_every_commit(backend, version, tmp_path):
+    with instances_on_one_database(backend, tmp_path, hive_schema=version) as (_, servers):
         committed: list[tuple[int, int]] = []
         errors: list[str] = []
         guard = threading.Lock()

@@ -1,4 +1,4 @@
-"""A database Hive 4.0.0's own script created, served in place (issue 13): nothing is added to its layout,
+"""Databases Hive 4.0.0's and 3.1.0's own scripts created, served in place (issue 13): nothing is added to their layout,
 transaction ids continue above those Hive handed out, and transactions live as Hive 4 keeps them (a committed
 one stays in TXNS as 'c' until the cleaner's turn, which keeps the highest id). The whole API suite also runs
 on such databases (tests/conftest.py, the `-hive4` servers)."""
@@ -17,6 +17,7 @@ from hmsproxy.events import log as event_log, messages
 from hmsproxy.idl import hms
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.store import SqlStore
+from support.cli import run_hmsproxy
 from support.databases import fresh_database
 from support.hive_schema import load_hive_script, tables_and_version
 from support.hmsproxy_server import start_hmsproxy
@@ -139,3 +140,89 @@ def test_a_change_logged_as_hive_4s_listener_logs_it_reaches_the_cache(backend, 
             client.close()
         finally:
             server.stop()
+
+
+def _hive_3_1_history(url: str) -> None:
+    """Transactions as Hive 3.1 leaves them: ids 1-40 handed out by NEXT_TXN_ID, committed ones deleted from TXNS,
+    37 aborted and 39 still open. Names unquoted: Hive's 3.1 PostgreSQL script created these tables unquoted."""
+    _plain_sql(url, "UPDATE NEXT_TXN_ID SET NTXN_NEXT = 41")
+    for txn_id, state in ((37, "a"), (39, "o")):
+        _plain_sql(url, "INSERT INTO TXNS (TXN_ID, TXN_STATE, TXN_STARTED, TXN_LAST_HEARTBEAT, TXN_USER, TXN_HOST) "
+                        f"VALUES ({txn_id}, '{state}', 0, {int(time.time() * 1000)}, 'hive', 'h')")
+
+
+def _plain_sql(url: str, statement: str) -> list[tuple]:
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            result = conn.execute(text(statement))
+            return [tuple(row) for row in result] if result.returns_rows else []
+    finally:
+        engine.dispose()
+
+
+def _answers(client, db_name: str) -> tuple:
+    """What a client reads of one database and its table: compared between the cache and the database."""
+    table = client.get_table(db_name, "t")
+    stats = client.get_table_column_statistics(db_name, "t", "id").statsObj[0].statsData.longStats
+    return client.get_database(db_name), table.writeId, table.parameters, (stats.lowValue, stats.highValue)
+
+
+@pytest.mark.parametrize("backend", ["mariadb", "postgres"])
+def test_hive_3_1s_schema_is_served_in_place(backend, tmp_path):
+    """Hive 3.1.0's layout lacks a few of Hive 4's columns: what it never recorded (a database's create time, a
+    table's write id) reads back empty, from the cache as from the database; what it cannot hold (a managed
+    location, a histogram) is refused and nothing is written. Transaction ids continue from Hive's counter, and
+    a committed transaction leaves TXNS as in Hive 3.1. The layout and VERSION stay as Hive's script made them."""
+    with fresh_database(backend, tmp_path) as url:
+        load_hive_script(backend, url, "3.1.0")
+        _hive_3_1_history(url)
+        layout = tables_and_version(url)
+        assert run_hmsproxy("schema", "validate", "--db", url, cwd=tmp_path)[0] == 0
+        code, lines = run_hmsproxy("schema", "info", "--db", url, cwd=tmp_path)
+        assert (code, lines[0]) == (0, "schema version: 3.1.0 (Hive 3.1.0's layout, as Hive's schematool creates "
+                                       "it; transaction ids from NEXT_TXN_ID)")
+        server = start_hmsproxy(tmp_path / "cached", url)
+        try:
+            client = connect(server)
+            [t1] = client.open_txns(hms.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids
+            assert t1 == 41
+            info = {t.id: t.state for t in client.get_open_txns_info().open_txns}
+            assert info == {37: hms.TxnState.ABORTED, 39: hms.TxnState.OPEN, 41: hms.TxnState.OPEN}
+            client.commit_txn(hms.CommitTxnRequest(txnid=t1))
+            assert _plain_sql(url, "SELECT TXN_ID FROM TXNS ORDER BY TXN_ID") == [(37,), (39,)]
+            assert _plain_sql(url, "SELECT NTXN_NEXT FROM NEXT_TXN_ID") == [(42,)]
+
+            with pytest.raises(hms.MetaException) as refused:
+                client.create_database(hms.Database(name="managed", managedLocationUri=f"file:{tmp_path}/m"))
+            assert "Hive's schema 3.1.0, whose DBS table has no DB_MANAGED_LOCATION_URI column" \
+                in refused.value.message
+            with pytest.raises(hms.NoSuchObjectException):
+                client.get_database("managed")
+
+            client.create_database(hms.Database(name="sales", parameters={}))
+            client.create_table(hms.Table(dbName="sales", tableName="t", tableType="EXTERNAL_TABLE", writeId=7,
+                                          parameters={"EXTERNAL": "TRUE"}, partitionKeys=[],
+                                          sd=hms.StorageDescriptor(cols=[hms.FieldSchema(name="id", type="bigint")],
+                                                                   serdeInfo=hms.SerDeInfo(parameters={}))))
+            desc = hms.ColumnStatisticsDesc(isTblLevel=True, dbName="sales", tableName="t")
+            plain = hms.ColumnStatisticsObj(colName="id", colType="bigint", statsData=hms.ColumnStatisticsData(
+                longStats=hms.LongColumnStatsData(lowValue=1, highValue=9, numNulls=0, numDVs=9)))
+            client.update_table_column_statistics(hms.ColumnStatistics(statsDesc=desc, statsObj=[plain]))
+            with_histogram = copy.deepcopy(plain)
+            with_histogram.statsData.longStats.histogram, with_histogram.statsData.longStats.highValue = b"kll", 99
+            with pytest.raises(hms.MetaException, match="has no HISTOGRAM column"):
+                client.update_table_column_statistics(hms.ColumnStatistics(statsDesc=desc, statsObj=[with_histogram]))
+            cached = _answers(client, "sales")
+            assert cached[0].createTime is None and cached[1] == 0 and cached[3] == (1, 9)
+            client.close()
+        finally:
+            server.stop()
+        server = start_hmsproxy(tmp_path / "uncached", url, cache=False)
+        try:
+            client = connect(server)
+            assert _answers(client, "sales") == cached
+            client.close()
+        finally:
+            server.stop()
+        assert tables_and_version(url) == layout

@@ -38,6 +38,10 @@ class TableBundle:
 
 
 class RawStore(Protocol):
+    def kept(self, obj: Any) -> Any:
+        """The object (as written) with the fields this store does not record reset, as reading it back gives
+        them: an older Hive schema has no place for some (store/sql/layout.py)."""
+
     # catalogs and databases
     def get_catalog(self, name: str) -> Any: ...
     def get_catalog_names(self) -> list[str]: ...

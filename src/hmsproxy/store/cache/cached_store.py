@@ -305,7 +305,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
         key = (database.catalogName, database.name)
         with self.cache.lock:
             self.cache.bump_catalog(database.catalogName)
-            self.cache.databases[key] = canonical.database(database)
+            self.cache.databases[key] = self.delegate.kept(canonical.database(database))
             self.cache.table_index[key] = {}
             self.cache.functions[key] = {}
 
@@ -354,7 +354,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
         key = (table.catName, table.dbName, table.tableName)
         with self.cache.writing(key):
             tbl_id = self.delegate.create_table(table)
-            stored = canonical.table(table, tbl_id, table.catName)
+            stored = self.delegate.kept(canonical.table(table, tbl_id, table.catName))
             self.cache.index_table(key, stored)
             if self.policy.allows(table.dbName, table.tableName):
                 keys = tuple(k.name for k in stored.partitionKeys)
@@ -420,7 +420,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
                     self.cache.bump(new_key)
                 self.request_load(new_key)
                 return
-            stored = canonical.table(new_table, old.table_id, cat)
+            stored = self.delegate.kept(canonical.table(new_table, old.table_id, cat))
             columns = {c.name for c in stored.sd.cols or []}
             table_stats = {c: s for c, s in old.table_stats.items() if c in columns}
             self.cache.index_table(key, stored)
@@ -449,7 +449,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
             self.cache.put_table(key, changed.but(version=max(changed.version, event_log.last_written())))
 
     def _canonical_parts(self, key: TableKey, parts: Sequence[Any]) -> list[Any]:
-        return [canonical.partition(p, key[0], key[1], key[2]) for p in parts]
+        return [self.delegate.kept(canonical.partition(p, key[0], key[1], key[2])) for p in parts]
 
     def add_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any],
                        if_not_exists: bool = False) -> list[Any]:

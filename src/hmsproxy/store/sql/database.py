@@ -34,6 +34,7 @@ from sqlalchemy.schema import CreateColumn
 from hmsproxy.events import log as event_log
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
+from hmsproxy.store.sql.layout import HIVE_3_1, Layout, stored_lower_case, unquote_folded_names
 from hmsproxy.store.sql.sequences import (ID_COLUMNS, MODEL_PREFIX, catch_up_sequences, reserve,
                                          single_row_statements)
 from hmsproxy.store.sql.upgrade import UPGRADABLE_FROM
@@ -130,6 +131,11 @@ class Database:
             event_log.written(event_ids)
         for listener in self.event_listeners if event_ids else ():
             listener(event_ids)
+
+    def name_tables_as_stored(self, layout: Layout) -> None:
+        """Statements name the tables the layout found in lower case unquoted from now on (layout.py)."""
+        for engine in self._engines:
+            unquote_folded_names(engine, layout)
 
     def allocate_ids(self, conn: Connection, model: str, count: int) -> int:
         """Reserves `count` consecutive ids for a model class; returns the first."""
@@ -248,10 +254,11 @@ class SchemaRefused(Exception):
 
 def check_servable(db: Database) -> str:
     """What the database holds: "empty"; "hive-4" (Hive 4.0.0's schema, as Hive's schematool and hmsproxy
-    create it: served as it is); or "legacy" (the schema an older hmsproxy created, with transaction ids from
+    create it: served as it is); "hive-3.1" (Hive 3.1.0's, served as it is: store/sql/layout.py); or "legacy" (the schema an older hmsproxy created, with transaction ids from
     NEXT_TXN_ID: brought up to date at start). Anything else is refused before a thing is written, so that
     hmsproxy never creates tables in a Hive database: another VERSION, or Hive's tables without one."""
     tables = set(inspect(db.engine).get_table_names())
+    tables |= stored_lower_case(tables)
     version = schema_version(db) if "VERSION" in tables else None
     if version is None and not tables & {"DBS", "TBLS"}:
         return "empty"
@@ -259,8 +266,10 @@ def check_servable(db: Database) -> str:
         return "legacy"
     if version == s.SCHEMA_VERSION and "TXN_LOCK_TBL" in tables:
         return "hive-4"
+    if version == HIVE_3_1 and "NEXT_TXN_ID" in tables:
+        return "hive-3.1"
     found = f"Hive metastore schema {version}" if version else "a Hive metastore schema with no VERSION row"
-    needed = f"this database holds {found}; hmsproxy serves Hive {s.SCHEMA_VERSION}'s schema"
+    needed = f"this database holds {found}; hmsproxy serves Hive {s.SCHEMA_VERSION}'s and {HIVE_3_1}'s schemas"
     if version in UPGRADABLE_FROM:
         raise SchemaRefused(
             f"{needed}. Stop every metastore that uses it, back it up, then upgrade it with: hmsproxy schema upgrade "
@@ -303,7 +312,7 @@ def init_schema(db: Database, default_catalog_location: str) -> bool:
     older hmsproxy created gets the tables and columns it lacks. Any other schema is refused before anything
     is written (check_servable)."""
     layout = check_servable(db)
-    if layout == "hive-4":
+    if layout in ("hive-4", "hive-3.1"):
         with db.transaction() as conn:
             conn.execute(update(s.CTLGS).where(s.CTLGS.c.NAME == "hive", s.CTLGS.c.LOCATION_URI == "TBD")
                          .values(LOCATION_URI=default_catalog_location))

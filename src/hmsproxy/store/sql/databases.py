@@ -8,6 +8,7 @@ from sqlalchemy import delete, insert, select, update
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.descriptors import params_rows
 from hmsproxy.store.sql.lookups import (
     database_id, missing_database_message, no_such_object, principal_type_name, principal_type_value,
@@ -16,10 +17,11 @@ from hmsproxy.store.sql.lookups import (
 
 class DatabaseStore:
     db: Database
+    layout: Layout
 
     def get_catalog(self, name: str) -> Any:
         with self.db.transaction() as conn:
-            row = conn.execute(select(s.CTLGS).where(s.CTLGS.c.NAME == name)).first()
+            row = conn.execute(self.layout.select(s.CTLGS).where(s.CTLGS.c.NAME == name)).first()
         if row is None:
             raise no_such_object(f"catalog {name} does not exist")
         return hms.Catalog(name=row.NAME, description=row.DESC, locationUri=row.LOCATION_URI,
@@ -36,19 +38,19 @@ class DatabaseStore:
             if exists is not None:
                 raise hms.AlreadyExistsException(message=f"Database {database.name} already exists")
             db_id = self.db.allocate_ids(conn, "MDatabase", 1)
-            conn.execute(insert(s.DBS).values(
-                DB_ID=db_id, NAME=database.name, DESC=database.description, DB_LOCATION_URI=database.locationUri,
-                OWNER_NAME=database.ownerName, OWNER_TYPE=principal_type_name(database.ownerType),
-                CTLG_NAME=database.catalogName, CREATE_TIME=database.createTime,
-                DB_MANAGED_LOCATION_URI=database.managedLocationUri,
-            ))
+            conn.execute(insert(s.DBS).values(self.layout.values(s.DBS, {
+                "DB_ID": db_id, "NAME": database.name, "DESC": database.description,
+                "DB_LOCATION_URI": database.locationUri, "OWNER_NAME": database.ownerName,
+                "OWNER_TYPE": principal_type_name(database.ownerType), "CTLG_NAME": database.catalogName,
+                "CREATE_TIME": database.createTime, "DB_MANAGED_LOCATION_URI": database.managedLocationUri,
+            })))
             rows = params_rows("DB_ID", db_id, database.parameters)
             if rows:
                 conn.execute(insert(s.DATABASE_PARAMS), rows)
 
     def get_database(self, cat: str, name: str) -> Any:
         with self.db.transaction() as conn:
-            row = conn.execute(select(s.DBS).where(s.DBS.c.NAME == name, s.DBS.c.CTLG_NAME == cat)).first()
+            row = conn.execute(self.layout.select(s.DBS).where(s.DBS.c.NAME == name, s.DBS.c.CTLG_NAME == cat)).first()
             if row is None:
                 raise no_such_object(missing_database_message(cat, name))
             params = dict(conn.execute(select(s.DATABASE_PARAMS.c.PARAM_KEY, s.DATABASE_PARAMS.c.PARAM_VALUE)

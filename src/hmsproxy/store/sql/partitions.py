@@ -20,6 +20,7 @@ from hmsproxy.partitions_to_add import check_new_and_distinct
 from hmsproxy.store.canonical import write_id
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.descriptors import (
     delete_descriptors, insert_columns, insert_descriptors, load_descriptors, params_rows,
 )
@@ -45,6 +46,7 @@ def _chunks(items: Sequence[Any]) -> list[Sequence[Any]]:
 
 class PartitionStore:
     db: Database
+    layout: Layout
 
     # ---- writes ------------------------------------------------------------------------------------
 
@@ -85,9 +87,10 @@ class PartitionStore:
         rows, values, params = [], [], []
         for i, ((name, part), sd_id) in enumerate(zip(named, sd_ids)):
             part_id = first + i
-            rows.append({"PART_ID": part_id, "TBL_ID": ref.tbl_id, "SD_ID": sd_id, "PART_NAME": name,
-                         "CREATE_TIME": part.createTime or 0, "LAST_ACCESS_TIME": part.lastAccessTime or 0,
-                         "WRITE_ID": write_id(part.writeId)})
+            rows.append(self.layout.values(s.PARTITIONS, {
+                "PART_ID": part_id, "TBL_ID": ref.tbl_id, "SD_ID": sd_id, "PART_NAME": name,
+                "CREATE_TIME": part.createTime or 0, "LAST_ACCESS_TIME": part.lastAccessTime or 0,
+                "WRITE_ID": write_id(part.writeId)}))
             values += [{"PART_ID": part_id, "PART_KEY_VAL": v, "INTEGER_IDX": j} for j, v in enumerate(part.values)]
             params += params_rows("PART_ID", part_id, part.parameters)
         conn.execute(insert(s.PARTITIONS), rows)
@@ -122,9 +125,9 @@ class PartitionStore:
             cd_id = ref.cd_id if same else insert_columns(self.db, conn, part.sd.cols)
             [sd_id] = insert_descriptors(self.db, conn, [part.sd], [cd_id])
             new_name = make_partition_name(ref.partition_keys, part.values)
-            conn.execute(update(s.PARTITIONS).where(s.PARTITIONS.c.PART_ID == row.PART_ID).values(
-                PART_NAME=new_name, SD_ID=sd_id, CREATE_TIME=part.createTime or 0, LAST_ACCESS_TIME=part.lastAccessTime or 0,
-                WRITE_ID=write_id(part.writeId)))
+            conn.execute(update(s.PARTITIONS).where(s.PARTITIONS.c.PART_ID == row.PART_ID).values(self.layout.values(s.PARTITIONS, {
+                "PART_NAME": new_name, "SD_ID": sd_id, "CREATE_TIME": part.createTime or 0,
+                "LAST_ACCESS_TIME": part.lastAccessTime or 0, "WRITE_ID": write_id(part.writeId)})))
             delete_descriptors(conn, [row.SD_ID])
             conn.execute(delete(s.PARTITION_PARAMS).where(s.PARTITION_PARAMS.c.PART_ID == row.PART_ID))
             conn.execute(delete(s.PARTITION_KEY_VALS).where(s.PARTITION_KEY_VALS.c.PART_ID == row.PART_ID))
@@ -274,7 +277,7 @@ class PartitionStore:
             batches = _chunks(list(part_ids))
         result: list[tuple[str, Any]] = []
         for ids in batches:
-            rows = conn.execute(select(s.PARTITIONS).where(s.PARTITIONS.c.PART_ID.in_(ids))).all()
+            rows = conn.execute(self.layout.select(s.PARTITIONS).where(s.PARTITIONS.c.PART_ID.in_(ids))).all()
             if not rows:
                 continue
             values = self._values(conn, ids)

@@ -16,6 +16,7 @@ from hmsproxy.idl import hms
 from hmsproxy.names import make_partition_name
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.lookups import TableRef, no_such_object, table_ref
 from hmsproxy.store.sql.stats_codec import obj_to_row, row_to_obj
 from hmsproxy.store.sql.tables import current_columns
@@ -50,6 +51,7 @@ def _get_param(conn: Connection, table, owner_col, owner_id: int, key: str) -> s
 
 class StatisticsStore:
     db: Database
+    layout: Layout
 
     def update_table_column_statistics(self, cat: str, stats: Any) -> None:
         desc = stats.statsDesc
@@ -84,8 +86,9 @@ class StatisticsStore:
         conn.execute(delete(stats_table).where(stats_table.c[owner] == owner_id, stats_table.c.COLUMN_NAME.in_(names)))
         first = self.db.allocate_ids(conn, model, len(rows))
         value_columns = sorted(set().union(*rows))  # columns of different types fill different value columns
-        conn.execute(insert(stats_table), [{**dict.fromkeys(value_columns), **r, **fixed, owner: owner_id,
-                                            "CS_ID": first + i} for i, r in enumerate(rows)])
+        conn.execute(insert(stats_table), [self.layout.values(stats_table, {
+            **dict.fromkeys(value_columns), **r, **fixed, owner: owner_id, "CS_ID": first + i})
+            for i, r in enumerate(rows)])
         owner_col = params_table.c[owner]
         current = _get_param(conn, params_table, owner_col, owner_id, ACCURATE)
         _set_param(conn, params_table, owner_col, owner_id, ACCURATE, mark_columns_accurate(current, names))
@@ -112,7 +115,7 @@ class StatisticsStore:
                                     col_names: Sequence[str]) -> list[Any]:
         with self.db.transaction() as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
-            rows = conn.execute(select(s.TAB_COL_STATS).where(
+            rows = conn.execute(self.layout.select(s.TAB_COL_STATS).where(
                 s.TAB_COL_STATS.c.TBL_ID == ref.tbl_id, s.TAB_COL_STATS.c.COLUMN_NAME.in_(list(col_names)))).all()
         by_name = {r.COLUMN_NAME: row_to_obj(r._mapping) for r in rows}
         return [by_name[c] for c in col_names if c in by_name]
@@ -125,7 +128,7 @@ class StatisticsStore:
             result: dict[str, dict[str, Any]] = defaultdict(dict)
             names = list(dict.fromkeys(part_names))
             for start in range(0, len(names), 900):
-                for r in conn.execute(select(s.PART_COL_STATS).join(
+                for r in conn.execute(self.layout.select(s.PART_COL_STATS).join(
                         s.PARTITIONS, s.PARTITIONS.c.PART_ID == s.PART_COL_STATS.c.PART_ID).where(
                         s.PARTITIONS.c.TBL_ID == ref.tbl_id, s.PART_COL_STATS.c.PARTITION_NAME.in_(names[start:start + 900]),
                         s.PART_COL_STATS.c.COLUMN_NAME.in_(list(col_names)))):

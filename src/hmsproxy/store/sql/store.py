@@ -13,6 +13,7 @@ from hmsproxy.store.sql.combiner import Combiner
 from hmsproxy.store.sql.database import Database, retried
 from hmsproxy.store.sql.databases import DatabaseStore
 from hmsproxy.store.sql.functions import FunctionStore
+from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.lock_waits import LockReleases
 from hmsproxy.store.sql.lookups import no_such_object, table_ref
 from hmsproxy.store.sql.notifications import NotificationStore
@@ -30,9 +31,14 @@ class SqlStore(DatabaseStore, TableStore, PartitionStore, FunctionStore, Statist
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        self.txn_ids = txn_ids_for(db.engine)
+        self.layout = Layout.read(db.engine)
+        db.name_tables_as_stored(self.layout)
+        self.txn_ids = txn_ids_for(db.engine, self.layout)
         self.lock_releases = LockReleases()
         self.lock_requests: Combiner[PendingLock, LockOutcome] = Combiner(self._lock_batch)
+
+    def kept(self, obj: Any) -> Any:
+        return self.layout.forget(obj)
 
     def get_table_bundle(self, cat: str, db_name: str, tbl_name: str,
                          partition_sink: Callable[[Any, list[Any]], None] | None = None) -> TableBundle:
@@ -64,9 +70,10 @@ class SqlStore(DatabaseStore, TableStore, PartitionStore, FunctionStore, Statist
                     else:
                         partition_sink(tables[0], loaded)
             table_stats = {r.COLUMN_NAME: row_to_obj(r._mapping) for r in conn.execute(
-                select(s.TAB_COL_STATS).where(s.TAB_COL_STATS.c.TBL_ID == ref.tbl_id))}
+                self.layout.select(s.TAB_COL_STATS).where(s.TAB_COL_STATS.c.TBL_ID == ref.tbl_id))}
             partition_stats: dict[str, dict[str, object]] = defaultdict(dict)
-            for r in conn.execute(select(s.PART_COL_STATS).join(s.PARTITIONS, s.PARTITIONS.c.PART_ID == s.PART_COL_STATS.c.PART_ID)
+            for r in conn.execute(self.layout.select(s.PART_COL_STATS)
+                                  .join(s.PARTITIONS, s.PARTITIONS.c.PART_ID == s.PART_COL_STATS.c.PART_ID)
                                   .where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)):
                 partition_stats[r.PARTITION_NAME][r.COLUMN_NAME] = row_to_obj(r._mapping)
         return TableBundle(tables[0], partitions, table_stats, dict(partition_stats), write_ids, version)

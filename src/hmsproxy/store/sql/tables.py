@@ -11,6 +11,7 @@ from hmsproxy.store.canonical import write_id
 from hmsproxy.store.rawstore import DroppedTable
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.descriptors import (
     delete_descriptors, insert_columns, insert_descriptors, load_descriptors, params_rows, remove_unused_columns,
 )
@@ -34,6 +35,7 @@ def column_tuples(cols: Sequence[Any] | None) -> list[tuple[str, str, str | None
 
 class TableStore:
     db: Database
+    layout: Layout
 
     def create_table(self, table: Any) -> int:
         """Writes the table; returns its id. The caller has normalised names and filled defaults."""
@@ -44,7 +46,8 @@ class TableStore:
             cd_id = insert_columns(self.db, conn, table.sd.cols)
             [sd_id] = insert_descriptors(self.db, conn, [table.sd], [cd_id])
             tbl_id = self.db.allocate_ids(conn, "MTable", 1)
-            conn.execute(insert(s.TBLS).values(TBL_ID=tbl_id, DB_ID=db_id, SD_ID=sd_id, **_table_columns(table)))
+            conn.execute(insert(s.TBLS).values(self.layout.values(
+                s.TBLS, {"TBL_ID": tbl_id, "DB_ID": db_id, "SD_ID": sd_id, **_table_columns(table)})))
             self._write_table_children(conn, tbl_id, table)
             return tbl_id
 
@@ -96,7 +99,7 @@ class TableStore:
 
     def _load_tables(self, conn: Connection, cat: str, db_name: str, names: Sequence[str]) -> list[Any]:
         rows = conn.execute(
-            select(s.TBLS, s.DBS.c.NAME.label("DB_NAME"))
+            select(*self.layout.columns(s.TBLS), s.DBS.c.NAME.label("DB_NAME"))
             .join(s.DBS, s.DBS.c.DB_ID == s.TBLS.c.DB_ID)
             .where(s.DBS.c.NAME == db_name, s.DBS.c.CTLG_NAME == cat, s.TBLS.c.TBL_NAME.in_(names))
         ).all()
@@ -156,8 +159,8 @@ class TableStore:
             cd_id = ref.cd_id if new_columns == old_columns and ref.cd_id is not None else \
                 insert_columns(self.db, conn, new_table.sd.cols)
             [sd_id] = insert_descriptors(self.db, conn, [new_table.sd], [cd_id])
-            conn.execute(update(s.TBLS).where(s.TBLS.c.TBL_ID == ref.tbl_id).values(
-                DB_ID=new_db_id, SD_ID=sd_id, **_table_columns(new_table)))
+            conn.execute(update(s.TBLS).where(s.TBLS.c.TBL_ID == ref.tbl_id).values(self.layout.values(
+                s.TBLS, {"DB_ID": new_db_id, "SD_ID": sd_id, **_table_columns(new_table)})))
             if ref.sd_id is not None:
                 delete_descriptors(conn, [ref.sd_id])
             conn.execute(delete(s.TABLE_PARAMS).where(s.TABLE_PARAMS.c.TBL_ID == ref.tbl_id))

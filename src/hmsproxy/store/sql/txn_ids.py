@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from typing import Any, Protocol, Sequence
 
-from sqlalchemy import Connection, column, delete, func, insert, inspect, select, table, text, update
+from sqlalchemy import Connection, column, delete, func, insert, select, table, text, update
 
 from hmsproxy.store.sql import schema as s
+from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.sequences import next_value
 
 COMMITTED = "c"  # Hive 4's TXN_STATE of a committed transaction kept in TXNS
@@ -83,10 +84,9 @@ class TxnsTableIds:
         conn.execute(delete(s.TXNS).where(s.TXNS.c.TXN_STATE == COMMITTED, s.TXNS.c.TXN_ID < below))
 
 
-def txn_ids_for(engine: Any) -> TxnIds:
-    """The counter where the schema has NEXT_TXN_ID (Hive 2.3/3.1, an older hmsproxy); Hive 4's way otherwise,
-    also on a database still empty, which gets Hive 4.0.0's schema."""
-    return CounterIds() if inspect(engine).has_table("NEXT_TXN_ID") else TxnsTableIds()
+def txn_ids_for(engine: Any, layout: Layout) -> TxnIds:
+    """The counter where the schema has NEXT_TXN_ID (Hive 2.3/3.1, an older hmsproxy); Hive 4's way otherwise."""
+    return CounterIds() if layout.has_table("NEXT_TXN_ID", engine) else TxnsTableIds()
 
 
 # TXNS as a plain list of columns: TXN_ID is filled by the database, which the declared table cannot say.

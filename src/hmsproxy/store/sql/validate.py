@@ -1,7 +1,8 @@
 """`hmsproxy schema validate`: can hmsproxy serve this database as it is, and would the ids it hands out be new?
 
 What it checks, each difference as one readable line:
-- VERSION holds the version hmsproxy serves;
+- VERSION holds a version hmsproxy serves in place: Hive 4.0.0's, or 3.1.0's, which is held to Hive 4.0.0's
+  layout less what Hive's 3.1.0 script lacks of it (layout.LACKS);
 - every table and column hmsproxy reads or writes is there, with a type of the same kind (text, integer,
   number, yes/no, binary, time): the exact width may differ, as it does between Hive's scripts and ours
   (tests/store/test_schema_layout.py lists those);
@@ -23,6 +24,7 @@ from sqlalchemy import types as t
 from sqlalchemy.dialects import mysql
 
 from hmsproxy.store.sql import schema as s
+from hmsproxy.store.sql.layout import LACKS, NOTHING_LACKING, Layout, unquote_folded_names
 from hmsproxy.store.sql.sequences import ID_COLUMNS, MODEL_PREFIX, sequences_behind
 
 _KINDS: list[tuple[type, str]] = [  # most specific first: Boolean is not an Integer in SQLAlchemy, BIT is its own
@@ -47,33 +49,48 @@ def schema_report(engine: Engine) -> tuple[list[str], list[str]]:
     present = set(inspector.get_table_names())
     if "VERSION" not in present:
         return ["no VERSION table: not a metastore schema (`hmsproxy schema init` creates one)"], []
-    differences, own_missing = _version(engine), []
+    layout = Layout.read(engine)
+    unquote_folded_names(engine, layout)  # Hive 3.1's transaction tables on PostgreSQL: lower case (layout.py)
+    present |= layout.folded
+    with engine.connect() as conn:
+        versions = list(conn.execute(select(s.VERSION.c.SCHEMA_VERSION)).scalars())
+    lacks = LACKS.get(versions[0]) if len(versions) == 1 else None
+    differences: list[str] = [] if lacks else [
+        f"VERSION holds {versions or 'no row'}; hmsproxy serves schema {' or '.join(sorted(LACKS, reverse=True))}"]
+    lacks, own_missing = lacks or NOTHING_LACKING, []
     keys = present_keys(engine)
     hive_4_ids = "TXN_LOCK_TBL" in present and "NEXT_TXN_ID" not in present
     if "NEXT_TXN_ID" not in present and "TXN_LOCK_TBL" not in present:
         differences.append("no source of transaction ids: neither NEXT_TXN_ID nor Hive 4's TXN_LOCK_TBL")
     for table in s.metadata.sorted_tables:
         if table.name not in present:
-            differences.append(f"table {table.name} is missing")
+            differences += [] if table.name in lacks.tables else [f"table {table.name} is missing"]
             continue
-        columns = {column["name"]: column["type"] for column in inspector.get_columns(table.name)}
+        folded = table.name in layout.folded
+        stored = table.name.lower() if folded else table.name
+        columns = {column["name"].upper() if folded else column["name"]: column["type"]
+                   for column in inspector.get_columns(stored)}
         for column in table.columns:
-            differences += _column_difference(engine, table.name, column, columns)
-        for line, own in missing_keys(keys.get(table.name, []), table):
+            if column.name in columns or not lacks.column(table.name, column.name):
+                differences += _column_difference(engine, table.name, column, columns)
+        table_keys = [key._replace(columns=tuple(c.upper() for c in key.columns)) if folded else key
+                      for key in keys.get(stored, [])]
+        for line, own in missing_keys(table_keys, table, lacks.keys):
             (own_missing if own else differences).append(line)
     if not differences:  # the counters can be read only where the tables are whole
         differences += _counters_behind(engine, hive_4_ids)
     return differences, own_missing
 
 
-def missing_keys(present: list["Key"], table: Table) -> list[tuple[str, bool]]:
+def missing_keys(present: list["Key"], table: Table,
+                 lacking: frozenset[tuple[str, str]] = frozenset()) -> list[tuple[str, bool]]:
     """(what is missing, whether it is one of hmsproxy's own keys) among the model's keys of a present table,
-    given the table's `present` keys."""
+    given the table's `present` keys, except those named in `lacking` (table, key name)."""
     uniques = {frozenset(key.columns) for key in present if key.unique}
     leading = {key.columns[0] for key in present}
     missing = []
     for unique, columns, name in declared_keys(table):
-        if (frozenset(columns) in uniques) if unique else (columns[0] in leading):
+        if ((frozenset(columns) in uniques) if unique else (columns[0] in leading)) or (table.name, name) in lacking:
             continue
         kind = "unique key" if unique else "index"
         missing.append((f"table {table.name} has no {kind} on ({', '.join(columns)}) ({name})",
@@ -123,14 +140,6 @@ def present_keys(engine: Engine) -> dict[str, list[Key]]:
         keys.setdefault(table, []).extend(Key(i["name"], bool(i["unique"]), tuple(i["column_names"]))
                                           for i in indexes if not i.get("duplicates_constraint"))
     return keys
-
-
-def _version(engine: Engine) -> list[str]:
-    with engine.connect() as conn:
-        versions = list(conn.execute(select(s.VERSION.c.SCHEMA_VERSION)).scalars())
-    if versions != [s.SCHEMA_VERSION]:
-        return [f"VERSION holds {versions or 'no row'}; hmsproxy serves schema {s.SCHEMA_VERSION}"]
-    return []
 
 
 def _column_difference(engine: Engine, table: str, column: Column[Any], present: dict[str, Any]) -> list[str]:

@@ -1,0 +1,172 @@
+"""Which of the declared columns (Hive 4.0.0's, schema.py) the database holds: a Hive 3.1.0 schema is served in
+place, as Hive's script created it, without the few columns Hive added since.
+
+Statements ask the layout instead of naming such a column directly: reads get the value Hive implies where the
+column is missing (a 3.1 statistics row is the 'hive' engine's, a table there has no write id), writes leave it
+out. A value the schema cannot hold is refused with a MetaException before anything is written, unless it is one
+the older Hive itself did not record (a database's create time, a table's write id): that is dropped, and the
+cache forgets it as well (`forget`), so that it answers as the database does.
+
+On PostgreSQL, Hive before 4.0 created its transaction tables unquoted, so they and their columns are stored in
+lower case (txns.txn_id) while the rest of its schema is quoted upper case ("TBLS"."TBL_ID"). Statements then
+name those unquoted, as Hive's own SQL does, and PostgreSQL folds them (`unquote_folded_names`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Column, ColumnElement, Engine, Table, inspect, literal, null, select
+
+from hmsproxy.idl import hms
+from hmsproxy.store.sql import schema as s
+
+HIVE_3_1 = "3.1.0"
+# What a row means where its schema lacks the column; a column not listed here implies NULL.
+_IMPLIED: dict[tuple[str, str], Any] = {
+    ("DBS", "TYPE"): "NATIVE", ("TBLS", "WRITE_ID"): 0, ("PARTITIONS", "WRITE_ID"): 0,
+    ("TAB_COL_STATS", "ENGINE"): "hive", ("PART_COL_STATS", "ENGINE"): "hive",
+}
+# Columns whose values an older Hive did not record at all: dropped on write rather than refused. Each with the
+# IDL field that then reads back as the implied value.
+_UNRECORDED: dict[tuple[str, str], tuple[type, str]] = {
+    ("DBS", "CREATE_TIME"): (hms.Database, "createTime"), ("CTLGS", "CREATE_TIME"): (hms.Catalog, "createTime"),
+    ("TBLS", "WRITE_ID"): (hms.Table, "writeId"), ("PARTITIONS", "WRITE_ID"): (hms.Partition, "writeId"),
+}
+
+
+@dataclass(frozen=True)
+class Lacks:
+    """What an older Hive's own schema script lacks of Hive 4.0.0's layout."""
+
+    tables: frozenset[str]
+    columns: dict[str, tuple[str, ...]]
+    keys: frozenset[tuple[str, str]]  # (table, key name as schema.py declares it)
+
+    def column(self, table: str, column: str) -> bool:
+        return table in self.tables or column in self.columns.get(table, ())
+
+
+# From Hive's hive-schema-3.1.0 and upgrade-3.1.0-to-... scripts (MySQL and PostgreSQL alike); `schema validate`
+# holds a 3.1.0 database to the rest of the layout.
+HIVE_3_1_LACKS = Lacks(
+    tables=frozenset({"COMPACTION_METRICS_CACHE", "DATACONNECTORS", "DATACONNECTOR_PARAMS", "DC_PRIVS",
+                      "MIN_HISTORY_WRITE_ID", "PACKAGES", "REPLICATION_METRICS", "SCHEDULED_EXECUTIONS",
+                      "SCHEDULED_QUERIES", "STORED_PROCS", "TXN_LOCK_TBL", "TXN_WRITE_NOTIFICATION_LOG"}),
+    columns={
+        "COMPACTION_QUEUE": ("CQ_ENQUEUE_TIME", "CQ_ERROR_MESSAGE", "CQ_NEXT_TXN_ID", "CQ_TXN_ID", "CQ_COMMIT_TIME",
+                             "CQ_INITIATOR_ID", "CQ_INITIATOR_VERSION", "CQ_WORKER_VERSION", "CQ_CLEANER_START",
+                             "CQ_RETRY_RETENTION", "CQ_POOL_NAME", "CQ_NUMBER_OF_BUCKETS", "CQ_ORDER_BY"),
+        "COMPLETED_COMPACTIONS": ("CC_ENQUEUE_TIME", "CC_ERROR_MESSAGE", "CC_NEXT_TXN_ID", "CC_TXN_ID",
+                                  "CC_COMMIT_TIME", "CC_INITIATOR_ID", "CC_INITIATOR_VERSION", "CC_WORKER_VERSION",
+                                  "CC_POOL_NAME", "CC_NUMBER_OF_BUCKETS", "CC_ORDER_BY"),
+        "CTLGS": ("CREATE_TIME",),
+        "DBS": ("CREATE_TIME", "DB_MANAGED_LOCATION_URI", "TYPE", "DATACONNECTOR_NAME", "REMOTE_DBNAME"),
+        "METASTORE_DB_PROPERTIES": ("PROPERTYCONTENT",),
+        "MV_TABLES_USED": ("INSERTED_COUNT", "UPDATED_COUNT", "DELETED_COUNT"),
+        "PARTITIONS": ("WRITE_ID",), "TBLS": ("WRITE_ID",),
+        "PART_COL_STATS": ("HISTOGRAM", "ENGINE"), "TAB_COL_STATS": ("HISTOGRAM", "ENGINE"),
+        "WM_RESOURCEPLAN": ("NS",),
+    },
+    keys=frozenset({("COMPLETED_COMPACTIONS", "COMPLETED_COMPACTIONS_RES"), ("KEY_CONSTRAINTS", "primary key"),
+                    ("MV_TABLES_USED", "primary key"), ("NOTIFICATION_LOG", "NOTIFICATION_LOG_EVENT_ID"),
+                    ("PART_COL_STATS", "PCS_STATS_IDX"), ("TAB_COL_STATS", "TAB_COL_STATS_IDX"),
+                    ("WM_RESOURCEPLAN", "UNIQUE_WM_RESOURCEPLAN")}),
+)
+NOTHING_LACKING = Lacks(frozenset(), {}, frozenset())
+LACKS = {HIVE_3_1: HIVE_3_1_LACKS, s.SCHEMA_VERSION: NOTHING_LACKING}  # per schema version served in place
+
+
+@dataclass(frozen=True)
+class Layout:
+    version: str
+    absent: frozenset[tuple[str, str]] = frozenset()  # (table, column) of declared columns the database lacks
+    folded: frozenset[str] = frozenset()  # declared tables stored under their lower-case name
+
+    @classmethod
+    def read(cls, engine: Engine) -> Layout:
+        with engine.connect() as conn:
+            version = conn.execute(select(s.VERSION.c.SCHEMA_VERSION)).scalar_one()
+        present = {name: columns for (_, name), columns in inspect(engine).get_multi_columns().items()}
+        folded = stored_lower_case(present)
+        absent = set()
+        for table in s.metadata.sorted_tables:
+            stored = table.name.lower() if table.name in folded else table.name
+            have = {column["name"].upper() if table.name in folded else column["name"]
+                    for column in present.get(stored, [])}
+            if have:  # a table missing as a whole is Hive 4's own (TXN_LOCK_TBL, ...): its users check for it
+                absent.update((table.name, column.name) for column in table.columns if column.name not in have)
+        return cls(version, frozenset(absent), frozenset(folded))
+
+    def has_table(self, name: str, engine: Engine) -> bool:
+        return inspect(engine).has_table(name.lower() if name in self.folded else name)
+
+    def has(self, column: Column[Any]) -> bool:
+        return (column.table.name, column.name) not in self.absent  # type: ignore[attr-defined]
+
+    def column(self, column: Column[Any]) -> ColumnElement[Any]:
+        """The column, or where the database lacks it the value Hive implies, under the column's name."""
+        if self.has(column):
+            return column
+        implied = _IMPLIED.get((column.table.name, column.name))  # type: ignore[attr-defined]
+        return (null() if implied is None else literal(implied, column.type)).label(column.name)
+
+    def columns(self, table: Table) -> list[ColumnElement[Any]]:
+        """Every declared column of the table, for a `select` whose rows are read by column name."""
+        return [self.column(column) for column in table.columns]
+
+    def select(self, table: Table) -> Any:
+        return select(*self.columns(table))
+
+    def values(self, table: Table, values: dict[str, Any]) -> dict[str, Any]:
+        """The values of an insert or update without the columns the database lacks. A value that would be lost
+        raises MetaException, unless the older Hive did not record it either (_UNRECORDED)."""
+        kept = {}
+        for name, value in values.items():
+            key = (table.name, name)
+            if key not in self.absent:
+                kept[name] = value
+            elif key not in _UNRECORDED and value is not None and value != _IMPLIED.get(key):
+                raise hms.MetaException(message=(
+                    f"the metastore database holds Hive's schema {self.version}, whose {table.name} table has no "
+                    f"{name} column, so {value!r} cannot be stored; upgrade it to {s.SCHEMA_VERSION} with "
+                    "`hmsproxy schema upgrade` to use this"))
+        return kept
+
+    def forget(self, obj: Any) -> Any:
+        """The object with the fields this schema does not record reset, as reading it back would give them."""
+        for (table, name), (kind, field) in _UNRECORDED.items():
+            if isinstance(obj, kind) and (table, name) in self.absent:
+                setattr(obj, field, _IMPLIED.get((table, name)))
+        return obj
+
+
+FULL = Layout(s.SCHEMA_VERSION)  # Hive 4.0.0's schema, every column there
+# Hive's transaction tables, which its PostgreSQL scripts before 4.0.0 created unquoted (NEXT_TXN_ID is not declared:
+# Hive 4 has none).
+_TRANSACTION_TABLES = frozenset({"NEXT_TXN_ID", *(t.name for t in s.metadata.sorted_tables if t.name.upper() in {
+    "TXNS", "TXN_COMPONENTS", "COMPLETED_TXN_COMPONENTS", "HIVE_LOCKS", "NEXT_LOCK_ID", "COMPACTION_QUEUE",
+    "NEXT_COMPACTION_QUEUE_ID", "COMPLETED_COMPACTIONS", "AUX_TABLE", "WRITE_SET", "TXN_TO_WRITE_ID",
+    "NEXT_WRITE_ID", "MIN_HISTORY_LEVEL", "MATERIALIZATION_REBUILD_LOCKS", "REPL_TXN_MAP", "RUNTIME_STATS"})})
+
+
+def stored_lower_case(present_tables: Any) -> set[str]:
+    """The transaction tables stored under their lower-case name, given the names the database has."""
+    return {name for name in _TRANSACTION_TABLES if name not in present_tables and name.lower() in present_tables}
+
+
+def unquote_folded_names(engine: Engine, layout: Layout) -> None:
+    """Makes the engine name the layout's lower-case tables and their columns unquoted, so that PostgreSQL folds
+    them. A name is quoted or not wherever it appears, so a column name that an upper-case table has as well
+    stays quoted: of the folded tables' columns only RUNTIME_STATS.CREATE_TIME, which hmsproxy does not use."""
+    if not layout.folded:
+        return
+    upper_case = {column.name for table in s.metadata.sorted_tables if table.name not in layout.folded
+                  for column in table.columns}
+    names = set(layout.folded) | {"NTXN_NEXT"} | {column.name for table in s.metadata.sorted_tables
+                                                  if table.name in layout.folded for column in table.columns}
+    names -= upper_case
+    preparer = engine.dialect.identifier_preparer
+    requires_quotes = preparer._requires_quotes  # SQLAlchemy's hook for "this name must be quoted"
+    preparer._requires_quotes = lambda name: name not in names and requires_quotes(name)  # type: ignore[method-assign]
+    preparer._strings.clear()  # names already quoted before
