@@ -34,7 +34,7 @@ from sqlalchemy.schema import CreateColumn
 from hmsproxy.events import log as event_log
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
-from hmsproxy.store.sql.layout import HIVE_3_1, Layout, stored_lower_case, unquote_folded_names
+from hmsproxy.store.sql.layout import FULL, HIVE_3_1, Layout, install, stored_lower_case
 from hmsproxy.store.sql.sequences import (ID_COLUMNS, MODEL_PREFIX, catch_up_sequences, reserve,
                                          single_row_statements)
 from hmsproxy.store.sql.upgrade import UPGRADABLE_FROM
@@ -108,6 +108,7 @@ class Database:
                 for engine in engines:
                     _bound_postgres_waits(engine, statement_timeout_s + POSTGRES_WAIT_MARGIN_S)
         self._engines = engines
+        self.layout = FULL  # until adopt()
         self._sqlite_lock = threading.RLock()
         self._retrying = threading.local()
         self.event_listeners: list[Callable[[list[int]], None]] = []
@@ -132,10 +133,11 @@ class Database:
         for listener in self.event_listeners if event_ids else ():
             listener(event_ids)
 
-    def name_tables_as_stored(self, layout: Layout) -> None:
-        """Statements name the tables the layout found in lower case unquoted from now on (layout.py)."""
+    def adopt(self, layout: Layout) -> None:
+        """From now on statements fit the schema the database holds (layout.py)."""
+        self.layout = layout
         for engine in self._engines:
-            unquote_folded_names(engine, layout)
+            install(engine, layout)
 
     def allocate_ids(self, conn: Connection, model: str, count: int) -> int:
         """Reserves `count` consecutive ids for a model class; returns the first."""

@@ -21,7 +21,7 @@ class DatabaseStore:
 
     def get_catalog(self, name: str) -> Any:
         with self.db.transaction() as conn:
-            row = conn.execute(self.layout.select(s.CTLGS).where(s.CTLGS.c.NAME == name)).first()
+            row = conn.execute(select(s.CTLGS).where(s.CTLGS.c.NAME == name)).first()
         if row is None:
             raise no_such_object(f"catalog {name} does not exist")
         return hms.Catalog(name=row.NAME, description=row.DESC, locationUri=row.LOCATION_URI,
@@ -50,7 +50,7 @@ class DatabaseStore:
 
     def get_database(self, cat: str, name: str) -> Any:
         with self.db.transaction() as conn:
-            row = conn.execute(self.layout.select(s.DBS).where(s.DBS.c.NAME == name, s.DBS.c.CTLG_NAME == cat)).first()
+            row = conn.execute(select(s.DBS).where(s.DBS.c.NAME == name, s.DBS.c.CTLG_NAME == cat)).first()
             if row is None:
                 raise no_such_object(missing_database_message(cat, name))
             params = dict(conn.execute(select(s.DATABASE_PARAMS.c.PARAM_KEY, s.DATABASE_PARAMS.c.PARAM_VALUE)

@@ -1,22 +1,23 @@
 """Which of the declared columns (Hive 4.0.0's, schema.py) the database holds: a Hive 3.1.0 schema is served in
 place, as Hive's script created it, without the few columns Hive added since.
 
-Statements ask the layout instead of naming such a column directly: reads get the value Hive implies where the
-column is missing (a 3.1 statistics row is the 'hive' engine's, a table there has no write id), writes leave it
+Statements are written for Hive 4.0.0's layout. The engine renders a column the database lacks as the value Hive
+implies where it is missing (a 3.1 statistics row is the 'hive' engine's, a table there has no write id), so
+reads need nothing else (`install`); writes pass their values through `Layout.values`, which leaves such columns
 out. A value the schema cannot hold is refused with a MetaException before anything is written, unless it is one
 the older Hive itself did not record (a database's create time, a table's write id): that is dropped, and the
 cache forgets it as well (`forget`), so that it answers as the database does.
 
 On PostgreSQL, Hive before 4.0 created its transaction tables unquoted, so they and their columns are stored in
 lower case (txns.txn_id) while the rest of its schema is quoted upper case ("TBLS"."TBL_ID"). Statements then
-name those unquoted, as Hive's own SQL does, and PostgreSQL folds them (`unquote_folded_names`).
+name those unquoted, as Hive's own SQL does, and PostgreSQL folds them.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Column, ColumnElement, Engine, Table, inspect, literal, null, select
+from sqlalchemy import Alias, Column, Engine, Table, inspect, select
 
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
@@ -104,20 +105,6 @@ class Layout:
     def has(self, column: Column[Any]) -> bool:
         return (column.table.name, column.name) not in self.absent  # type: ignore[attr-defined]
 
-    def column(self, column: Column[Any]) -> ColumnElement[Any]:
-        """The column, or where the database lacks it the value Hive implies, under the column's name."""
-        if self.has(column):
-            return column
-        implied = _IMPLIED.get((column.table.name, column.name))  # type: ignore[attr-defined]
-        return (null() if implied is None else literal(implied, column.type)).label(column.name)
-
-    def columns(self, table: Table) -> list[ColumnElement[Any]]:
-        """Every declared column of the table, for a `select` whose rows are read by column name."""
-        return [self.column(column) for column in table.columns]
-
-    def select(self, table: Table) -> Any:
-        return select(*self.columns(table))
-
     def values(self, table: Table, values: dict[str, Any]) -> dict[str, Any]:
         """The values of an insert or update without the columns the database lacks. A value that would be lost
         raises MetaException, unless the older Hive did not record it either (_UNRECORDED)."""
@@ -155,7 +142,29 @@ def stored_lower_case(present_tables: Any) -> set[str]:
     return {name for name in _TRANSACTION_TABLES if name not in present_tables and name.lower() in present_tables}
 
 
-def unquote_folded_names(engine: Engine, layout: Layout) -> None:
+def install(engine: Engine, layout: Layout) -> None:
+    """Makes the engine's statements fit the layout: a column the database lacks is rendered as the value Hive
+    implies, and lower-case tables are named unquoted."""
+    _unquote_folded_names(engine, layout)
+    if not layout.absent:
+        return
+    implied = {key: _IMPLIED.get(key) for key in layout.absent}
+
+    class LayoutCompiler(engine.dialect.statement_compiler):  # type: ignore[name-defined,misc]
+        def visit_column(self, column: Any, add_to_result_map: Any = None, **kw: Any) -> str:
+            table = column.table.element if isinstance(column.table, Alias) else column.table
+            key = (getattr(table, "name", None), column.name)
+            if key not in implied:
+                return str(super().visit_column(column, add_to_result_map=add_to_result_map, **kw))
+            if add_to_result_map is not None:  # rows still carry the column under its name
+                add_to_result_map(column.name, column.name, (column, column.name, column.key), column.type)
+            value = implied[key]
+            return "NULL" if value is None else str(self.render_literal_value(value, column.type))
+
+    engine.dialect.statement_compiler = LayoutCompiler
+
+
+def _unquote_folded_names(engine: Engine, layout: Layout) -> None:
     """Makes the engine name the layout's lower-case tables and their columns unquoted, so that PostgreSQL folds
     them. A name is quoted or not wherever it appears, so a column name that an upper-case table has as well
     stays quoted: of the folded tables' columns only RUNTIME_STATS.CREATE_TIME, which hmsproxy does not use."""

@@ -277,7 +277,7 @@ class PartitionStore:
             batches = _chunks(list(part_ids))
         result: list[tuple[str, Any]] = []
         for ids in batches:
-            rows = conn.execute(self.layout.select(s.PARTITIONS).where(s.PARTITIONS.c.PART_ID.in_(ids))).all()
+            rows = conn.execute(select(s.PARTITIONS).where(s.PARTITIONS.c.PART_ID.in_(ids))).all()
             if not rows:
                 continue
             values = self._values(conn, ids)

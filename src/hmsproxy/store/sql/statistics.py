@@ -115,7 +115,7 @@ class StatisticsStore:
                                     col_names: Sequence[str]) -> list[Any]:
         with self.db.transaction() as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
-            rows = conn.execute(self.layout.select(s.TAB_COL_STATS).where(
+            rows = conn.execute(select(s.TAB_COL_STATS).where(
                 s.TAB_COL_STATS.c.TBL_ID == ref.tbl_id, s.TAB_COL_STATS.c.COLUMN_NAME.in_(list(col_names)))).all()
         by_name = {r.COLUMN_NAME: row_to_obj(r._mapping) for r in rows}
         return [by_name[c] for c in col_names if c in by_name]
@@ -128,7 +128,7 @@ class StatisticsStore:
             result: dict[str, dict[str, Any]] = defaultdict(dict)
             names = list(dict.fromkeys(part_names))
             for start in range(0, len(names), 900):
-                for r in conn.execute(self.layout.select(s.PART_COL_STATS).join(
+                for r in conn.execute(select(s.PART_COL_STATS).join(
                         s.PARTITIONS, s.PARTITIONS.c.PART_ID == s.PART_COL_STATS.c.PART_ID).where(
                         s.PARTITIONS.c.TBL_ID == ref.tbl_id, s.PART_COL_STATS.c.PARTITION_NAME.in_(names[start:start + 900]),
                         s.PART_COL_STATS.c.COLUMN_NAME.in_(list(col_names)))):

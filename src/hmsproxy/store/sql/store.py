@@ -31,8 +31,8 @@ class SqlStore(DatabaseStore, TableStore, PartitionStore, FunctionStore, Statist
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        self.layout = Layout.read(db.engine)
-        db.name_tables_as_stored(self.layout)
+        db.adopt(Layout.read(db.engine))
+        self.layout = db.layout
         self.txn_ids = txn_ids_for(db.engine, self.layout)
         self.lock_releases = LockReleases()
         self.lock_requests: Combiner[PendingLock, LockOutcome] = Combiner(self._lock_batch)
@@ -70,9 +70,9 @@ class SqlStore(DatabaseStore, TableStore, PartitionStore, FunctionStore, Statist
                     else:
                         partition_sink(tables[0], loaded)
             table_stats = {r.COLUMN_NAME: row_to_obj(r._mapping) for r in conn.execute(
-                self.layout.select(s.TAB_COL_STATS).where(s.TAB_COL_STATS.c.TBL_ID == ref.tbl_id))}
+                select(s.TAB_COL_STATS).where(s.TAB_COL_STATS.c.TBL_ID == ref.tbl_id))}
             partition_stats: dict[str, dict[str, object]] = defaultdict(dict)
-            for r in conn.execute(self.layout.select(s.PART_COL_STATS)
+            for r in conn.execute(select(s.PART_COL_STATS)
                                   .join(s.PARTITIONS, s.PARTITIONS.c.PART_ID == s.PART_COL_STATS.c.PART_ID)
                                   .where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)):
                 partition_stats[r.PARTITION_NAME][r.COLUMN_NAME] = row_to_obj(r._mapping)

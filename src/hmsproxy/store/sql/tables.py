@@ -99,7 +99,7 @@ class TableStore:
 
     def _load_tables(self, conn: Connection, cat: str, db_name: str, names: Sequence[str]) -> list[Any]:
         rows = conn.execute(
-            select(*self.layout.columns(s.TBLS), s.DBS.c.NAME.label("DB_NAME"))
+            select(s.TBLS, s.DBS.c.NAME.label("DB_NAME"))
             .join(s.DBS, s.DBS.c.DB_ID == s.TBLS.c.DB_ID)
             .where(s.DBS.c.NAME == db_name, s.DBS.c.CTLG_NAME == cat, s.TBLS.c.TBL_NAME.in_(names))
         ).all()

@@ -24,7 +24,7 @@ from sqlalchemy import types as t
 from sqlalchemy.dialects import mysql
 
 from hmsproxy.store.sql import schema as s
-from hmsproxy.store.sql.layout import LACKS, NOTHING_LACKING, Layout, unquote_folded_names
+from hmsproxy.store.sql.layout import LACKS, NOTHING_LACKING, Layout, install
 from hmsproxy.store.sql.sequences import ID_COLUMNS, MODEL_PREFIX, sequences_behind
 
 _KINDS: list[tuple[type, str]] = [  # most specific first: Boolean is not an Integer in SQLAlchemy, BIT is its own
@@ -50,7 +50,7 @@ def schema_report(engine: Engine) -> tuple[list[str], list[str]]:
     if "VERSION" not in present:
         return ["no VERSION table: not a metastore schema (`hmsproxy schema init` creates one)"], []
     layout = Layout.read(engine)
-    unquote_folded_names(engine, layout)  # Hive 3.1's transaction tables on PostgreSQL: lower case (layout.py)
+    install(engine, layout)  # Hive 3.1's transaction tables on PostgreSQL: lower case (layout.py)
     present |= layout.folded
     with engine.connect() as conn:
         versions = list(conn.execute(select(s.VERSION.c.SCHEMA_VERSION)).scalars())
