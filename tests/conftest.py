@@ -13,21 +13,22 @@ from support.hive_schema import load_hive_script
 from support.hmsproxy_server import start_hmsproxy
 from support.running import RunningServer
 
-HIVE_SCRIPTS = {"hive4": "4.0.0", "hive31": "3.1.0"}
+HIVE_SCRIPTS = {"hive4": "4.0.0", "hive31": "3.1.0", "hive23": "2.3.0"}
 
 
 @pytest.fixture(scope="module", params=[*BACKENDS, "sqlite-nocache", "mariadb-hive4", "postgres-hive4",
-                                                 "mariadb-hive31", "postgres-hive31"])
+                                                 "mariadb-hive31", "postgres-hive31", "mariadb-hive23", "postgres-hive23"])
 def backend_server(request, tmp_path_factory) -> Iterator[RunningServer]:
     """An hmsproxy (cache on) on a fresh database of each backend (sqlite, mariadb, postgres), one on SQLite
-    with the cache off, and on each of MariaDB and PostgreSQL one whose schema Hive 4.0.0's own script created
-    and one Hive 3.1.0's created (served in place)."""
+    with the cache off, and on each of MariaDB and PostgreSQL one whose schema Hive's own 4.0.0, 3.1.0 and 2.3.0
+    scripts created (served in place)."""
     backend, _, variant = request.param.partition("-")
     workdir = tmp_path_factory.mktemp(f"hmsproxy-{request.param}")
     with fresh_database(backend, workdir) as url:
         if variant.startswith("hive"):
             load_hive_script(backend, url, HIVE_SCRIPTS[variant])
         server = start_hmsproxy(workdir, url, cache=variant != "nocache")
+        server.hive_schema = HIVE_SCRIPTS.get(variant)
         try:
             yield server
         finally:

@@ -11,6 +11,7 @@ import threading
 from hmsproxy import config
 from hmsproxy.store.sql.database import Database, SchemaRefused, check_servable, init_schema, schema_version
 from hmsproxy.store.sql import schema as s, upgrade
+from hmsproxy.store.sql.layout import SERVED_VERSIONS
 from hmsproxy.store.sql.upgrade import UpgradeRefused
 from hmsproxy.store.sql.validate import schema_differences, schema_report
 from hmsproxy.warehouse import to_uri
@@ -100,11 +101,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 SERVED = {"hive-4": "serves it as it is (only a default catalog whose location is 'TBD' gets the warehouse)",
+          "hive-2.3": "serves it as it is; what only later layouts can hold (catalogs other than 'hive', table write "
+                      "ids, managed locations, connector databases, engines other than 'hive', histograms, bit "
+                      "vectors) is refused with a MetaException",
           "hive-3.1": "serves it as it is (only a default catalog whose location is 'TBD' gets the warehouse); what "
                       "only Hive 4's layout can hold (managed locations, connector databases, engines other than "
                       "'hive', histograms) is refused with a MetaException",
           "legacy": "adds the tables and columns this version declares, then serves it"}
 LAYOUTS = {"hive-4": "Hive 4.0.0's layout, as Hive's schematool and hmsproxy create it; transaction ids from TXNS",
+           "hive-2.3": "Hive 2.3.0's layout, as Hive's schematool creates it; transaction ids from NEXT_TXN_ID",
            "hive-3.1": "Hive 3.1.0's layout, as Hive's schematool creates it; transaction ids from NEXT_TXN_ID",
            "legacy": "as an older hmsproxy created it; transaction ids from NEXT_TXN_ID"}
 
@@ -145,7 +150,7 @@ def _info(db: Database) -> int:
         layout = check_servable(db)
     except SchemaRefused:
         version, steps = upgrade.plan(db.engine)  # refuses what it cannot upgrade either
-        print(f"schema version: {version} (Hive's); hmsproxy serves {s.SCHEMA_VERSION}")
+        print(f"schema version: {version} (Hive's); hmsproxy serves {SERVED_VERSIONS} in place")
         print(f"serve: refuses it; `hmsproxy schema upgrade` would bring it to {s.SCHEMA_VERSION} with "
               f"{upgrade.statement_count(steps)} statements (`--dry-run` prints them)")
         return 1

@@ -46,8 +46,15 @@ def test_open_commit_abort_and_the_open_list(client):
     client.commit_txn(hms.CommitTxnRequest(txnid=t3))
 
 
-def test_write_ids_and_valid_write_id_lists(client, db):
+def test_write_ids_and_valid_write_id_lists(client, db, backend_server):
     table = f"{db}.acid"
+    if backend_server.hive_schema == "2.3.0":  # its layout has no write ids: refused, declared
+        [txn] = _open(client, 1)
+        with pytest.raises(hms.MetaException, match="Hive's schema 2.3.0, which has no place for table write ids"):
+            client.allocate_table_write_ids(hms.AllocateTableWriteIdsRequest(dbName=db, tableName="acid", txnIds=[txn]))
+        with pytest.raises(hms.MetaException, match="Hive's schema 2.3.0, which has no place for table write ids"):
+            client.get_valid_write_ids(hms.GetValidWriteIdsRequest(fullTableNames=[table]))
+        return
     t1, t2, t3 = _open(client, 3)
     first = client.allocate_table_write_ids(hms.AllocateTableWriteIdsRequest(dbName=db, tableName="acid", txnIds=[t1, t2]))
     assert [(x.txnId, x.writeId) for x in first.txnToWriteIds] == [(t1, 1), (t2, 2)]
@@ -131,18 +138,21 @@ def test_bad_lock_requests_are_refused_and_leave_nothing(client, db):
     assert not client.show_locks(hms.ShowLocksRequest(dbname=db)).locks
 
 
-def _writer(client, db, table, operation):
-    """A transaction holding a SHARED_WRITE lock for an update or delete of the table, with a write id."""
+def _writer(client, db, table, operation, write_ids=True):
+    """A transaction holding a SHARED_WRITE lock for an update or delete of the table, with a write id (a writer
+    of Hive 2.3, whose layout has none, takes none)."""
     [txn] = _open(client)
     lock = _lock(client, _component(L.SHARED_WRITE, db, table, operation=operation), txnid=txn)
     assert lock.state == hms.LockState.ACQUIRED  # shared writes live together: conflicts are found at commit
-    client.allocate_table_write_ids(hms.AllocateTableWriteIdsRequest(dbName=db, tableName=table, txnIds=[txn]))
+    if write_ids:
+        client.allocate_table_write_ids(hms.AllocateTableWriteIdsRequest(dbName=db, tableName=table, txnIds=[txn]))
     return txn
 
 
-def test_concurrent_updates_of_one_table_cannot_both_commit(client, db):
+def test_concurrent_updates_of_one_table_cannot_both_commit(client, db, backend_server):
     update, delete = hms.DataOperationType.UPDATE, hms.DataOperationType.DELETE
-    first, second = _writer(client, db, "w", update), _writer(client, db, "w", update)
+    write_ids = backend_server.hive_schema != "2.3.0"
+    first, second = _writer(client, db, "w", update, write_ids), _writer(client, db, "w", update, write_ids)
     client.commit_txn(hms.CommitTxnRequest(txnid=first))
     with pytest.raises(hms.TxnAbortedException) as lost:
         client.commit_txn(hms.CommitTxnRequest(txnid=second))
@@ -150,15 +160,16 @@ def test_concurrent_updates_of_one_table_cannot_both_commit(client, db):
     assert lost.value.message.endswith(f"due to a write conflict on {db}/w committed by [txnid:{first},"
                                        f"{lost.value.message.split(',')[1].split(']')[0]}] u/u")
     assert {t.id: t.state for t in client.get_open_txns_info().open_txns}[second] == hms.TxnState.ABORTED
-    [ids] = client.get_valid_write_ids(hms.GetValidWriteIdsRequest(fullTableNames=[f"{db}.w"])).tblValidWriteIds
-    assert ids.invalidWriteIds == [2]  # the second writer's data stays invisible
+    if write_ids:
+        [ids] = client.get_valid_write_ids(hms.GetValidWriteIdsRequest(fullTableNames=[f"{db}.w"])).tblValidWriteIds
+        assert ids.invalidWriteIds == [2]  # the second writer's data stays invisible
     assert not client.show_locks(hms.ShowLocksRequest(dbname=db, tablename="w")).locks
     # deletes beside deletes, and a writer that began after the other committed, do not conflict
-    d1, d2 = _writer(client, db, "w", delete), _writer(client, db, "w", delete)
+    d1, d2 = _writer(client, db, "w", delete, write_ids), _writer(client, db, "w", delete, write_ids)
     client.commit_txn(hms.CommitTxnRequest(txnid=d1))
     client.commit_txn(hms.CommitTxnRequest(txnid=d2))
-    later = _writer(client, db, "w", update)
+    later = _writer(client, db, "w", update, write_ids)
     client.commit_txn(hms.CommitTxnRequest(txnid=later))
-    other_table = [_writer(client, db, "w", update), _writer(client, db, "v", update)]
+    other_table = [_writer(client, db, "w", update, write_ids), _writer(client, db, "v", update, write_ids)]
     for txn in other_table:
         client.commit_txn(hms.CommitTxnRequest(txnid=txn))

@@ -1,5 +1,5 @@
 """`hmsproxy schema info` and `validate` on the databases people have: hmsproxy's own, Hive's own scripts'
-(4.0.0 served in place; 3.1.0 and 2.3.0 to be upgraded), and a damaged one. Exit codes and readable lines."""
+(4.0.0, 3.1.0 and 2.3.0 served in place; 3.0.0 to be upgraded), and a damaged one. Exit codes and readable lines."""
 from __future__ import annotations
 
 import re
@@ -10,7 +10,7 @@ from sqlalchemy import create_engine, text
 from hmsproxy.store.sql.database import Database, init_schema
 from support.cli import run_hmsproxy
 from support.databases import fresh_database
-from support.hive_schema import load_hive_script
+from support.hive_schema import load_hive_3_0, load_hive_script
 
 
 HIVE_4 = ["schema version: 4.0.0 (Hive 4.0.0's layout, as Hive's schematool and hmsproxy create it; transaction "
@@ -62,14 +62,24 @@ def test_hives_schemas_are_told_apart(backend, tmp_path):
         load_hive_script(backend, url, "4.0.0")
         assert _schema("info", url, tmp_path) == (0, HIVE_4)
         assert _schema("validate", url, tmp_path)[0] == 0
+    for version in ("3.1.0", "2.3.0"):
+        with fresh_database(backend, tmp_path) as url:
+            load_hive_script(backend, url, version)
+            code, lines = _schema("validate", url, tmp_path)  # notes on hmsproxy's own indexes before
+            assert (code, lines[-1]) == (0, f"schema {version}: everything hmsproxy reads and writes is there, no id "
+                                            "counter is behind")
+            code, lines = _schema("info", url, tmp_path)
+            assert (code, lines[0]) == (0, f"schema version: {version} (Hive {version}'s layout, as Hive's schematool "
+                                           "creates it; transaction ids from NEXT_TXN_ID)")
+            assert lines[1].startswith("serve: serves it as it is")
     with fresh_database(backend, tmp_path) as url:
-        load_hive_script(backend, url, "2.3.0")
+        load_hive_3_0(backend, url)
         code, lines = _schema("validate", url, tmp_path)
         assert code == 1
-        assert lines[0] == "VERSION holds ['2.3.0']; hmsproxy serves schema 4.0.0 or 3.1.0"
-        assert {"table CTLGS is missing", "column DBS.CTLG_NAME is missing", "table TXN_TO_WRITE_ID is missing",
+        assert lines[0] == "VERSION holds ['3.0.0']; hmsproxy serves schema 4.0.0, 3.1.0 or 2.3.0"
+        assert {"table TXN_LOCK_TBL is missing", "column DBS.CREATE_TIME is missing",
                 "column TBLS.WRITE_ID is missing"} <= set(lines)
         code, lines = _schema("info", url, tmp_path)
-        assert code == 1 and lines[0] == "schema version: 2.3.0 (Hive's); hmsproxy serves 4.0.0"
+        assert code == 1 and lines[0] == "schema version: 3.0.0 (Hive's); hmsproxy serves 4.0.0, 3.1.0 or 2.3.0 in place"
         assert re.fullmatch(r"serve: refuses it; `hmsproxy schema upgrade` would bring it to 4.0.0 with \d+ statements "
                             r"\(`--dry-run` prints them\)", lines[1]), lines

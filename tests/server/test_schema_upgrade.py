@@ -18,7 +18,7 @@ from hmsproxy.store.sql.database import Database, check_servable, init_schema
 from support.cli import run_hmsproxy as hmsproxy
 from support.databases import fresh_database
 from support.hmsproxy_server import start_hmsproxy
-from support.hive_schema import (columns_layout, keys_layout, load_hive_script, tables_and_version,
+from support.hive_schema import (columns_layout, keys_layout, load_hive_3_0, load_hive_script, tables_and_version,
                                  upgrade_with_hives_scripts)
 
 BACKENDS = ["mariadb", "postgres"]  # Hive has no SQLite script
@@ -126,15 +126,15 @@ def test_an_upgrade_that_fails_on_postgres_changes_nothing(tmp_path):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_serve_refuses_an_older_schema_naming_the_command_that_upgrades_it(backend, tmp_path):
     with fresh_database(backend, tmp_path) as url:
-        load_hive_script(backend, url, "2.3.0")
+        load_hive_3_0(backend, url)
         code, lines = hmsproxy("serve", "--port", "0", "--metrics-port", "0", "--db", url, cwd=tmp_path)
         refusal = lines[-1]
-        assert code == 2 and "holds Hive metastore schema 2.3.0; hmsproxy serves Hive 4.0.0's and 3.1.0's schemas" \
+        assert code == 2 and "holds Hive metastore schema 3.0.0; hmsproxy serves Hive 4.0.0's, 3.1.0's and 2.3.0's" \
             in refusal
         command = shlex.split(refusal.split("upgrade it with: ", 1)[1].split(" (--dry-run", 1)[0])
         assert command[:3] == ["hmsproxy", "schema", "upgrade"]
         code, lines = hmsproxy(*command[1:], cwd=tmp_path)
-        assert (code, lines[-1]) == (0, "upgraded schema 2.3.0 to 4.0.0"), lines
+        assert (code, lines[-1]) == (0, "upgraded schema 3.0.0 to 4.0.0"), lines
         with start_hmsproxy(tmp_path / "served", url) as server:
             client = hmsclient.HMSClient(host=server.host, port=server.port)
             client.open()

@@ -23,10 +23,17 @@ def load_hive_script(backend: str, url: str, version: str) -> None:
     _run_script(backend, url, folder / f"hive-schema-{version}.{folder.name}.sql")
 
 
-def upgrade_with_hives_scripts(backend: str, url: str, version: str) -> None:
-    """Hive's upgrade scripts from `version` to 4.0.0, one after the other, as Hive's schematool runs them."""
+def load_hive_3_0(backend: str, url: str) -> None:
+    """Hive 3.0.0's layout (Hive ships no script creating it: 2.3.0's, then its upgrade), which hmsproxy does not
+    serve in place."""
+    load_hive_script(backend, url, "2.3.0")
+    upgrade_with_hives_scripts(backend, url, "2.3.0", to="3.0.0")
+
+
+def upgrade_with_hives_scripts(backend: str, url: str, version: str, to: str = "4.0.0") -> None:
+    """Hive's upgrade scripts from `version` to `to`, one after the other, as Hive's schematool runs them."""
     folder = HIVE_SCHEMA / ("mysql" if backend == "mariadb" else "postgres")
-    chain = UPGRADE_CHAIN[UPGRADE_CHAIN.index(version):]
+    chain = UPGRADE_CHAIN[UPGRADE_CHAIN.index(version):UPGRADE_CHAIN.index(to) + 1]
     for old, new in zip(chain, chain[1:]):
         _run_script(backend, url, folder / f"upgrade-{old}-to-{new}.{folder.name}.sql")
 

@@ -15,6 +15,7 @@ class RunningServer:
     workdir: Optional[Path] = None  # server-specific files (logs, database), if any
     metrics_port: Optional[int] = None  # where /metrics is served, when the server has it on
     pid: Optional[int] = None  # the server's process, when it runs in one of its own
+    hive_schema: Optional[str] = None  # the version of Hive's schema script that laid out its database, if one did
     _stop: Optional[Callable[[], None]] = field(default=None, repr=False, compare=False)
 
     @property

@@ -17,6 +17,7 @@ from sqlalchemy import Connection, delete, func, insert, select
 
 from hmsproxy.events.messages import Event
 from hmsproxy.store.sql import schema as s
+from hmsproxy.store.sql.layout import FULL, Layout
 from hmsproxy.store.sql.sequences import next_value, reserve
 
 _pending: contextvars.ContextVar[tuple[Event, ...]] = contextvars.ContextVar("pending_events", default=())
@@ -68,17 +69,17 @@ def log(event: Event) -> None:
     events.append(event)
 
 
-def append(conn: Connection, events: Sequence[Event]) -> list[int]:
-    """Appends events inside the caller's transaction; returns their ids."""
+def append(conn: Connection, events: Sequence[Event], layout: Layout = FULL) -> list[int]:
+    """Appends events inside the caller's transaction; returns their ids. Before Hive 3 the log has no catalog."""
     if not events:
         return []
     first = next_value(conn, s.NOTIFICATION_SEQUENCE.c.NEXT_EVENT_ID, len(events))  # the row stays locked
     first_row = reserve(conn, "MNotificationLog", len(events))  # NL_ID as Hive's listener numbers rows
     now = int(time.time())
-    conn.execute(insert(s.NOTIFICATION_LOG), [
-        {"NL_ID": first_row + i, "EVENT_ID": first + i, "EVENT_TIME": now, "EVENT_TYPE": e.event_type,
-         "CAT_NAME": e.cat_name, "DB_NAME": e.db_name, "TBL_NAME": e.table_name, "MESSAGE": e.message,
-         "MESSAGE_FORMAT": e.message_format} for i, e in enumerate(events)])
+    conn.execute(insert(s.NOTIFICATION_LOG), [layout.values(s.NOTIFICATION_LOG, {
+        "NL_ID": first_row + i, "EVENT_ID": first + i, "EVENT_TIME": now, "EVENT_TYPE": e.event_type,
+        "CAT_NAME": e.cat_name, "DB_NAME": e.db_name, "TBL_NAME": e.table_name, "MESSAGE": e.message,
+        "MESSAGE_FORMAT": e.message_format}) for i, e in enumerate(events)])
     return [first + i for i in range(len(events))]
 
 

@@ -359,10 +359,14 @@ class CachedStore(CachedStatistics, CachedTransactions):
             if self.policy.allows(table.dbName, table.tableName):
                 keys = tuple(k.name for k in stored.partitionKeys)
                 write_ids = ValidWriteIdList.of(f"{table.dbName}.{table.tableName}", 0) \
-                    if is_transactional(stored) else None
+                    if self._has_write_ids(stored) else None
                 self.cache.put_table(key, TableEntry(stored, PartitionSet(keys=keys), write_ids=write_ids,
                                                      version=event_log.last_written()))
         return tbl_id
+
+    def _has_write_ids(self, table: Any) -> bool:
+        """Whether the table's entry carries write ids: a transactional table's, unless the store keeps none."""
+        return is_transactional(table) and self.delegate.keeps_write_ids
 
     def get_table(self, cat: str, db_name: str, tbl_name: str) -> Any:
         return self._read(cat, db_name, tbl_name, "table", lambda e: e.table,
@@ -411,7 +415,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
             old = self.cache.get_table(key)
             self.delegate.alter_table(cat, db_name, tbl_name, new_table, partition_location_moves, cascade,
                                       expected_parameter)
-            changes_kind = old is not None and is_transactional(new_table) != (old.write_ids is not None)
+            changes_kind = old is not None and self._has_write_ids(new_table) != (old.write_ids is not None)
             if new_key != key or cascade or old is None or changes_kind:
                 self._forget(key)
                 with self.cache.lock:  # the name may still hold a table dropped elsewhere, event not yet applied

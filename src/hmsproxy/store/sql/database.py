@@ -34,9 +34,9 @@ from sqlalchemy.schema import CreateColumn
 from hmsproxy.events import log as event_log
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
-from hmsproxy.store.sql.layout import FULL, HIVE_3_1, Layout, install, stored_lower_case
+from hmsproxy.store.sql.layout import FULL, HIVE_2_3, HIVE_3_1, Layout, install, stored_lower_case
 from hmsproxy.store.sql.sequences import (ID_COLUMNS, MODEL_PREFIX, catch_up_sequences, reserve,
-                                         single_row_statements)
+                                         single_row_statement, single_row_statements)
 from hmsproxy.store.sql.upgrade import UPGRADABLE_FROM
 
 T = TypeVar("T")
@@ -127,7 +127,7 @@ class Database:
             with event_log.collecting() if write else contextlib.nullcontext([]) as events:
                 with (self._writer if write else self.engine).begin() as conn:
                     yield conn
-                    event_ids = event_log.append(conn, events)
+                    event_ids = event_log.append(conn, events, self.layout)
         if write:
             event_log.written(event_ids)
         for listener in self.event_listeners if event_ids else ():
@@ -256,7 +256,8 @@ class SchemaRefused(Exception):
 
 def check_servable(db: Database) -> str:
     """What the database holds: "empty"; "hive-4" (Hive 4.0.0's schema, as Hive's schematool and hmsproxy
-    create it: served as it is); "hive-3.1" (Hive 3.1.0's, served as it is: store/sql/layout.py); or "legacy" (the schema an older hmsproxy created, with transaction ids from
+    create it: served as it is); "hive-3.1" or "hive-2.3" (Hive 3.1.0's or 2.3.0's, served as they are:
+    store/sql/layout.py); or "legacy" (the schema an older hmsproxy created, with transaction ids from
     NEXT_TXN_ID: brought up to date at start). Anything else is refused before a thing is written, so that
     hmsproxy never creates tables in a Hive database: another VERSION, or Hive's tables without one."""
     tables = set(inspect(db.engine).get_table_names())
@@ -268,10 +269,11 @@ def check_servable(db: Database) -> str:
         return "legacy"
     if version == s.SCHEMA_VERSION and "TXN_LOCK_TBL" in tables:
         return "hive-4"
-    if version == HIVE_3_1 and "NEXT_TXN_ID" in tables:
-        return "hive-3.1"
+    if version in (HIVE_2_3, HIVE_3_1) and "NEXT_TXN_ID" in tables:
+        return f"hive-{version[:3]}"
     found = f"Hive metastore schema {version}" if version else "a Hive metastore schema with no VERSION row"
-    needed = f"this database holds {found}; hmsproxy serves Hive {s.SCHEMA_VERSION}'s and {HIVE_3_1}'s schemas"
+    needed = (f"this database holds {found}; hmsproxy serves Hive {s.SCHEMA_VERSION}'s, {HIVE_3_1}'s and "
+              f"{HIVE_2_3}'s schemas")
     if version in UPGRADABLE_FROM:
         raise SchemaRefused(
             f"{needed}. Stop every metastore that uses it, back it up, then upgrade it with: hmsproxy schema upgrade "
@@ -314,6 +316,10 @@ def init_schema(db: Database, default_catalog_location: str) -> bool:
     older hmsproxy created gets the tables and columns it lacks. Any other schema is refused before anything
     is written (check_servable)."""
     layout = check_servable(db)
+    if layout == "hive-2.3":  # no catalogs to locate: the default one is implied (store/sql/databases.py)
+        with db.transaction() as conn:  # Hive 2.3 leaves the event counter's row to the first event's writer
+            conn.execute(single_row_statement(s.NOTIFICATION_SEQUENCE))
+        return False
     if layout in ("hive-4", "hive-3.1"):
         with db.transaction() as conn:
             conn.execute(update(s.CTLGS).where(s.CTLGS.c.NAME == "hive", s.CTLGS.c.LOCATION_URI == "TBD")

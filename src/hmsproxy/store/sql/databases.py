@@ -3,12 +3,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import Connection, delete, insert, select, update
 
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
-from hmsproxy.store.sql.layout import Layout
+from hmsproxy.store.sql.layout import DEFAULT_CATALOG, Layout
 from hmsproxy.store.sql.descriptors import params_rows
 from hmsproxy.store.sql.lookups import (
     database_id, missing_database_message, no_such_object, principal_type_name, principal_type_value,
@@ -21,13 +21,25 @@ class DatabaseStore:
 
     def get_catalog(self, name: str) -> Any:
         with self.db.transaction() as conn:
+            if not self.layout.holds(s.CTLGS):
+                return self._implied_catalog(conn, name)
             row = conn.execute(select(s.CTLGS).where(s.CTLGS.c.NAME == name)).first()
         if row is None:
             raise no_such_object(f"catalog {name} does not exist")
         return hms.Catalog(name=row.NAME, description=row.DESC, locationUri=row.LOCATION_URI,
                            createTime=row.CREATE_TIME)
 
+    @staticmethod
+    def _implied_catalog(conn: Connection, name: str) -> Any:
+        """Before Hive 3 the one catalog is implied; its location is the warehouse, as the default database's."""
+        if name != DEFAULT_CATALOG:
+            raise no_such_object(f"catalog {name} does not exist")
+        location = conn.execute(select(s.DBS.c.DB_LOCATION_URI).where(s.DBS.c.NAME == "default")).scalar()
+        return hms.Catalog(name=DEFAULT_CATALOG, description="Default catalog for Hive", locationUri=location)
+
     def get_catalog_names(self) -> list[str]:
+        if not self.layout.holds(s.CTLGS):
+            return [DEFAULT_CATALOG]
         with self.db.transaction() as conn:
             return sorted(conn.execute(select(s.CTLGS.c.NAME)).scalars())
 

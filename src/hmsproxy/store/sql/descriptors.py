@@ -44,11 +44,11 @@ def insert_descriptors(db: Database, conn: Connection, sds: Sequence[Any], cd_id
     for i, (sd, cd_id) in enumerate(zip(sds, cd_ids)):
         sd_id, serde_id = first_sd + i, first_serde + i
         serde = sd.serdeInfo or hms.SerDeInfo()
-        serde_rows.append({
+        serde_rows.append(db.layout.values(s.SERDES, {
             "SERDE_ID": serde_id, "NAME": serde.name, "SLIB": serde.serializationLib,
             "DESCRIPTION": serde.description, "SERIALIZER_CLASS": serde.serializerClass,
             "DESERIALIZER_CLASS": serde.deserializerClass, "SERDE_TYPE": serde.serdeType,
-        })
+        }))
         serde_params += params_rows("SERDE_ID", serde_id, serde.parameters)
         sd_rows.append({
             "SD_ID": sd_id, "CD_ID": cd_id, "INPUT_FORMAT": sd.inputFormat, "OUTPUT_FORMAT": sd.outputFormat,

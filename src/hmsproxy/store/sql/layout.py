@@ -17,22 +17,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Alias, Column, Engine, Table, inspect, select
+from sqlalchemy import Alias, Engine, Table, inspect, select
 
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
 
-HIVE_3_1 = "3.1.0"
+HIVE_2_3, HIVE_3_1 = "2.3.0", "3.1.0"
+DEFAULT_CATALOG = "hive"  # before Hive 3 the only one, implied by every row
 # What a row means where its schema lacks the column; a column not listed here implies NULL.
 _IMPLIED: dict[tuple[str, str], Any] = {
     ("DBS", "TYPE"): "NATIVE", ("TBLS", "WRITE_ID"): 0, ("PARTITIONS", "WRITE_ID"): 0,
-    ("TAB_COL_STATS", "ENGINE"): "hive", ("PART_COL_STATS", "ENGINE"): "hive",
+    ("TAB_COL_STATS", "ENGINE"): "hive", ("PART_COL_STATS", "ENGINE"): "hive", ("TXNS", "TXN_TYPE"): 0,
+    ("COMPLETED_TXN_COMPONENTS", "CTC_UPDATE_DELETE"): "N",
+    **{(table, column): DEFAULT_CATALOG for table, column in (
+        ("DBS", "CTLG_NAME"), ("TAB_COL_STATS", "CAT_NAME"), ("PART_COL_STATS", "CAT_NAME"),
+        ("NOTIFICATION_LOG", "CAT_NAME"), ("PARTITION_EVENTS", "CAT_NAME"))},
 }
 # Columns whose values an older Hive did not record at all: dropped on write rather than refused. Each with the
-# IDL field that then reads back as the implied value.
-_UNRECORDED: dict[tuple[str, str], tuple[type, str]] = {
+# IDL field that then reads back as the implied value, where the cache keeps one.
+_UNRECORDED: dict[tuple[str, str], tuple[type, str] | None] = {
     ("DBS", "CREATE_TIME"): (hms.Database, "createTime"), ("CTLGS", "CREATE_TIME"): (hms.Catalog, "createTime"),
     ("TBLS", "WRITE_ID"): (hms.Table, "writeId"), ("PARTITIONS", "WRITE_ID"): (hms.Partition, "writeId"),
+    ("TBLS", "OWNER_TYPE"): (hms.Table, "ownerType"), ("TXNS", "TXN_TYPE"): None,
+    ("COMPLETED_TXN_COMPONENTS", "CTC_UPDATE_DELETE"): None,  # Hive 2.3 checks conflicts in WRITE_SET only
 }
 
 
@@ -43,6 +50,7 @@ class Lacks:
     tables: frozenset[str]
     columns: dict[str, tuple[str, ...]]
     keys: frozenset[tuple[str, str]]  # (table, key name as schema.py declares it)
+    rows: frozenset[str] = frozenset()  # counter tables left empty, their row added by the first writer
 
     def column(self, table: str, column: str) -> bool:
         return table in self.tables or column in self.columns.get(table, ())
@@ -74,8 +82,44 @@ HIVE_3_1_LACKS = Lacks(
                     ("PART_COL_STATS", "PCS_STATS_IDX"), ("TAB_COL_STATS", "TAB_COL_STATS_IDX"),
                     ("WM_RESOURCEPLAN", "UNIQUE_WM_RESOURCEPLAN")}),
 )
+# From Hive's hive-schema-2.3.0 scripts, likewise.
+HIVE_2_3_LACKS = Lacks(
+    tables=frozenset({"COMPACTION_METRICS_CACHE", "CTLGS", "DATACONNECTORS", "DATACONNECTOR_PARAMS", "DC_PRIVS",
+                      "I_SCHEMA", "MATERIALIZATION_REBUILD_LOCKS", "METASTORE_DB_PROPERTIES", "MIN_HISTORY_LEVEL",
+                      "MIN_HISTORY_WRITE_ID", "MV_CREATION_METADATA", "MV_TABLES_USED", "NEXT_WRITE_ID", "PACKAGES",
+                      "REPLICATION_METRICS", "REPL_TXN_MAP", "RUNTIME_STATS", "SCHEDULED_EXECUTIONS",
+                      "SCHEDULED_QUERIES", "SCHEMA_VERSION", "STORED_PROCS", "TXN_LOCK_TBL", "TXN_TO_WRITE_ID",
+                      "TXN_WRITE_NOTIFICATION_LOG", "WM_MAPPING", "WM_POOL", "WM_POOL_TO_TRIGGER", "WM_RESOURCEPLAN",
+                      "WM_TRIGGER"}),
+    columns={
+        "COMPACTION_QUEUE": ("CQ_HIGHEST_WRITE_ID", *HIVE_3_1_LACKS.columns["COMPACTION_QUEUE"]),
+        "COMPLETED_COMPACTIONS": ("CC_HIGHEST_WRITE_ID", *HIVE_3_1_LACKS.columns["COMPLETED_COMPACTIONS"]),
+        "COMPLETED_TXN_COMPONENTS": ("CTC_TIMESTAMP", "CTC_WRITEID", "CTC_UPDATE_DELETE"),
+        "DBS": ("CTLG_NAME", *HIVE_3_1_LACKS.columns["DBS"]),
+        "KEY_CONSTRAINTS": ("DEFAULT_VALUE",),
+        "NOTIFICATION_LOG": ("CAT_NAME",), "PARTITION_EVENTS": ("CAT_NAME",),
+        "PARTITIONS": ("WRITE_ID",), "TBLS": ("OWNER_TYPE", "WRITE_ID"),
+        "PART_COL_STATS": ("CAT_NAME", "BIT_VECTOR", "HISTOGRAM", "ENGINE"),
+        "TAB_COL_STATS": ("CAT_NAME", "BIT_VECTOR", "HISTOGRAM", "ENGINE"),
+        "SERDES": ("DESCRIPTION", "SERIALIZER_CLASS", "DESERIALIZER_CLASS", "SERDE_TYPE"),
+        "TXNS": ("TXN_TYPE",), "TXN_COMPONENTS": ("TC_WRITEID",),
+        **{table: ("AUTHORIZER",) for table in ("DB_PRIVS", "GLOBAL_PRIVS", "PART_COL_PRIVS", "PART_PRIVS",
+                                                "TBL_COL_PRIVS", "TBL_PRIVS")},
+    },
+    keys=frozenset({("COMPLETED_COMPACTIONS", "COMPLETED_COMPACTIONS_RES"),
+                    ("COMPLETED_TXN_COMPONENTS", "COMPLETED_TXN_COMPONENTS_IDX"), ("DBS", "UNIQUE_DATABASE"),
+                    ("DB_PRIVS", "DBPRIVILEGEINDEX"), ("GLOBAL_PRIVS", "GLOBALPRIVILEGEINDEX"),
+                    ("KEY_CONSTRAINTS", "CONSTRAINTS_CONSTRAINT_TYPE_INDEX"), ("KEY_CONSTRAINTS", "primary key"),
+                    ("NOTIFICATION_LOG", "NOTIFICATION_LOG_EVENT_ID"),
+                    ("PART_COL_PRIVS", "PARTITIONCOLUMNPRIVILEGEINDEX"), ("PART_PRIVS", "PARTPRIVILEGEINDEX"),
+                    ("TAB_COL_STATS", "TAB_COL_STATS_IDX"), ("TBL_COL_PRIVS", "TABLECOLUMNPRIVILEGEINDEX"),
+                    ("TBL_PRIVS", "TABLEPRIVILEGEINDEX")}),
+    rows=frozenset({"NOTIFICATION_SEQUENCE"}),  # `serve` adds it (database.init_schema), as the Java HMS would
+)
 NOTHING_LACKING = Lacks(frozenset(), {}, frozenset())
-LACKS = {HIVE_3_1: HIVE_3_1_LACKS, s.SCHEMA_VERSION: NOTHING_LACKING}  # per schema version served in place
+# Per schema version served in place.
+LACKS = {s.SCHEMA_VERSION: NOTHING_LACKING, HIVE_3_1: HIVE_3_1_LACKS, HIVE_2_3: HIVE_2_3_LACKS}
+SERVED_VERSIONS = f"{s.SCHEMA_VERSION}, {HIVE_3_1} or {HIVE_2_3}"
 
 
 @dataclass(frozen=True)
@@ -83,6 +127,7 @@ class Layout:
     version: str
     absent: frozenset[tuple[str, str]] = frozenset()  # (table, column) of declared columns the database lacks
     folded: frozenset[str] = frozenset()  # declared tables stored under their lower-case name
+    absent_tables: frozenset[str] = frozenset()  # declared tables the database lacks (Hive 4's, write ids', ...)
 
     @classmethod
     def read(cls, engine: Engine) -> Layout:
@@ -90,20 +135,32 @@ class Layout:
             version = conn.execute(select(s.VERSION.c.SCHEMA_VERSION)).scalar_one()
         present = {name: columns for (_, name), columns in inspect(engine).get_multi_columns().items()}
         folded = stored_lower_case(present)
-        absent = set()
+        absent, absent_tables = set(), set()
         for table in s.metadata.sorted_tables:
             stored = table.name.lower() if table.name in folded else table.name
             have = {column["name"].upper() if table.name in folded else column["name"]
                     for column in present.get(stored, [])}
-            if have:  # a table missing as a whole is Hive 4's own (TXN_LOCK_TBL, ...): its users check for it
+            if have:
                 absent.update((table.name, column.name) for column in table.columns if column.name not in have)
-        return cls(version, frozenset(absent), frozenset(folded))
+            else:
+                absent_tables.add(table.name)
+        return cls(version, frozenset(absent), frozenset(folded), frozenset(absent_tables))
 
     def has_table(self, name: str, engine: Engine) -> bool:
         return inspect(engine).has_table(name.lower() if name in self.folded else name)
 
-    def has(self, column: Column[Any]) -> bool:
-        return (column.table.name, column.name) not in self.absent  # type: ignore[attr-defined]
+    def holds(self, table: Table) -> bool:
+        return table.name not in self.absent_tables
+
+    @property
+    def write_ids(self) -> bool:
+        """Whether the schema keeps table write ids (Hive 3 brought them)."""
+        return self.holds(s.TXN_TO_WRITE_ID)
+
+    def lacking(self, what: str) -> hms.MetaException:
+        return hms.MetaException(message=(
+            f"the metastore database holds Hive's schema {self.version}, which has no place for {what}; upgrade it "
+            f"to {s.SCHEMA_VERSION} with `hmsproxy schema upgrade` to use this"))
 
     def values(self, table: Table, values: dict[str, Any]) -> dict[str, Any]:
         """The values of an insert or update without the columns the database lacks. A value that would be lost
@@ -114,17 +171,14 @@ class Layout:
             if key not in self.absent:
                 kept[name] = value
             elif key not in _UNRECORDED and value is not None and value != _IMPLIED.get(key):
-                raise hms.MetaException(message=(
-                    f"the metastore database holds Hive's schema {self.version}, whose {table.name} table has no "
-                    f"{name} column, so {value!r} cannot be stored; upgrade it to {s.SCHEMA_VERSION} with "
-                    "`hmsproxy schema upgrade` to use this"))
+                raise self.lacking(f"{table.name}.{name} (given {value!r})")
         return kept
 
     def forget(self, obj: Any) -> Any:
         """The object with the fields this schema does not record reset, as reading it back would give them."""
-        for (table, name), (kind, field) in _UNRECORDED.items():
-            if isinstance(obj, kind) and (table, name) in self.absent:
-                setattr(obj, field, _IMPLIED.get((table, name)))
+        for (table, name), kept in _UNRECORDED.items():
+            if kept is not None and isinstance(obj, kept[0]) and (table, name) in self.absent:
+                setattr(obj, kept[1], _IMPLIED.get((table, name)))
         return obj
 
 

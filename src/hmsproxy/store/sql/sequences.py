@@ -102,6 +102,10 @@ SINGLE_ROWS = ((s.NOTIFICATION_SEQUENCE, {"NNI_ID": 1, "NEXT_EVENT_ID": 1}), (s.
 
 def single_row_statements() -> list[Any]:
     """Inserts each of SINGLE_ROWS where its table is empty: repeatable, and printable for `--dry-run`."""
-    return [insert(table).from_select(list(row), select(*(literal(value) for value in row.values()))
-                                      .where(~select(literal(1)).select_from(table).exists()))
-            for table, row in SINGLE_ROWS]
+    return [single_row_statement(table) for table, _ in SINGLE_ROWS]
+
+
+def single_row_statement(table: Any) -> Any:
+    row = dict(SINGLE_ROWS)[table]
+    return insert(table).from_select(list(row), select(*(literal(value) for value in row.values()))
+                                     .where(~select(literal(1)).select_from(table).exists()))

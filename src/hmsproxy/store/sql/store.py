@@ -37,6 +37,10 @@ class SqlStore(DatabaseStore, TableStore, PartitionStore, FunctionStore, Statist
         self.lock_releases = LockReleases()
         self.lock_requests: Combiner[PendingLock, LockOutcome] = Combiner(self._lock_batch)
 
+    @property
+    def keeps_write_ids(self) -> bool:
+        return self.layout.write_ids
+
     def kept(self, obj: Any) -> Any:
         return self.layout.forget(obj)
 

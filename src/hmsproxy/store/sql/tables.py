@@ -173,7 +173,7 @@ class TableStore:
             if renamed and partition_location_moves is not None:
                 self._move_partition_locations(conn, ref.tbl_id, *partition_location_moves)
             if renamed:
-                _move_write_ids(conn, (db_name, tbl_name), (new_table.dbName, new_table.tableName))
+                _move_write_ids(conn, self.layout, (db_name, tbl_name), (new_table.dbName, new_table.tableName))
 
     @staticmethod
     def _cascade_columns(conn: Connection, ref: TableRef, cd_id: int) -> None:
@@ -229,7 +229,7 @@ class TableStore:
         conn.execute(delete(s.TBLS).where(s.TBLS.c.TBL_ID == ref.tbl_id))
         if ref.sd_id is not None:
             delete_descriptors(conn, [ref.sd_id])
-        _move_write_ids(conn, (db_name, tbl_name), None)
+        _move_write_ids(conn, self.layout, (db_name, tbl_name), None)
         return DroppedTable(tables[0], [r.LOCATION for r in partition_rows if r.LOCATION])
 
 
@@ -241,8 +241,10 @@ def _check_expected_parameter(conn: Connection, tbl_id: int, key: str, expected:
                                         f"'{stored}'. The expected was value was '{expected}'")
 
 
-def _move_write_ids(conn: Connection, old: tuple[str, str], new: tuple[str, str] | None) -> None:
+def _move_write_ids(conn: Connection, layout: Layout, old: tuple[str, str], new: tuple[str, str] | None) -> None:
     """Write ids belong to a table name: they follow a rename and go with a drop, as in Hive."""
+    if not layout.write_ids:
+        return
     for table, db_col, table_col in ((s.NEXT_WRITE_ID, "NWI_DATABASE", "NWI_TABLE"),
                                      (s.TXN_TO_WRITE_ID, "T2W_DATABASE", "T2W_TABLE")):
         where = (table.c[db_col] == old[0]) & (table.c[table_col] == old[1])

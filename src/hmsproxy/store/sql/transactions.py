@@ -38,6 +38,7 @@ from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.combiner import Combiner
 from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.lock_waits import LockReleases
 from hmsproxy.store.sql.sequences import next_value
 from hmsproxy.store.sql.txn_ids import COMMITTED, TxnIds
@@ -123,11 +124,14 @@ def _conflicts(wanted: Any, held: Any) -> bool:
         or wanted.HL_LOCK_TYPE not in COMPATIBLE[held.HL_LOCK_TYPE])
 
 
+NO_WRITE_IDS = "table write ids (Hive 3 brought them)"
+
 class TransactionStore:
     """Mixed into SqlStore, which gives it `db`, `txn_ids` (txn_ids.py), `lock_releases` and `lock_requests`
     (a Combiner of `_lock_batch`)."""
 
     db: Database
+    layout: Layout
     txn_ids: TxnIds
     lock_releases: LockReleases
     lock_requests: Combiner[PendingLock, LockOutcome]
@@ -150,9 +154,9 @@ class TransactionStore:
             raise hms.MetaException(message=f"num_txns must be positive, got {count}")
         with self.db.transaction(write=True) as conn:
             now = _now_ms()
-            ids = self.txn_ids.open(conn, [
-                {"TXN_STATE": OPEN, "TXN_STARTED": now, "TXN_LAST_HEARTBEAT": now, "TXN_USER": user or "",
-                 "TXN_HOST": host or "", "TXN_AGENT_INFO": agent, "TXN_HEARTBEAT_COUNT": 0, "TXN_TYPE": txn_type or 0}
+            ids = self.txn_ids.open(conn, [self.layout.values(s.TXNS, {
+                "TXN_STATE": OPEN, "TXN_STARTED": now, "TXN_LAST_HEARTBEAT": now, "TXN_USER": user or "",
+                "TXN_HOST": host or "", "TXN_AGENT_INFO": agent, "TXN_HEARTBEAT_COUNT": 0, "TXN_TYPE": txn_type or 0})
                 for _ in range(count)])
             event_log.log(messages.open_txn(ids))
         return ids
@@ -208,10 +212,10 @@ class TransactionStore:
         marked committed (txn_ids.py)."""
         components = conn.execute(select(s.TXN_COMPONENTS).where(s.TXN_COMPONENTS.c.TC_TXNID == txn_id)).all()
         if components:  # CTC_TIMESTAMP: the database's own time of the commit, as in Hive
-            conn.execute(insert(s.COMPLETED_TXN_COMPONENTS), [
-                {"CTC_TXNID": txn_id, "CTC_DATABASE": c.TC_DATABASE, "CTC_TABLE": c.TC_TABLE,
-                 "CTC_PARTITION": c.TC_PARTITION, "CTC_WRITEID": c.TC_WRITEID,
-                 "CTC_UPDATE_DELETE": "Y" if c.TC_OPERATION_TYPE in ("u", "d") else "N"} for c in components])
+            conn.execute(insert(s.COMPLETED_TXN_COMPONENTS), [self.layout.values(s.COMPLETED_TXN_COMPONENTS, {
+                "CTC_TXNID": txn_id, "CTC_DATABASE": c.TC_DATABASE, "CTC_TABLE": c.TC_TABLE,
+                "CTC_PARTITION": c.TC_PARTITION, "CTC_WRITEID": c.TC_WRITEID,
+                "CTC_UPDATE_DELETE": "Y" if c.TC_OPERATION_TYPE in ("u", "d") else "N"}) for c in components])
         conn.execute(delete(s.TXN_COMPONENTS).where(s.TXN_COMPONENTS.c.TC_TXNID == txn_id))
         conn.execute(delete(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_TXNID == txn_id))
         self.txn_ids.end_commit(conn, txn_id)
@@ -264,8 +268,9 @@ class TransactionStore:
             raise hms.NoSuchTxnException(message=f"Transaction txnid:{txn_id} is already committed.")
         return state
 
-    @staticmethod
-    def _writes_of(conn: Connection, txn_ids: Sequence[int]) -> list[TableWrite]:
+    def _writes_of(self, conn: Connection, txn_ids: Sequence[int]) -> list[TableWrite]:
+        if not self.layout.write_ids:
+            return []
         rows = conn.execute(select(s.TXN_TO_WRITE_ID.c.T2W_DATABASE, s.TXN_TO_WRITE_ID.c.T2W_TABLE,
                                    s.TXN_TO_WRITE_ID.c.T2W_WRITEID)
                             .where(s.TXN_TO_WRITE_ID.c.T2W_TXNID.in_(list(txn_ids)))).all()
@@ -295,6 +300,8 @@ class TransactionStore:
 
     def allocate_write_ids(self, db_name: str, table: str, txn_ids: Sequence[int]) -> list[tuple[int, int]]:
         """A write id per transaction for the table (the one it already has, or the next)."""
+        if not self.layout.write_ids:
+            raise self.layout.lacking(NO_WRITE_IDS)
         with self.db.transaction(write=True) as conn:
             for txn_id in txn_ids:
                 if self._txn_state(conn, txn_id) == ABORTED:
@@ -321,13 +328,18 @@ class TransactionStore:
 
     def valid_write_ids(self, full_names: Sequence[str], snapshot: ValidTxnList | None) -> list[ValidWriteIdList]:
         """Each table's write ids as seen by the transaction snapshot (the current one when None)."""
+        if not self.layout.write_ids:
+            raise self.layout.lacking(NO_WRITE_IDS)
         with self.db.transaction() as conn:
             snapshot = snapshot or _txn_list(*self._open_txns(conn))
             aborted_now = set(conn.execute(select(s.TXNS.c.TXN_ID).where(s.TXNS.c.TXN_STATE == ABORTED)).scalars())
             return [self._table_write_ids(conn, name, snapshot, aborted_now) for name in full_names]
 
-    def table_write_ids(self, conn: Connection, db_name: str, table: str) -> ValidWriteIdList:
-        """The table's write ids as of now, inside the caller's transaction (for cache loads)."""
+    def table_write_ids(self, conn: Connection, db_name: str, table: str) -> ValidWriteIdList | None:
+        """The table's write ids as of now, inside the caller's transaction (for cache loads); None where the
+        schema keeps none (Hive 2.3's transactional tables are cached as plain ones)."""
+        if not self.layout.write_ids:
+            return None
         snapshot = _txn_list(*self._open_txns(conn))
         return self._table_write_ids(conn, f"{db_name}.{table}", snapshot, set(snapshot.aborted_ids))
 

@@ -24,7 +24,7 @@ from sqlalchemy import types as t
 from sqlalchemy.dialects import mysql
 
 from hmsproxy.store.sql import schema as s
-from hmsproxy.store.sql.layout import LACKS, NOTHING_LACKING, Layout, install
+from hmsproxy.store.sql.layout import LACKS, NOTHING_LACKING, SERVED_VERSIONS, Layout, install
 from hmsproxy.store.sql.sequences import ID_COLUMNS, MODEL_PREFIX, sequences_behind
 
 _KINDS: list[tuple[type, str]] = [  # most specific first: Boolean is not an Integer in SQLAlchemy, BIT is its own
@@ -56,7 +56,7 @@ def schema_report(engine: Engine) -> tuple[list[str], list[str]]:
         versions = list(conn.execute(select(s.VERSION.c.SCHEMA_VERSION)).scalars())
     lacks = LACKS.get(versions[0]) if len(versions) == 1 else None
     differences: list[str] = [] if lacks else [
-        f"VERSION holds {versions or 'no row'}; hmsproxy serves schema {' or '.join(sorted(LACKS, reverse=True))}"]
+        f"VERSION holds {versions or 'no row'}; hmsproxy serves schema {SERVED_VERSIONS}"]
     lacks, own_missing = lacks or NOTHING_LACKING, []
     keys = present_keys(engine)
     hive_4_ids = "TXN_LOCK_TBL" in present and "NEXT_TXN_ID" not in present
@@ -78,7 +78,7 @@ def schema_report(engine: Engine) -> tuple[list[str], list[str]]:
         for line, own in missing_keys(table_keys, table, lacks.keys):
             (own_missing if own else differences).append(line)
     if not differences:  # the counters can be read only where the tables are whole
-        differences += _counters_behind(engine, hive_4_ids)
+        differences += _counters_behind(engine, hive_4_ids, lacks.rows)
     return differences, own_missing
 
 
@@ -169,7 +169,7 @@ def _kind(column_type: Any) -> str:
     return type(column_type).__name__.lower()
 
 
-def _counters_behind(engine: Engine, hive_4_ids: bool) -> list[str]:
+def _counters_behind(engine: Engine, hive_4_ids: bool, rows_added_later: frozenset[str]) -> list[str]:
     behind = []
     counters = _COUNTERS if hive_4_ids else [*_COUNTERS, (s.NEXT_TXN_ID.c.NTXN_NEXT, s.TXNS.c.TXN_ID)]
     with engine.connect() as conn:
@@ -181,7 +181,7 @@ def _counters_behind(engine: Engine, hive_4_ids: bool) -> list[str]:
             next_value = conn.execute(select(counter)).scalar()
             highest = conn.execute(select(func.max(ids))).scalar()
             if next_value is None:
-                behind.append(f"{counter.table.name} has no row")
+                behind += [] if counter.table.name in rows_added_later else [f"{counter.table.name} has no row"]
             elif highest is not None and next_value <= highest:
                 behind.append(f"{counter.table.name}.{counter.name} is at {next_value}, but "
                               f"{ids.table.name}.{ids.name} {highest} is in use")
