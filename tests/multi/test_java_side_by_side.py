@@ -3,8 +3,10 @@ migrate): ids never collide (DataNucleus and hmsproxy take them from the same SE
 corrupted, each server reads what the other wrote, and hmsproxy notices that this Java HMS logs no events
 (PySpark's jars hold no DbNotificationListener) and stops answering from its cache.
 
-The reference is Hive 2.3.10 on hmsproxy's Hive 4.0.0 schema (with schema verification off): the only Java HMS
-here. Its transaction calls need Hive 2.3's NEXT_TXN_ID and fail on Hive 4's schema, so it writes metadata only."""
+The reference is Hive 2.3.10, the only Java HMS here, on two databases: one Hive's own 2.3.0 script laid out
+(schema verification on), which hmsproxy serves in place, where both servers also run transactions and no
+transaction id is handed out twice (both take them from NEXT_TXN_ID); and hmsproxy's Hive 4.0.0 schema (schema
+verification off), where the Java HMS's transaction calls would need Hive 2.3's tables, so it writes metadata."""
 from __future__ import annotations
 
 import threading
@@ -17,12 +19,17 @@ from sqlalchemy import create_engine, text
 
 from support.cli import run_hmsproxy
 from support.databases import fresh_database
+from support.hive_schema import load_hive_script
 from support.hmsproxy_server import start_hmsproxy_process
 from support.reference_hms import start_reference_hms_on_mariadb
 from support.scrape import metric, wait_for
 
-JAVA_PROPERTIES = {"datanucleus.schema.autoCreateAll": "false", "hive.metastore.schema.verification": "false"}
-TABLES, PARTITIONS, BATCH = 3, 24, 6
+JAVA_PROPERTIES = {  # per schema: hmsproxy's own, or Hive's 2.3.0 script's
+    "hmsproxy": {"datanucleus.schema.autoCreateAll": "false", "hive.metastore.schema.verification": "false"},
+    "2.3.0": {"datanucleus.schema.autoCreateAll": "false", "hive.metastore.schema.verification": "true",
+              "hive.support.concurrency": "true", "hive.txn.manager": "org.apache.hadoop.hive.ql.lockmgr.DbTxnManager"},
+}
+TABLES, PARTITIONS, BATCH, TXNS = 3, 24, 6, 4
 
 
 def _sd() -> A.StorageDescriptor:
@@ -39,8 +46,9 @@ def _table(db: str, name: str) -> A.Table:
                    partitionKeys=[A.FieldSchema(name="ds", type="string")], tableType="MANAGED_TABLE")
 
 
-def _write(server: Any, tag: str, errors: list[BaseException]) -> None:
-    """A database of its own with partitioned tables, and partitions of its own in the shared table."""
+def _write(server: Any, tag: str, transactions: bool, txn_ids: list[int], errors: list[BaseException]) -> None:
+    """A database of its own with partitioned tables, and partitions of its own in the shared table; with
+    `transactions`, a transaction opened and committed after each batch (their ids go to `txn_ids`)."""
     client = hmsclient.HMSClient(host=server.host, port=server.port)
     client.open()
     try:
@@ -53,6 +61,10 @@ def _write(server: Any, tag: str, errors: list[BaseException]) -> None:
                 client.add_partitions([A.Partition(dbName=db, tableName=t, sd=_sd(), parameters={"by": tag},
                                                    values=[f"{tag}-{i:03d}" if t == "shared" else f"{i:03d}"])
                                        for i in range(first, first + BATCH)])
+            for _ in range(TXNS if transactions else 0):
+                [txn] = client.open_txns(A.OpenTxnRequest(num_txns=1, user=tag, hostname="h")).txn_ids
+                client.commit_txn(A.CommitTxnRequest(txnid=txn))
+                txn_ids.append(txn)
     except BaseException as exc:  # reported by the main thread
         errors.append(exc)
     finally:
@@ -70,19 +82,23 @@ def _listing(server: Any) -> dict[str, Any]:
         client.close()
 
 
-@pytest.fixture
-def side_by_side(tmp_path):
+@pytest.fixture(params=["2.3.0", "hmsproxy"])
+def side_by_side(request, tmp_path):
+    """(database URL, the Java HMS, hmsproxy, the schema) on one MariaDB database."""
     with fresh_database("mariadb", tmp_path) as url:
+        if request.param != "hmsproxy":
+            load_hive_script("mariadb", url, request.param)
         ours = start_hmsproxy_process(tmp_path / "hmsproxy", url, "--unlogged-check-s", "0.2")
         try:
-            with start_reference_hms_on_mariadb(tmp_path / "java", url, JAVA_PROPERTIES) as java:
-                yield url, java, ours
+            with start_reference_hms_on_mariadb(tmp_path / "java", url, JAVA_PROPERTIES[request.param]) as java:
+                yield url, java, ours, request.param
         finally:
             ours.stop()
 
 
 def test_hmsproxy_and_the_java_hms_write_one_database_at_once(side_by_side, tmp_path):
-    url, java, ours = side_by_side
+    url, java, ours, schema = side_by_side
+    transactions = schema != "hmsproxy"
     client = hmsclient.HMSClient(host=ours.host, port=ours.port)
     client.open()
     client.create_database(A.Database(name="shared", parameters={}))
@@ -90,8 +106,9 @@ def test_hmsproxy_and_the_java_hms_write_one_database_at_once(side_by_side, tmp_
     client.close()
 
     errors: list[BaseException] = []
-    writers = [threading.Thread(target=_write, args=(java, "java", errors)),
-               threading.Thread(target=_write, args=(ours, "ours", errors))]
+    txn_ids: dict[str, list[int]] = {"java": [], "ours": []}
+    writers = [threading.Thread(target=_write, args=(java, "java", transactions, txn_ids["java"], errors)),
+               threading.Thread(target=_write, args=(ours, "ours", transactions, txn_ids["ours"], errors))]
     for writer in writers:
         writer.start()
     for writer in writers:
@@ -111,9 +128,15 @@ def test_hmsproxy_and_the_java_hms_write_one_database_at_once(side_by_side, tmp_
         descriptors = conn.execute(text("SELECT COUNT(*), COUNT(DISTINCT SD_ID) FROM (SELECT SD_ID FROM TBLS UNION ALL "
                                         "SELECT SD_ID FROM PARTITIONS) AS used")).one()
         serdes = conn.execute(text("SELECT COUNT(*), COUNT(DISTINCT SERDE_ID) FROM SDS")).one()
+        # transactions: the counter is past every id; committed ones left TXNS (Hive 2.3's layout)
+        counter = conn.execute(text("SELECT NTXN_NEXT FROM NEXT_TXN_ID")).scalar() if transactions else None
+        txns_left = conn.execute(text("SELECT COUNT(*) FROM TXNS")).scalar()
     engine.dispose()
     assert descriptors[0] == descriptors[1] == 2 * TABLES * (1 + PARTITIONS) + 1 + 2 * PARTITIONS
     assert serdes[0] == serdes[1] >= descriptors[0]
+    every_txn = txn_ids["java"] + txn_ids["ours"]
+    assert len(set(every_txn)) == len(every_txn) == (2 * TXNS * PARTITIONS // BATCH if transactions else 0)
+    assert (counter, txns_left) == ((max(every_txn) + 1, 0) if transactions else (None, 0))
     code, lines = run_hmsproxy("schema", "validate", "--db", url, cwd=tmp_path)
     assert code == 0, lines  # among others: no id counter is behind the ids in use
 

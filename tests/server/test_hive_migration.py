@@ -1,9 +1,9 @@
 """A user's migration (issue 13): the real Java HMS 2.3.10 writes a metastore into a MariaDB database that Hive's
 own 2.3.0 script created (and the same rows are copied into a PostgreSQL database of Hive's 2.3.0 script) (databases, partitioned/external/bucketed/skewed/transactional tables, a view, a Spark
-datasource table, statistics, a function, transactions and a lock) and its answers are recorded; then
-`hmsproxy schema upgrade` brings the database to Hive 4.0.0's layout and hmsproxy, serving it, must answer every
-recorded read with the same values (Hive 4 adds fields; those Hive 2.3 answered must be equal) and continue
-transaction ids above every id the Java HMS handed out."""
+datasource table, statistics, a function, transactions and a lock) and its answers are recorded. hmsproxy serves
+that 2.3.0 database in place and must answer every recorded read with the same values (Hive 4 adds fields; those
+Hive 2.3 answered must be equal) and continue transaction ids above every id the Java HMS handed out; then
+`hmsproxy schema upgrade` brings the database to Hive 4.0.0's layout and everything is checked again."""
 from __future__ import annotations
 
 import contextlib
@@ -192,27 +192,42 @@ def hive_written(tmp_path_factory) -> Iterator[tuple[dict[str, str], dict[str, A
         yield urls, answers, java.warehouse
 
 
+def _same_answers_and_new_ids(server: Any, hive_answers: dict[str, Any]) -> None:
+    """hmsproxy answers every read as the Java HMS did, and the ids it opens come after the Java HMS's."""
+    ours = _read_all(server)
+    assert [d for name in READS for d in _as_hive_2_3_answered(hive_answers[name], ours[name], name)] == []
+    client = hmsclient.HMSClient(host=server.host, port=server.port)
+    client.open()
+    try:
+        highest_java_id = max(txn[0] for txn in hive_answers["open transactions"])
+        new_ids = client.open_txns(A.OpenTxnRequest(num_txns=2, user="bo", hostname="etl-2")).txn_ids
+        assert min(new_ids) > highest_java_id
+        for txn_id in new_ids:
+            client.commit_txn(A.CommitTxnRequest(txnid=txn_id))
+    finally:
+        client.close()
+
+
 @pytest.mark.parametrize("backend", ["mariadb", "postgres"])
-def test_a_metastore_the_java_hms_wrote_is_upgraded_and_served_with_the_same_answers(backend, hive_written, tmp_path):
+def test_a_metastore_the_java_hms_wrote_is_served_in_place_then_upgraded_with_the_same_answers(
+        backend, hive_written, tmp_path):
     urls, hive_answers, java_warehouse = hive_written
     if backend not in urls:
         pytest.skip(f"PostgreSQL server not reachable at {POSTGRES_ADMIN}")
     url = urls[backend]
+    assert len(hive_answers["partitions"]) == PARTITIONS and hive_answers["open transactions"] != []
+    for cache in (True, False):
+        with start_hmsproxy(tmp_path / f"in-place-{cache}", url, warehouse=str(java_warehouse), cache=cache) as server:
+            _same_answers_and_new_ids(server, hive_answers)
+
     code, lines = run_hmsproxy("schema", "upgrade", "--db", url, cwd=tmp_path)
     assert (code, lines[-1]) == (0, "upgraded schema 2.3.0 to 4.0.0"), lines
     with start_hmsproxy(tmp_path / "hmsproxy", url, warehouse=str(java_warehouse)) as server:
-        ours = _read_all(server)
-        assert [d for name in READS for d in _as_hive_2_3_answered(hive_answers[name], ours[name], name)] == []
-        assert len(hive_answers["partitions"]) == PARTITIONS and hive_answers["open transactions"] != []
-
+        _same_answers_and_new_ids(server, hive_answers)
         client = hmsclient.HMSClient(host=server.host, port=server.port)
         client.open()
         try:
-            highest_java_id = max(txn[0] for txn in hive_answers["open transactions"])
-            new_ids = client.open_txns(A.OpenTxnRequest(num_txns=2, user="bo", hostname="etl-2")).txn_ids
-            assert min(new_ids) > highest_java_id
-            still_open = [txn[0] for txn in hive_answers["open transactions"] if txn[1] == A.TxnState.OPEN]
-            for txn_id in still_open + new_ids:
+            for txn_id in [txn[0] for txn in hive_answers["open transactions"] if txn[1] == A.TxnState.OPEN]:
                 client.commit_txn(A.CommitTxnRequest(txnid=txn_id))
             assert client.show_locks(A.ShowLocksRequest()).locks == []  # the Java HMS's lock went with its commit
             client.create_database(A.Database(name=f"new_{uuid.uuid4().hex[:6]}", parameters={}))

@@ -12,8 +12,10 @@ or released by the reaper (`reap_expired`, run periodically by every instance: i
 waiting lock is checked.
 
 Lock decisions are linearizable: every decision to grant (lock, check_lock) first takes the NEXT_LOCK_ID
-row with SELECT ... FOR UPDATE, one mutex for all instances (Hive 2 used the same row; Hive 3+ has a
-separate AUX_TABLE 'CheckLock' row). Only after holding it does the decision read HIVE_LOCKS, and write
+row with SELECT ... FOR UPDATE, one mutex for all instances. (Hive 2.3 and 3.1 queue a lock under that row and
+decide under AUX_TABLE's 'CheckLock' row. Beside such a Java HMS the lock-id order keeps decisions apart: a lock
+is queued with its id in one transaction, so every lower id is visible to whoever decides a higher one, and a
+lock defers to every conflicting lock with a lower id, waiting or held.) Only after holding it does the decision read HIVE_LOCKS, and write
 transactions run READ COMMITTED (database.py), so each later statement sees every lock granted, requested or
 released by a transaction that committed before: decisions happen one at a time, each seeing all earlier
 ones. Lock requests that arrive at one instance together share one such decision (combiner.py): decided in
