@@ -24,6 +24,8 @@ SCRIPT = HERE / "spark_workload.py"
 sys.path.insert(0, str(HERE))
 import spark_workload as wl  # noqa: E402
 
+from support.databases import fresh_database  # noqa: E402
+from support.hive_schema import load_hive_script  # noqa: E402
 from support.hmsproxy_server import start_hmsproxy  # noqa: E402
 from support.reference_hms import start_reference_hms  # noqa: E402
 
@@ -87,12 +89,17 @@ def reference_run(reference_server, tmp_path_factory) -> dict:
     return run_workload(reference_server, tmp_path_factory.mktemp("workload-reference"))
 
 
-@pytest.fixture(scope="module", params=["cache-on", "cache-off"])
+@pytest.fixture(scope="module", params=["cache-on", "cache-off", "hive-2.3.0-in-place"])
 def metastore_under_test(request, tmp_path_factory):
-    """The metastore the workload is checked against: hmsproxy with its cache on, and with it off."""
-    server = start_hmsproxy(tmp_path_factory.mktemp(f"hmsproxy-{request.param}"), cache=request.param == "cache-on")
-    yield server
-    server.stop()
+    """The metastore the workload is checked against: hmsproxy with its cache on, and with it off (on its own
+    SQLite database); and, cache on, serving in place a MariaDB database that Hive's own 2.3.0 script laid out."""
+    workdir = tmp_path_factory.mktemp(f"hmsproxy-{request.param}")
+    with fresh_database("mariadb" if request.param.startswith("hive") else "sqlite", workdir) as url:
+        if request.param.startswith("hive"):
+            load_hive_script("mariadb", url, "2.3.0")
+        server = start_hmsproxy(workdir, url, cache=request.param != "cache-off")
+        yield server
+        server.stop()
 
 
 @pytest.fixture(scope="module")
