@@ -11,7 +11,7 @@ import threading
 from hmsproxy import config
 from hmsproxy.store.sql.database import Database, SchemaRefused, check_servable, init_schema, schema_version
 from hmsproxy.store.sql import schema as s, upgrade
-from hmsproxy.store.sql.layout import SERVED_VERSIONS
+from hmsproxy.store.sql.hive_versions import SERVED_VERSIONS
 from hmsproxy.store.sql.upgrade import UpgradeRefused
 from hmsproxy.store.sql.validate import schema_differences, schema_report
 from hmsproxy.warehouse import to_uri

@@ -34,7 +34,8 @@ from sqlalchemy.schema import CreateColumn
 from hmsproxy.events import log as event_log
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
-from hmsproxy.store.sql.layout import FULL, HIVE_2_3, HIVE_3_1, Layout, install, stored_lower_case
+from hmsproxy.store.sql.hive_versions import HIVE_2_3, HIVE_3_1
+from hmsproxy.store.sql.layout import FULL, Layout, install, stored_lower_case
 from hmsproxy.store.sql.sequences import (ID_COLUMNS, MODEL_PREFIX, catch_up_sequences, reserve,
                                          single_row_statement, single_row_statements)
 from hmsproxy.store.sql.upgrade import UPGRADABLE_FROM

@@ -1,8 +1,8 @@
 """`hmsproxy schema validate`: can hmsproxy serve this database as it is, and would the ids it hands out be new?
 
 What it checks, each difference as one readable line:
-- VERSION holds a version hmsproxy serves in place: Hive 4.0.0's, or 3.1.0's, which is held to Hive 4.0.0's
-  layout less what Hive's 3.1.0 script lacks of it (layout.LACKS);
+- VERSION holds a version hmsproxy serves in place: Hive 4.0.0's, or 3.1.0's or 2.3.0's, each held to Hive
+  4.0.0's layout less what Hive's script of that version lacks of it (hive_versions.py);
 - every table and column hmsproxy reads or writes is there, with a type of the same kind (text, integer,
   number, yes/no, binary, time): the exact width may differ, as it does between Hive's scripts and ours
   (tests/store/test_schema_layout.py lists those);
@@ -24,7 +24,8 @@ from sqlalchemy import types as t
 from sqlalchemy.dialects import mysql
 
 from hmsproxy.store.sql import schema as s
-from hmsproxy.store.sql.layout import LACKS, NOTHING_LACKING, SERVED_VERSIONS, Layout, install
+from hmsproxy.store.sql.hive_versions import LACKS, NOTHING_LACKING, SERVED_VERSIONS
+from hmsproxy.store.sql.layout import Layout, install
 from hmsproxy.store.sql.sequences import ID_COLUMNS, MODEL_PREFIX, sequences_behind
 
 _KINDS: list[tuple[type, str]] = [  # most specific first: Boolean is not an Integer in SQLAlchemy, BIT is its own
@@ -50,7 +51,7 @@ def schema_report(engine: Engine) -> tuple[list[str], list[str]]:
     if "VERSION" not in present:
         return ["no VERSION table: not a metastore schema (`hmsproxy schema init` creates one)"], []
     layout = Layout.read(engine)
-    install(engine, layout)  # Hive 3.1's transaction tables on PostgreSQL: lower case (layout.py)
+    install(engine, layout)  # Hive 2.3/3.1's transaction tables on PostgreSQL: lower case (layout.py)
     present |= layout.folded
     with engine.connect() as conn:
         versions = list(conn.execute(select(s.VERSION.c.SCHEMA_VERSION)).scalars())
