@@ -3,10 +3,12 @@ own 2.3.0 script created (and the same rows are copied into a PostgreSQL databas
 datasource table, statistics, a function, transactions and a lock) and its answers are recorded. hmsproxy serves
 that 2.3.0 database in place and must answer every recorded read with the same values (Hive 4 adds fields; those
 Hive 2.3 answered must be equal) and continue transaction ids above every id the Java HMS handed out; then
-`hmsproxy schema upgrade` brings the database to Hive 4.0.0's layout and everything is checked again."""
+`hmsproxy schema upgrade` (or, on a copy, Hive's own upgrade scripts) brings the database to Hive 4.0.0's layout
+and everything is checked again."""
 from __future__ import annotations
 
 import contextlib
+import subprocess
 import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -18,7 +20,7 @@ from sqlalchemy import Boolean, MetaData, create_engine, text
 
 from support.cli import run_hmsproxy
 from support.databases import POSTGRES_ADMIN, fresh_database, postgres_reachable
-from support.hive_schema import load_hive_script
+from support.hive_schema import load_hive_script, upgrade_with_hives_scripts
 from support.hmsproxy_server import start_hmsproxy
 from support.reference_hms import start_reference_hms_on_mariadb
 
@@ -170,9 +172,10 @@ def _as(column: Any, value: Any) -> Any:
 
 
 @pytest.fixture(scope="module")
-def hive_written(tmp_path_factory) -> Iterator[tuple[dict[str, str], dict[str, Any], Path]]:
-    """(backend -> URL of a Hive 2.3.0 database holding what the Java HMS wrote, its answers, its warehouse). The
-    Java HMS writes MariaDB (the reference runs only there); the same rows are copied into PostgreSQL."""
+def hive_written(tmp_path_factory) -> Iterator[tuple[dict[tuple[str, str], str], dict[str, Any], Path]]:
+    """((backend, who upgrades it) -> URL of a Hive 2.3.0 database holding what the Java HMS wrote, its answers, its
+    warehouse). The Java HMS writes MariaDB (the reference runs only there); the same rows are copied into another
+    MariaDB database and into two PostgreSQL ones: one of each to be upgraded by hmsproxy, one by Hive's scripts."""
     workdir = tmp_path_factory.mktemp("migration")
     with fresh_database("mariadb", workdir) as url, contextlib.ExitStack() as more:
         load_hive_script("mariadb", url, "2.3.0")
@@ -184,12 +187,21 @@ def hive_written(tmp_path_factory) -> Iterator[tuple[dict[str, str], dict[str, A
             finally:
                 client.close()
             answers = _read_all(java)
-        urls = {"mariadb": url}
-        if postgres_reachable():
-            urls["postgres"] = more.enter_context(fresh_database("postgres", workdir))
-            load_hive_script("postgres", urls["postgres"], "2.3.0")
-            _copy_rows(url, urls["postgres"])
+        urls = {("mariadb", "hmsproxy"): url, ("mariadb", "hive"): more.enter_context(fresh_database("mariadb", workdir))}
+        _copy_mariadb(url, urls[("mariadb", "hive")])
+        for upgrader in ("hmsproxy", "hive") if postgres_reachable() else ():
+            urls[("postgres", upgrader)] = more.enter_context(fresh_database("postgres", workdir))
+            load_hive_script("postgres", urls[("postgres", upgrader)], "2.3.0")
+            _copy_rows(url, urls[("postgres", upgrader)])
         yield urls, answers, java.warehouse
+
+
+def _copy_mariadb(source_url: str, target_url: str) -> None:
+    """The whole database, with MariaDB's own dump and client."""
+    dump = subprocess.run(["mariadb-dump", "-h", "127.0.0.1", "-u", "root", source_url.rsplit("/", 1)[1]],
+                          capture_output=True, check=True, timeout=120).stdout
+    subprocess.run(["mariadb", "-h", "127.0.0.1", "-u", "root", target_url.rsplit("/", 1)[1]], input=dump,
+                   check=True, capture_output=True, timeout=120)
 
 
 def _same_answers_and_new_ids(server: Any, hive_answers: dict[str, Any]) -> None:
@@ -208,20 +220,24 @@ def _same_answers_and_new_ids(server: Any, hive_answers: dict[str, Any]) -> None
         client.close()
 
 
+@pytest.mark.parametrize("upgrader", ["hmsproxy", "hive"])
 @pytest.mark.parametrize("backend", ["mariadb", "postgres"])
 def test_a_metastore_the_java_hms_wrote_is_served_in_place_then_upgraded_with_the_same_answers(
-        backend, hive_written, tmp_path):
+        backend, upgrader, hive_written, tmp_path):
     urls, hive_answers, java_warehouse = hive_written
-    if backend not in urls:
+    if (backend, upgrader) not in urls:
         pytest.skip(f"PostgreSQL server not reachable at {POSTGRES_ADMIN}")
-    url = urls[backend]
+    url = urls[(backend, upgrader)]
     assert len(hive_answers["partitions"]) == PARTITIONS and hive_answers["open transactions"] != []
     for cache in (True, False):
         with start_hmsproxy(tmp_path / f"in-place-{cache}", url, warehouse=str(java_warehouse), cache=cache) as server:
             _same_answers_and_new_ids(server, hive_answers)
 
-    code, lines = run_hmsproxy("schema", "upgrade", "--db", url, cwd=tmp_path)
-    assert (code, lines[-1]) == (0, "upgraded schema 2.3.0 to 4.0.0"), lines
+    if upgrader == "hmsproxy":
+        code, lines = run_hmsproxy("schema", "upgrade", "--db", url, cwd=tmp_path)
+        assert (code, lines[-1]) == (0, "upgraded schema 2.3.0 to 4.0.0"), lines
+    else:
+        upgrade_with_hives_scripts(backend, url, "2.3.0")
     with start_hmsproxy(tmp_path / "hmsproxy", url, warehouse=str(java_warehouse)) as server:
         _same_answers_and_new_ids(server, hive_answers)
         client = hmsclient.HMSClient(host=server.host, port=server.port)
