@@ -38,7 +38,10 @@ class TableBundle:
 
 
 class RawStore(Protocol):
-    keeps_write_ids: bool  # False on a schema from before Hive 3: its transactional tables have no write ids
+    @property
+    def keeps_write_ids(self) -> bool:
+        """False on a schema from before Hive 3: its transactional tables have no write ids."""
+
 
     def kept(self, obj: Any) -> Any:
         """The object (as written) with the fields this store does not record reset, as reading it back gives

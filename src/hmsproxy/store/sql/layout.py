@@ -57,7 +57,8 @@ class Layout:
             version = conn.execute(select(s.VERSION.c.SCHEMA_VERSION)).scalar_one()
         present = {name: columns for (_, name), columns in inspect(engine).get_multi_columns().items()}
         folded = stored_lower_case(present)
-        absent, absent_tables = set(), set()
+        absent: set[tuple[str, str]] = set()
+        absent_tables: set[str] = set()
         for table in s.metadata.sorted_tables:
             stored = table.name.lower() if table.name in folded else table.name
             have = {column["name"].upper() if table.name in folded else column["name"]
@@ -154,5 +155,6 @@ def _unquote_folded_names(engine: Engine, layout: Layout) -> None:
     names -= upper_case
     preparer = engine.dialect.identifier_preparer
     requires_quotes = preparer._requires_quotes  # SQLAlchemy's hook for "this name must be quoted"
-    preparer._requires_quotes = lambda name: name not in names and requires_quotes(name)  # type: ignore[method-assign]
+    preparer._requires_quotes = (  # type: ignore[method-assign,assignment]
+        lambda value: value not in names and requires_quotes(value))
     preparer._strings.clear()  # names already quoted before
