@@ -135,7 +135,9 @@ class Database:
             listener(event_ids)
 
     def adopt(self, layout: Layout) -> None:
-        """From now on statements fit the schema the database holds (layout.py)."""
+        """From now on statements fit the schema the database holds (layout.py); once per layout."""
+        if layout == self.layout:
+            return
         self.layout = layout
         for engine in self._engines:
             install(engine, layout)
