@@ -16,8 +16,8 @@ from support.running import RunningServer
 HIVE_SCRIPTS = {"hive4": "4.0.0", "hive31": "3.1.0", "hive23": "2.3.0"}
 
 
-@pytest.fixture(scope="module", params=[*BACKENDS, "sqlite-nocache", "mariadb-hive4", "postgres-hive4",
-                                                 "mariadb-hive31", "postgres-hive31", "mariadb-hive23", "postgres-hive23"])
+@pytest.fixture(scope="module", params=[*BACKENDS, "sqlite-nocache", *(
+    f"{backend}-{variant}" for variant in HIVE_SCRIPTS for backend in ("mariadb", "postgres"))])
 def backend_server(request, tmp_path_factory) -> Iterator[RunningServer]:
     """An hmsproxy (cache on) on a fresh database of each backend (sqlite, mariadb, postgres), one on SQLite
     with the cache off, and on each of MariaDB and PostgreSQL one whose schema Hive's own 4.0.0, 3.1.0 and 2.3.0

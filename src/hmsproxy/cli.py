@@ -102,9 +102,9 @@ def main(argv: list[str] | None = None) -> int:
 
 SERVED = {"hive-4": "serves it as it is (only a default catalog whose location is 'TBD' gets the warehouse)",
           "hive-2.3": "serves it as it is (only the event counter's row, which Hive 2.3's script leaves to the "
-                      "first writer of an event, is added); what only later layouts can hold (catalogs other than 'hive', table write "
-                      "ids, managed locations, connector databases, engines other than 'hive', histograms, bit "
-                      "vectors) is refused with a MetaException",
+                      "first writer of an event, is added); what only later layouts can hold (catalogs other than "
+                      "'hive', table write ids, managed locations, connector databases, engines other than 'hive', "
+                      "histograms, bit vectors) is refused with a MetaException",
           "hive-3.1": "serves it as it is (only a default catalog whose location is 'TBD' gets the warehouse); what "
                       "only Hive 4's layout can hold (managed locations, connector databases, engines other than "
                       "'hive', histograms) is refused with a MetaException",

@@ -16,11 +16,10 @@ from support.cli import run_hmsproxy
 from support.databases import fresh_database
 from support.hive_schema import load_hive_script
 from support.hmsproxy_server import start_hmsproxy
-from support.reference_hms import start_reference_hms_on_mariadb
+from support.reference_hms import ON_HIVES_2_3_SCHEMA, start_reference_hms_on_mariadb
 
 pytestmark = pytest.mark.spark
 SCRIPT = Path(__file__).resolve().parent / "spark_rows.py"
-JAVA_PROPERTIES = {"datanucleus.schema.autoCreateAll": "false", "hive.metastore.schema.verification": "true"}
 
 
 def _spark(server: Any, warehouse: Path, mode: str, workdir: Path) -> dict[str, Any]:
@@ -39,7 +38,7 @@ def _spark(server: Any, warehouse: Path, mode: str, workdir: Path) -> dict[str, 
 def test_spark_reads_the_rows_it_wrote_through_the_java_hms_in_place_and_after_the_upgrade(tmp_path):
     with fresh_database("mariadb", tmp_path) as url:
         load_hive_script("mariadb", url, "2.3.0")
-        with start_reference_hms_on_mariadb(tmp_path / "java", url, JAVA_PROPERTIES) as java:
+        with start_reference_hms_on_mariadb(tmp_path / "java", url, ON_HIVES_2_3_SCHEMA) as java:
             warehouse = java.warehouse  # where the Java HMS put the data: hmsproxy serves the same warehouse
             written = _spark(java, warehouse, "write", tmp_path / "write")
         assert written["sales"] == [["1", "10.5", "2024-01-01"], ["2", "20.0", "2024-01-01"],

@@ -21,13 +21,12 @@ from support.cli import run_hmsproxy
 from support.databases import fresh_database
 from support.hive_schema import load_hive_script
 from support.hmsproxy_server import start_hmsproxy_process
-from support.reference_hms import start_reference_hms_on_mariadb
+from support.reference_hms import ON_HIVES_2_3_SCHEMA, start_reference_hms_on_mariadb
 from support.scrape import metric, wait_for
 
 JAVA_PROPERTIES = {  # per schema: hmsproxy's own, or Hive's 2.3.0 script's
     "hmsproxy": {"datanucleus.schema.autoCreateAll": "false", "hive.metastore.schema.verification": "false"},
-    "2.3.0": {"datanucleus.schema.autoCreateAll": "false", "hive.metastore.schema.verification": "true",
-              "hive.support.concurrency": "true", "hive.txn.manager": "org.apache.hadoop.hive.ql.lockmgr.DbTxnManager"},
+    "2.3.0": ON_HIVES_2_3_SCHEMA,
 }
 TABLES, PARTITIONS, BATCH, TXNS = 3, 24, 6, 4
 

@@ -6,9 +6,9 @@ Hive's 2.3.0 script laid out, which both serve: each allocates lock ids under NE
 that queues the lock, and a lock defers to every conflicting one with a lower id, so neither needs the other's
 decision mutex (Hive 2.3 decides under AUX_TABLE's 'CheckLock' row, hmsproxy under NEXT_LOCK_ID). Beside the
 Java HMS the locks are exclusive ones only: Java 2.3.10 alone, on this workload with shared reads, lets a
-shared read and an exclusive lock be held at once (seen with two Java clients and no hmsproxy). A shared checker (one multiprocessing lock guarding
-counters of current holders) records every moment two conflicting holders overlap, and a read-modify-write
-counter updated only under exclusive locks detects a lost update."""
+shared read and an exclusive lock be held at once (seen with two Java clients and no hmsproxy). A shared checker
+(one multiprocessing lock guarding counters of current holders) records every moment two conflicting holders
+overlap, and a read-modify-write counter updated only under exclusive locks detects a lost update."""
 from __future__ import annotations
 
 import multiprocessing
@@ -23,15 +23,12 @@ from support.databases import fresh_database
 from support.hive_schema import load_hive_script
 from support.hmsproxy_server import start_hmsproxy_process
 from support.instances import connect, instances_on_one_database
-from support.reference_hms import start_reference_hms_on_mariadb
+from support.reference_hms import ON_HIVES_2_3_SCHEMA, start_reference_hms_on_mariadb
 from support.running import RunningServer
 
 WORKERS = 6
 ROUNDS = 25
 LOCK_WAIT_S = 60.0
-JAVA_2_3_PROPERTIES = {"datanucleus.schema.autoCreateAll": "false", "hive.metastore.schema.verification": "true",
-                       "hive.support.concurrency": "true",
-                       "hive.txn.manager": "org.apache.hadoop.hive.ql.lockmgr.DbTxnManager"}
 
 
 def _lock_until_acquired(client, request) -> int:
@@ -98,7 +95,7 @@ def test_conflicting_locks_are_never_held_at_once_beside_the_java_hms(tmp_path):
         load_hive_script("mariadb", url, "2.3.0")
         ours = start_hmsproxy_process(tmp_path / "hmsproxy", url)
         try:
-            with start_reference_hms_on_mariadb(tmp_path / "java", url, JAVA_2_3_PROPERTIES) as java:
+            with start_reference_hms_on_mariadb(tmp_path / "java", url, ON_HIVES_2_3_SCHEMA) as java:
                 _stress([ours, java], shared_locks=False)
         finally:
             ours.stop()

@@ -22,11 +22,8 @@ from support.cli import run_hmsproxy
 from support.databases import POSTGRES_ADMIN, fresh_database, postgres_reachable
 from support.hive_schema import load_hive_script, upgrade_with_hives_scripts
 from support.hmsproxy_server import start_hmsproxy
-from support.reference_hms import start_reference_hms_on_mariadb
+from support.reference_hms import ON_HIVES_2_3_SCHEMA, start_reference_hms_on_mariadb
 
-JAVA_PROPERTIES = {"datanucleus.schema.autoCreateAll": "false", "hive.metastore.schema.verification": "true",
-                   "hive.support.concurrency": "true",
-                   "hive.txn.manager": "org.apache.hadoop.hive.ql.lockmgr.DbTxnManager"}
 PARTITIONS = 40
 COLUMNS = [("id", "bigint"), ("name", "string"), ("price", "double"), ("amount", "decimal(12,2)"), ("day", "date")]
 
@@ -179,7 +176,7 @@ def hive_written(tmp_path_factory) -> Iterator[tuple[dict[tuple[str, str], str],
     workdir = tmp_path_factory.mktemp("migration")
     with fresh_database("mariadb", workdir) as url, contextlib.ExitStack() as more:
         load_hive_script("mariadb", url, "2.3.0")
-        with start_reference_hms_on_mariadb(workdir / "java", url, JAVA_PROPERTIES) as java:
+        with start_reference_hms_on_mariadb(workdir / "java", url, ON_HIVES_2_3_SCHEMA) as java:
             client = hmsclient.HMSClient(host=java.host, port=java.port)
             client.open()
             try:
@@ -187,7 +184,8 @@ def hive_written(tmp_path_factory) -> Iterator[tuple[dict[tuple[str, str], str],
             finally:
                 client.close()
             answers = _read_all(java)
-        urls = {("mariadb", "hmsproxy"): url, ("mariadb", "hive"): more.enter_context(fresh_database("mariadb", workdir))}
+        urls = {("mariadb", "hmsproxy"): url,
+                ("mariadb", "hive"): more.enter_context(fresh_database("mariadb", workdir))}
         _copy_mariadb(url, urls[("mariadb", "hive")])
         for upgrader in ("hmsproxy", "hive") if postgres_reachable() else ():
             urls[("postgres", upgrader)] = more.enter_context(fresh_database("postgres", workdir))

@@ -19,6 +19,11 @@ from support.running import RunningServer
 
 # /work/main/tests/support/reference_hms.py -> parents[3] == /work
 START_SH = Path(__file__).resolve().parents[3] / "shared" / "reference-hms" / "start.sh"
+# hive-site.xml properties of the reference serving a database Hive's own 2.3.0 script laid out: the schema as it
+# is (checked against its VERSION), with Hive's transaction manager.
+ON_HIVES_2_3_SCHEMA = {"datanucleus.schema.autoCreateAll": "false", "hive.metastore.schema.verification": "true",
+                       "hive.support.concurrency": "true",
+                       "hive.txn.manager": "org.apache.hadoop.hive.ql.lockmgr.DbTxnManager"}
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -42,7 +42,6 @@ class RawStore(Protocol):
     def keeps_write_ids(self) -> bool:
         """False on a schema from before Hive 3: its transactional tables have no write ids."""
 
-
     def kept(self, obj: Any) -> Any:
         """The object (as written) with the fields this store does not record reset, as reading it back gives
         them: an older Hive schema has no place for some (store/sql/layout.py)."""

@@ -42,14 +42,13 @@ _UNRECORDED: dict[tuple[str, str], tuple[type, str] | None] = {
 }
 
 
-
-
 @dataclass(frozen=True)
 class Layout:
     version: str
     absent: frozenset[tuple[str, str]] = frozenset()  # (table, column) of declared columns the database lacks
     folded: frozenset[str] = frozenset()  # declared tables stored under their lower-case name
     absent_tables: frozenset[str] = frozenset()  # declared tables the database lacks (Hive 4's, write ids', ...)
+    txn_counter: bool = False  # NEXT_TXN_ID hands out transaction ids (Hive 2.3/3.1, an older hmsproxy)
 
     @classmethod
     def read(cls, engine: Engine) -> Layout:
@@ -67,10 +66,8 @@ class Layout:
                 absent.update((table.name, column.name) for column in table.columns if column.name not in have)
             else:
                 absent_tables.add(table.name)
-        return cls(version, frozenset(absent), frozenset(folded), frozenset(absent_tables))
-
-    def has_table(self, name: str, engine: Engine) -> bool:
-        return inspect(engine).has_table(name.lower() if name in self.folded else name)
+        return cls(version, frozenset(absent), frozenset(folded), frozenset(absent_tables),
+                   txn_counter="NEXT_TXN_ID" in present or "NEXT_TXN_ID" in folded)
 
     def holds(self, table: Table) -> bool:
         return table.name not in self.absent_tables
@@ -88,6 +85,8 @@ class Layout:
     def values(self, table: Table, values: dict[str, Any]) -> dict[str, Any]:
         """The values of an insert or update without the columns the database lacks. A value that would be lost
         raises MetaException, unless the older Hive did not record it either (_UNRECORDED)."""
+        if not self.absent:  # Hive 4.0.0's layout: nothing to leave out, on the path of every write
+            return values
         kept = {}
         for name, value in values.items():
             key = (table.name, name)

@@ -125,9 +125,10 @@ class PartitionStore:
             cd_id = ref.cd_id if same else insert_columns(self.db, conn, part.sd.cols)
             [sd_id] = insert_descriptors(self.db, conn, [part.sd], [cd_id])
             new_name = make_partition_name(ref.partition_keys, part.values)
-            conn.execute(update(s.PARTITIONS).where(s.PARTITIONS.c.PART_ID == row.PART_ID).values(self.layout.values(s.PARTITIONS, {
-                "PART_NAME": new_name, "SD_ID": sd_id, "CREATE_TIME": part.createTime or 0,
-                "LAST_ACCESS_TIME": part.lastAccessTime or 0, "WRITE_ID": write_id(part.writeId)})))
+            conn.execute(update(s.PARTITIONS).where(s.PARTITIONS.c.PART_ID == row.PART_ID).values(
+                self.layout.values(s.PARTITIONS, {
+                    "PART_NAME": new_name, "SD_ID": sd_id, "CREATE_TIME": part.createTime or 0,
+                    "LAST_ACCESS_TIME": part.lastAccessTime or 0, "WRITE_ID": write_id(part.writeId)})))
             delete_descriptors(conn, [row.SD_ID])
             conn.execute(delete(s.PARTITION_PARAMS).where(s.PARTITION_PARAMS.c.PART_ID == row.PART_ID))
             conn.execute(delete(s.PARTITION_KEY_VALS).where(s.PARTITION_KEY_VALS.c.PART_ID == row.PART_ID))

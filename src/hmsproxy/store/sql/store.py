@@ -33,7 +33,7 @@ class SqlStore(DatabaseStore, TableStore, PartitionStore, FunctionStore, Statist
         self.db = db
         db.adopt(Layout.read(db.engine))
         self.layout = db.layout
-        self.txn_ids = txn_ids_for(db.engine, self.layout)
+        self.txn_ids = txn_ids_for(self.layout)
         self.lock_releases = LockReleases()
         self.lock_requests: Combiner[PendingLock, LockOutcome] = Combiner(self._lock_batch)
 

@@ -15,10 +15,10 @@ Lock decisions are linearizable: every decision to grant (lock, check_lock) firs
 row with SELECT ... FOR UPDATE, one mutex for all instances. (Hive 2.3 and 3.1 queue a lock under that row and
 decide under AUX_TABLE's 'CheckLock' row. Beside such a Java HMS the lock-id order keeps decisions apart: a lock
 is queued with its id in one transaction, so every lower id is visible to whoever decides a higher one, and a
-lock defers to every conflicting lock with a lower id, waiting or held.) Only after holding it does the decision read HIVE_LOCKS, and write
-transactions run READ COMMITTED (database.py), so each later statement sees every lock granted, requested or
-released by a transaction that committed before: decisions happen one at a time, each seeing all earlier
-ones. Lock requests that arrive at one instance together share one such decision (combiner.py): decided in
+lock defers to every conflicting lock with a lower id, waiting or held.) Only after holding it does the decision
+read HIVE_LOCKS, and write transactions run READ COMMITTED (database.py), so each later statement sees every
+lock granted, requested or released by a transaction that committed before: decisions happen one at a time,
+each seeing all earlier ones. Lock requests that arrive at one instance together share one such decision (combiner.py): decided in
 the order they queued, each against the locks before it, as if they had come one by one. Releases (unlock,
 commit, abort, expiry) need no mutex: a decision that misses a release in
 progress only waits longer. SQLite write transactions are serialised by the database file itself. Polls of a
@@ -127,6 +127,7 @@ def _conflicts(wanted: Any, held: Any) -> bool:
 
 
 NO_WRITE_IDS = "table write ids (Hive 3 brought them)"
+
 
 class TransactionStore:
     """Mixed into SqlStore, which gives it `db`, `txn_ids` (txn_ids.py), `lock_releases` and `lock_requests`

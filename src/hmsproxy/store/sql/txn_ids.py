@@ -84,9 +84,9 @@ class TxnsTableIds:
         conn.execute(delete(s.TXNS).where(s.TXNS.c.TXN_STATE == COMMITTED, s.TXNS.c.TXN_ID < below))
 
 
-def txn_ids_for(engine: Any, layout: Layout) -> TxnIds:
+def txn_ids_for(layout: Layout) -> TxnIds:
     """The counter where the schema has NEXT_TXN_ID (Hive 2.3/3.1, an older hmsproxy); Hive 4's way otherwise."""
-    return CounterIds() if layout.has_table("NEXT_TXN_ID", engine) else TxnsTableIds()
+    return CounterIds() if layout.txn_counter else TxnsTableIds()
 
 
 # TXNS as a plain list of columns: TXN_ID is filled by the database, which the declared table cannot say.
