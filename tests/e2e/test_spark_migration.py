@@ -28,9 +28,9 @@ def _spark(server: Any, warehouse: Path, mode: str, workdir: Path) -> dict[str, 
     out, log = workdir / "answers.json", workdir / "spark.log"
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     with open(log, "w") as sink:
-        done = subprocess.run([sys.executable, str(SCRIPT), "--metastore-uri", server.uri, "--warehouse", str(warehouse),
-                               "--mode", mode, "--out", str(out)], cwd=workdir, env=env, stdout=sink,
-                              stderr=subprocess.STDOUT, timeout=600)
+        done = subprocess.run([sys.executable, str(SCRIPT), "--metastore-uri", server.uri,
+                               "--warehouse", str(warehouse), "--mode", mode, "--out", str(out)],
+                              cwd=workdir, env=env, stdout=sink, stderr=subprocess.STDOUT, timeout=600)
     assert done.returncode == 0 and out.exists(), "\n".join(log.read_text().splitlines()[-40:])
     return json.loads(out.read_text())
 

@@ -11,19 +11,19 @@ changed the same table or partition (one of them with an update), so that neithe
 or released by the reaper (`reap_expired`, run periodically by every instance: idempotent) and when a
 waiting lock is checked.
 
-Lock decisions are linearizable: every decision to grant (lock, check_lock) first takes the NEXT_LOCK_ID
-row with SELECT ... FOR UPDATE, one mutex for all instances. (Hive 2.3 and 3.1 queue a lock under that row and
-decide under AUX_TABLE's 'CheckLock' row. Beside such a Java HMS the lock-id order keeps decisions apart: a lock
-is queued with its id in one transaction, so every lower id is visible to whoever decides a higher one, and a
-lock defers to every conflicting lock with a lower id, waiting or held.) Only after holding it does the decision
-read HIVE_LOCKS, and write transactions run READ COMMITTED (database.py), so each later statement sees every
-lock granted, requested or released by a transaction that committed before: decisions happen one at a time,
-each seeing all earlier ones. Lock requests that arrive at one instance together share one such decision (combiner.py): decided in
-the order they queued, each against the locks before it, as if they had come one by one. Releases (unlock,
-commit, abort, expiry) need no mutex: a decision that misses a release in
-progress only waits longer. SQLite write transactions are serialised by the database file itself. Polls of a
-lock whose state cannot have changed (acquired, or still behind a live blocker) need no decision either: they
-are answered by one read, so clients polling while they wait do not queue for the mutex.
+Lock decisions are linearizable: every decision to grant (lock, check_lock) first takes the NEXT_LOCK_ID row with
+SELECT ... FOR UPDATE, one mutex for all instances. (Hive 2.3 and 3.1 queue a lock under that row and decide under
+AUX_TABLE's 'CheckLock' row. Beside such a Java HMS the lock-id order keeps decisions apart: a lock is queued with
+its id in one transaction, so every lower id is visible to whoever decides a higher one, and a lock defers to every
+conflicting lock with a lower id, waiting or held.) Only after holding it does the decision read HIVE_LOCKS, and
+write transactions run READ COMMITTED (database.py), so each later statement sees every lock granted, requested or
+released by a transaction that committed before: decisions happen one at a time, each seeing all earlier ones. Lock
+requests that arrive at one instance together share one such decision (combiner.py): decided in the order they
+queued, each against the locks before it, as if they had come one by one. Releases (unlock, commit, abort, expiry)
+need no mutex: a decision that misses a release in progress only waits longer. SQLite write transactions are
+serialised by the database file itself. Polls of a lock whose state cannot have changed (acquired, or still behind
+a live blocker) need no decision either: they are answered by one read, so clients polling while they wait do not
+queue for the mutex.
 """
 from __future__ import annotations
 
