@@ -3,10 +3,8 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import signal
 import sys
-import threading
 
 from hmsproxy import config
 from hmsproxy.store.sql.database import Database, SchemaRefused, check_servable, init_schema, schema_version
@@ -189,27 +187,25 @@ def _upgrade(db: Database, dry_run: bool) -> int:
 
 # How long a clean stop may take after SIGTERM/SIGINT before the process exits anyway (a second signal
 # exits at once): orchestrators wait 10 s (Kubernetes' grace period is 30 s, docker stop's 10 s) before SIGKILL.
-STOP_GRACE_S = 8.0
+STOP_GRACE_S = 8
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
 
 def _serve(settings: config.Settings) -> int:
+    """Serves until SIGTERM/SIGINT. The stop signals are blocked in every thread and taken by the main thread
+    with sigwait, and the grace period is an alarm whose default action ends the process: both work in the
+    kernel, so a stop never waits for the interpreter lock or for the signal to land on the main thread."""
     from hmsproxy.server import start
 
-    stop = threading.Event()
-
-    def on_signal(*_: object) -> None:
-        if stop.is_set():
-            os._exit(1)
-        stop.set()
-        deadline = threading.Timer(STOP_GRACE_S, os._exit, (1,))  # whatever a request thread is doing
-        deadline.daemon = True
-        deadline.start()
-
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, on_signal)
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)   # threads started from here on inherit the mask
     running = start(settings)
     print(f"hmsproxy listening on {settings.host}:{running.port}", flush=True)
-    stop.wait()
+    signal.sigwait(STOP_SIGNALS)
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.alarm(STOP_GRACE_S)
+    for signum in STOP_SIGNALS:   # a second stop signal ends the process at once
+        signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     logging.getLogger("hmsproxy").info("stopping")
     running.stop()
     return 0
