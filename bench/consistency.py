@@ -55,9 +55,10 @@ import time
 import traceback
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import thriftpy2.rpc
 
@@ -65,8 +66,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "tests") not in sys.path:
     sys.path.insert(0, str(ROOT / "tests"))  # support.* (fresh databases, server processes)
 
-from hmsproxy.idl import hms  # noqa: E402
 from hmsproxy.client import reader_snapshot  # noqa: E402
+from hmsproxy.idl import hms  # noqa: E402
 from hmsproxy.txn.write_ids import ValidWriteIdList  # noqa: E402
 from support.databases import fresh_database  # noqa: E402
 from support.hmsproxy_server import start_hmsproxy_process  # noqa: E402

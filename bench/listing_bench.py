@@ -216,7 +216,7 @@ def child_main(argv: list[str]) -> None:
     print("RESULT " + json.dumps(result), flush=True)
 
 
-def run_child(args: list[str], timeout_s: float, watch: "Watch | None" = None, env: dict | None = None) -> dict:
+def run_child(args: list[str], timeout_s: float, watch: Watch | None = None, env: dict | None = None) -> dict:
     """Runs this file as a child process; its result is the JSON on its last `RESULT` line."""
     process = subprocess.Popen([sys.executable, __file__, "_child", *args], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env=dict(os.environ, **(env or {})),
@@ -326,7 +326,7 @@ class Watch:
                     self.killed = f"server killed at MemAvailable < {self.min_available >> 20} MB"
                     os.kill(self.server_pid, signal.SIGKILL)
 
-    def __enter__(self) -> "Watch":
+    def __enter__(self) -> Watch:
         self._thread.start()
         return self
 

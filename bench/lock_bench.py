@@ -33,9 +33,10 @@ import traceback
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import thriftpy2.rpc
 from sqlalchemy import create_engine, text

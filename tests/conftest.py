@@ -1,7 +1,7 @@
 """Shared fixtures: hmsproxy servers on each database backend and clients that talk to them."""
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 import thriftpy2.rpc

@@ -19,6 +19,9 @@ import inspect
 from typing import Any
 
 import pytest
+from hmsclient.genthrift.fb303 import FacebookService as ApacheFB
+from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore as ApacheHMS
+from hmsclient.genthrift.hive_metastore import ttypes as A
 from thrift.protocol.TBinaryProtocol import TBinaryProtocol as ApacheBinary
 from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated as ApacheBinaryAcc
 from thrift.Thrift import TType as ATType
@@ -29,9 +32,6 @@ from thriftpy2.thrift import TProcessor, TType
 from thriftpy2.transport.memory import TCyMemoryBuffer
 from thriftpy2.utils import deserialize, serialize
 
-from hmsclient.genthrift.fb303 import FacebookService as ApacheFB
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore as ApacheHMS
-from hmsclient.genthrift.hive_metastore import ttypes as A
 from hmsproxy.idl import hms
 
 SERVICE = hms.ThriftHiveMetastore
@@ -57,86 +57,11 @@ KNOWN_HIVE_CHANGES: dict[tuple[str, int], str] = {
 }
 
 # What the brief for this IDL requires to be present (a failing name here is a regression).
-REQUIRED_STRUCTS = """
-MetaException NoSuchObjectException AlreadyExistsException InvalidObjectException
-InvalidOperationException InvalidInputException UnknownTableException UnknownDBException
-UnknownPartitionException InvalidPartitionException ConfigValSecurityException
-NoSuchTxnException TxnAbortedException TxnOpenException NoSuchLockException
-Version FieldSchema EnvironmentContext SerDeInfo Order SkewedInfo StorageDescriptor
-PrivilegeGrantInfo PrincipalPrivilegeSet HiveObjectRef Database Table Partition
-PartitionWithoutSD PartitionSpec PartitionSpecWithSharedSD PartitionListComposingSpec
-Catalog CreateCatalogRequest GetCatalogRequest GetCatalogResponse GetCatalogsResponse
-DropCatalogRequest Function ResourceUri CreationMetadata SourceTable FileMetadata
-ObjectDictionary SQLPrimaryKey SQLForeignKey SQLUniqueConstraint SQLNotNullConstraint
-SQLDefaultConstraint SQLCheckConstraint
-ColumnStatistics ColumnStatisticsDesc ColumnStatisticsObj ColumnStatisticsData
-BooleanColumnStatsData DoubleColumnStatsData LongColumnStatsData StringColumnStatsData
-BinaryColumnStatsData DecimalColumnStatsData DateColumnStatsData TimestampColumnStatsData
-Decimal Date Timestamp AggrStats SetPartitionsStatsRequest SetPartitionsStatsResponse
-TableStatsRequest TableStatsResult PartitionsStatsRequest PartitionsStatsResult
-GetTableRequest GetTableResult GetTablesRequest GetTablesResult GetPartitionsByNamesRequest
-GetPartitionsByNamesResult PartitionsRequest PartitionsResponse GetPartitionsPsWithAuthRequest
-GetPartitionsPsWithAuthResponse GetPartitionNamesPsRequest GetPartitionNamesPsResponse
-PartitionsByExprRequest PartitionsByExprResult AddPartitionsRequest AddPartitionsResult
-DropPartitionsRequest DropPartitionsResult RequestPartsSpec DropPartitionsExpr
-AlterTableRequest AlterTableResponse AlterPartitionsRequest AlterPartitionsResponse
-RenamePartitionRequest RenamePartitionResponse GetDatabaseRequest DropDatabaseRequest
-TableMeta GetAllFunctionsResponse ClientCapabilities GetProjectionsSpec
-OpenTxnRequest OpenTxnsResponse AbortTxnRequest AbortTxnsRequest CommitTxnRequest
-GetOpenTxnsResponse GetOpenTxnsInfoResponse TxnInfo AllocateTableWriteIdsRequest
-AllocateTableWriteIdsResponse TxnToWriteId GetValidWriteIdsRequest GetValidWriteIdsResponse
-TableValidWriteIds LockRequest LockComponent LockResponse CheckLockRequest UnlockRequest
-ShowLocksRequest ShowLocksResponse ShowLocksResponseElement HeartbeatRequest
-HeartbeatTxnRangeRequest HeartbeatTxnRangeResponse
-NotificationEventRequest NotificationEventResponse NotificationEvent CurrentNotificationEventId
-NotificationEventsCountRequest NotificationEventsCountResponse FireEventRequest
-FireEventRequestData InsertEventRequestData FireEventResponse
-""".split()
+REQUIRED_STRUCTS = ["MetaException", "NoSuchObjectException", "AlreadyExistsException", "InvalidObjectException", "InvalidOperationException", "InvalidInputException", "UnknownTableException", "UnknownDBException", "UnknownPartitionException", "InvalidPartitionException", "ConfigValSecurityException", "NoSuchTxnException", "TxnAbortedException", "TxnOpenException", "NoSuchLockException", "Version", "FieldSchema", "EnvironmentContext", "SerDeInfo", "Order", "SkewedInfo", "StorageDescriptor", "PrivilegeGrantInfo", "PrincipalPrivilegeSet", "HiveObjectRef", "Database", "Table", "Partition", "PartitionWithoutSD", "PartitionSpec", "PartitionSpecWithSharedSD", "PartitionListComposingSpec", "Catalog", "CreateCatalogRequest", "GetCatalogRequest", "GetCatalogResponse", "GetCatalogsResponse", "DropCatalogRequest", "Function", "ResourceUri", "CreationMetadata", "SourceTable", "FileMetadata", "ObjectDictionary", "SQLPrimaryKey", "SQLForeignKey", "SQLUniqueConstraint", "SQLNotNullConstraint", "SQLDefaultConstraint", "SQLCheckConstraint", "ColumnStatistics", "ColumnStatisticsDesc", "ColumnStatisticsObj", "ColumnStatisticsData", "BooleanColumnStatsData", "DoubleColumnStatsData", "LongColumnStatsData", "StringColumnStatsData", "BinaryColumnStatsData", "DecimalColumnStatsData", "DateColumnStatsData", "TimestampColumnStatsData", "Decimal", "Date", "Timestamp", "AggrStats", "SetPartitionsStatsRequest", "SetPartitionsStatsResponse", "TableStatsRequest", "TableStatsResult", "PartitionsStatsRequest", "PartitionsStatsResult", "GetTableRequest", "GetTableResult", "GetTablesRequest", "GetTablesResult", "GetPartitionsByNamesRequest", "GetPartitionsByNamesResult", "PartitionsRequest", "PartitionsResponse", "GetPartitionsPsWithAuthRequest", "GetPartitionsPsWithAuthResponse", "GetPartitionNamesPsRequest", "GetPartitionNamesPsResponse", "PartitionsByExprRequest", "PartitionsByExprResult", "AddPartitionsRequest", "AddPartitionsResult", "DropPartitionsRequest", "DropPartitionsResult", "RequestPartsSpec", "DropPartitionsExpr", "AlterTableRequest", "AlterTableResponse", "AlterPartitionsRequest", "AlterPartitionsResponse", "RenamePartitionRequest", "RenamePartitionResponse", "GetDatabaseRequest", "DropDatabaseRequest", "TableMeta", "GetAllFunctionsResponse", "ClientCapabilities", "GetProjectionsSpec", "OpenTxnRequest", "OpenTxnsResponse", "AbortTxnRequest", "AbortTxnsRequest", "CommitTxnRequest", "GetOpenTxnsResponse", "GetOpenTxnsInfoResponse", "TxnInfo", "AllocateTableWriteIdsRequest", "AllocateTableWriteIdsResponse", "TxnToWriteId", "GetValidWriteIdsRequest", "GetValidWriteIdsResponse", "TableValidWriteIds", "LockRequest", "LockComponent", "LockResponse", "CheckLockRequest", "UnlockRequest", "ShowLocksRequest", "ShowLocksResponse", "ShowLocksResponseElement", "HeartbeatRequest", "HeartbeatTxnRangeRequest", "HeartbeatTxnRangeResponse", "NotificationEventRequest", "NotificationEventResponse", "NotificationEvent", "CurrentNotificationEventId", "NotificationEventsCountRequest", "NotificationEventsCountResponse", "FireEventRequest", "FireEventRequestData", "InsertEventRequestData", "FireEventResponse"]
 
-REQUIRED_ENUMS = """
-PrincipalType FunctionType ResourceType PartitionEventType TxnState LockState LockLevel
-LockType DataOperationType HiveObjectType
-""".split()
+REQUIRED_ENUMS = ["PrincipalType", "FunctionType", "ResourceType", "PartitionEventType", "TxnState", "LockState", "LockLevel", "LockType", "DataOperationType", "HiveObjectType"]
 
-REQUIRED_METHODS = """
-getName getVersion getStatus getStatusDetails getCounters getCounter setOption getOption
-getOptions getCpuProfile aliveSince reinitialize shutdown
-getMetaConf setMetaConf get_config_value set_ugi
-create_catalog get_catalog get_catalogs drop_catalog
-create_database get_database get_database_req drop_database get_databases get_all_databases
-alter_database
-get_table get_table_req get_tables get_tables_by_type get_all_tables get_table_meta
-get_table_objects_by_name get_table_objects_by_name_req get_fields
-get_fields_with_environment_context get_schema get_schema_with_environment_context
-create_table create_table_with_environment_context create_table_with_constraints drop_table
-drop_table_with_environment_context truncate_table alter_table
-alter_table_with_environment_context alter_table_with_cascade alter_table_req
-get_table_names_by_filter
-add_partition add_partitions add_partition_with_environment_context add_partitions_req
-append_partition append_partition_with_environment_context append_partition_by_name
-append_partition_by_name_with_environment_context drop_partition
-drop_partition_with_environment_context drop_partition_by_name
-drop_partition_by_name_with_environment_context drop_partitions_req get_partition
-get_partition_by_name get_partition_with_auth get_partitions get_partitions_with_auth
-get_partitions_req get_partition_names get_partition_names_ps get_partition_names_ps_req
-get_partitions_ps get_partitions_ps_with_auth get_partitions_ps_with_auth_req
-get_partitions_by_filter get_num_partitions_by_filter get_partitions_by_expr
-get_partitions_by_names get_partitions_by_names_req alter_partition alter_partitions
-alter_partitions_with_environment_context alter_partitions_req
-alter_partition_with_environment_context rename_partition rename_partition_req
-partition_name_has_valid_characters partition_name_to_vals partition_name_to_spec
-markPartitionForEvent isPartitionMarkedForEvent exchange_partition exchange_partitions
-create_function drop_function alter_function get_functions get_function get_all_functions
-update_table_column_statistics update_partition_column_statistics
-get_table_column_statistics get_partition_column_statistics get_table_statistics_req
-get_partitions_statistics_req get_aggr_stats_for set_aggr_stats_for
-delete_partition_column_statistics delete_table_column_statistics
-get_current_notificationEventId get_next_notification get_notification_events_count
-fire_listener_event
-open_txns abort_txn abort_txns commit_txn get_open_txns get_open_txns_info
-allocate_table_write_ids get_valid_write_ids lock check_lock unlock show_locks heartbeat
-heartbeat_txn_range
-""".split()
+REQUIRED_METHODS = ["getName", "getVersion", "getStatus", "getStatusDetails", "getCounters", "getCounter", "setOption", "getOption", "getOptions", "getCpuProfile", "aliveSince", "reinitialize", "shutdown", "getMetaConf", "setMetaConf", "get_config_value", "set_ugi", "create_catalog", "get_catalog", "get_catalogs", "drop_catalog", "create_database", "get_database", "get_database_req", "drop_database", "get_databases", "get_all_databases", "alter_database", "get_table", "get_table_req", "get_tables", "get_tables_by_type", "get_all_tables", "get_table_meta", "get_table_objects_by_name", "get_table_objects_by_name_req", "get_fields", "get_fields_with_environment_context", "get_schema", "get_schema_with_environment_context", "create_table", "create_table_with_environment_context", "create_table_with_constraints", "drop_table", "drop_table_with_environment_context", "truncate_table", "alter_table", "alter_table_with_environment_context", "alter_table_with_cascade", "alter_table_req", "get_table_names_by_filter", "add_partition", "add_partitions", "add_partition_with_environment_context", "add_partitions_req", "append_partition", "append_partition_with_environment_context", "append_partition_by_name", "append_partition_by_name_with_environment_context", "drop_partition", "drop_partition_with_environment_context", "drop_partition_by_name", "drop_partition_by_name_with_environment_context", "drop_partitions_req", "get_partition", "get_partition_by_name", "get_partition_with_auth", "get_partitions", "get_partitions_with_auth", "get_partitions_req", "get_partition_names", "get_partition_names_ps", "get_partition_names_ps_req", "get_partitions_ps", "get_partitions_ps_with_auth", "get_partitions_ps_with_auth_req", "get_partitions_by_filter", "get_num_partitions_by_filter", "get_partitions_by_expr", "get_partitions_by_names", "get_partitions_by_names_req", "alter_partition", "alter_partitions", "alter_partitions_with_environment_context", "alter_partitions_req", "alter_partition_with_environment_context", "rename_partition", "rename_partition_req", "partition_name_has_valid_characters", "partition_name_to_vals", "partition_name_to_spec", "markPartitionForEvent", "isPartitionMarkedForEvent", "exchange_partition", "exchange_partitions", "create_function", "drop_function", "alter_function", "get_functions", "get_function", "get_all_functions", "update_table_column_statistics", "update_partition_column_statistics", "get_table_column_statistics", "get_partition_column_statistics", "get_table_statistics_req", "get_partitions_statistics_req", "get_aggr_stats_for", "set_aggr_stats_for", "delete_partition_column_statistics", "delete_table_column_statistics", "get_current_notificationEventId", "get_next_notification", "get_notification_events_count", "fire_listener_event", "open_txns", "abort_txn", "abort_txns", "commit_txn", "get_open_txns", "get_open_txns_info", "allocate_table_write_ids", "get_valid_write_ids", "lock", "check_lock", "unlock", "show_locks", "heartbeat", "heartbeat_txn_range"]
 
 
 # --- canonical wire shapes ---------------------------------------------------------------

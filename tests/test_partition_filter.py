@@ -8,10 +8,11 @@ leniency.
 from __future__ import annotations
 
 import operator
-from typing import Sequence
+from collections.abc import Sequence
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hmsproxy.partition_filter import FilterError, FilterTypeMismatch, compile_filter
 

@@ -7,8 +7,9 @@ import signal
 import sys
 
 from hmsproxy import config
+from hmsproxy.store.sql import schema as s
+from hmsproxy.store.sql import upgrade
 from hmsproxy.store.sql.database import Database, SchemaRefused, check_servable, init_schema, schema_version
-from hmsproxy.store.sql import schema as s, upgrade
 from hmsproxy.store.sql.hive_versions import SERVED_VERSIONS
 from hmsproxy.store.sql.upgrade import UpgradeRefused
 from hmsproxy.store.sql.validate import schema_differences, schema_report

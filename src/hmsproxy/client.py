@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import thriftpy2.rpc
 from thriftpy2.transport import TCyFramedTransportFactory
@@ -66,7 +67,7 @@ class MetastoreClient:
     def close(self) -> None:
         self._client.close()
 
-    def __enter__(self) -> "MetastoreClient":
+    def __enter__(self) -> MetastoreClient:
         return self
 
     def __exit__(self, *exc: Any) -> None:

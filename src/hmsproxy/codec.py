@@ -5,7 +5,8 @@ garbage collector) and the server can send such a list without building objects:
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from thriftpy2.protocol.cybin import TCyBinaryProtocol
 from thriftpy2.transport.memory import TCyMemoryBuffer

@@ -18,12 +18,10 @@ import uuid
 from typing import Any
 
 from sqlalchemy import exc as sa_exc
-
 from thriftpy2.thrift import TApplicationException, TException, TMessageType, TProcessor, TType
 
 from hmsproxy.burst_log import BurstLog
 from hmsproxy.codec import EncodedList, encode
-
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
 

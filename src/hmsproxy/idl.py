@@ -42,9 +42,10 @@ Code that decodes bytes itself must call ``obj.read(protocol)`` (not
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 import thriftpy2
 from thriftpy2.protocol import binary as _pybinary
@@ -56,7 +57,7 @@ try:  # the compiled protocol is optional in thriftpy2 (absent on some platforms
 except ImportError:  # pragma: no cover - always present in our venv
     TCyBinaryProtocol = None  # type: ignore[assignment,misc]
 
-__all__ = ["hms", "fb303", "THRIFT_DIR", "MODULE_NAME"]
+__all__ = ["MODULE_NAME", "THRIFT_DIR", "fb303", "hms"]
 
 MODULE_NAME = "hive_metastore_thrift"
 

@@ -57,7 +57,7 @@ class LikePattern:
     ignore_case: bool
 
     @classmethod
-    def compile(cls, pattern: str) -> "LikePattern":
+    def compile(cls, pattern: str) -> LikePattern:
         ignore_case = pattern.startswith("(?i)")
         if ignore_case:
             pattern = pattern[4:].upper()

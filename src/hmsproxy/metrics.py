@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
@@ -105,7 +105,7 @@ class MetricsServer:
 
 def _make_handler(metrics: Metrics, ready: Callable[[], bool]) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        def do_GET(self) -> None:
             if self.path.split("?")[0] == "/metrics":
                 self._send(200, metrics.render(), CONTENT_TYPE_LATEST)
             elif self.path == "/healthz":

@@ -6,7 +6,7 @@ name is also the relative directory of the partition.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from hmsproxy.like import LikePattern
 

@@ -70,9 +70,10 @@ from __future__ import annotations
 import datetime as _dt
 import operator
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Callable, Sequence, Union
+from typing import Union
 
 from hmsproxy.like import LikePattern
 
@@ -185,7 +186,7 @@ class Const:
     """A literal. kind: 'string' (value = text without quotes), 'int' (value = int),
     'date' / 'timestamp' (value = the literal's text, already validated)."""
     kind: str
-    value: Union[str, int]
+    value: str | int
     pos: int
 
     def text(self) -> str:
@@ -223,12 +224,12 @@ class InList:
 
 @dataclass(frozen=True)
 class And:
-    parts: tuple["Node", ...]
+    parts: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
 class Or:
-    parts: tuple["Node", ...]
+    parts: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
@@ -432,7 +433,7 @@ _DATE_STRICT_RE = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})")
 _TIMESTAMP_RE = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T](\d{1,2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?)?")
 
 
-def _make_date(m: "re.Match[str] | None") -> _dt.date | None:
+def _make_date(m: re.Match[str] | None) -> _dt.date | None:
     if m is None:
         return None
     try:

@@ -1,7 +1,8 @@
 """Hive's refusals of a list of partitions to add, shared by the handler and the SQL store's own guard."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from hmsproxy.idl import hms
 from hmsproxy.java_text import java_text

@@ -14,9 +14,10 @@ through a double and its Java text. Long, date and timestamp distinct counts nev
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Sequence
+from typing import Any
 
 from hmsproxy.idl import hms
 

@@ -11,11 +11,23 @@ grammar lacks, are read as Hive 4 reads them: one equality per value, or'ed.
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from hmsproxy.like import LikePattern
-from hmsproxy.partition_filter import (And, Between, Comparison, Const, FilterError, InList, Key, MatchAll, Node, Or,
-                                       parse_filter)
+from hmsproxy.partition_filter import (
+    And,
+    Between,
+    Comparison,
+    Const,
+    FilterError,
+    InList,
+    Key,
+    MatchAll,
+    Node,
+    Or,
+    parse_filter,
+)
 
 OWNER, LAST_ACCESS, PARAMS = "hive_filter_field_owner__", "hive_filter_field_last_access__", "hive_filter_field_params__"
 INVALID_KEY = "Invalid key name in filter.  Use constants from org.apache.hadoop.hive.metastore.api"  # sic, HMS's text

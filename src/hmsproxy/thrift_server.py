@@ -16,7 +16,8 @@ import logging
 import socket
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from thriftpy2.protocol.cybin import TCyBinaryProtocol
 from thriftpy2.transport import TSocket, TTransportException
@@ -143,7 +144,7 @@ class ThriftServer:
         while not self._stopping.is_set():
             try:
                 client, address = self._listener.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 if self._stopping.is_set():

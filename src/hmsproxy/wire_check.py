@@ -13,7 +13,7 @@ The bytes read are returned whole, for the real decoder to read from memory.
 from __future__ import annotations
 
 import struct
-from typing import Callable
+from collections.abc import Callable
 
 STOP, BOOL, BYTE, DOUBLE, I16, I32, I64, STRING, STRUCT, MAP, SET, LIST = 0, 2, 3, 4, 6, 8, 10, 11, 12, 13, 14, 15
 FIXED_SIZES = {BOOL: 1, BYTE: 1, DOUBLE: 8, I16: 2, I32: 4, I64: 8}

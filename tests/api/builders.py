@@ -6,8 +6,9 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from hmsproxy.warehouse import local_path
 
@@ -71,6 +72,7 @@ def write_file(location: str, name: str = "data.txt", content: bytes = b"1,a\n2,
 def connect_thrift(server: Any) -> Any:
     """A new thriftpy2 client (our IDL) on its own connection."""
     import thriftpy2.rpc
+
     from hmsproxy.idl import hms
     return thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, server.host, server.port, timeout=60000)
 

@@ -1,7 +1,7 @@
 """API-test fixtures: a fresh database per test on the module's server, dropped with its data afterwards."""
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

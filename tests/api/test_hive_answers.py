@@ -11,12 +11,14 @@ import string
 import subprocess
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from decimal import Decimal
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 from hmsclient import hmsclient
-from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore, ttypes as A
+from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
+from hmsclient.genthrift.hive_metastore import ttypes as A
 from thrift.Thrift import TException
 
 from hmsproxy.handler.service import SECRET_KEY_PARTS

@@ -5,8 +5,8 @@ managed table at a location the user chose stays there when renamed; quick stats
 stat. Through a real socket, against a server process running in its own directory."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 import thriftpy2.rpc

@@ -16,9 +16,10 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, closing
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 import thriftpy2.rpc

@@ -9,8 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from hmsclient.genthrift.hive_metastore import ttypes as A
 
+from api.builders import connect_hive as hive_client
+from api.builders import connect_thrift as thrift_client
 from api.builders import database, partition, path_of, table, unique
-from api.builders import connect_hive as hive_client, connect_thrift as thrift_client
 from hmsproxy.idl import hms
 
 

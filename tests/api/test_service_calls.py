@@ -7,7 +7,8 @@ from thriftpy2.protocol import TBinaryProtocolFactory
 from thriftpy2.thrift import TApplicationException, TClient, TMessageType
 from thriftpy2.transport import TBufferedTransportFactory, TSocket
 
-from api.builders import connect_hive as hive_client, connect_thrift as thrift_client
+from api.builders import connect_hive as hive_client
+from api.builders import connect_thrift as thrift_client
 from hmsproxy.idl import fb303, hms
 
 

@@ -26,10 +26,11 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 # --------------------------------------------------------------------------------------------------
@@ -796,7 +797,7 @@ def run(metastore_uri: str, warehouse: Path, data_dir: Path | None, only: list[s
             try:
                 results[name] = fn(ctx)
                 status = "ok"
-            except Exception as e:  # noqa: BLE001 - record and go on
+            except Exception as e:
                 results[name] = {"error": short_error(e)}
                 status = "FAILED"
                 traceback.print_exc(file=sys.stderr)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-import consistency  # noqa: E402
+import consistency
 
 LAG_BOUND_MS = 5000.0  # a sanity bound (the poll interval is 0.2 s), not a benchmark
 

@@ -13,7 +13,7 @@ from support.hmsproxy_server import start_hmsproxy_process
 from support.instances import instances_on_one_database
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-import iceberg_workload  # noqa: E402
+import iceberg_workload
 
 WRITERS = 4
 APPENDS = 8

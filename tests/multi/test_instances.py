@@ -15,8 +15,8 @@ from hmsproxy.client import reader_snapshot
 from hmsproxy.idl import hms
 from hmsproxy.txn.write_ids import ValidWriteIdList
 from support.databases import fresh_database
-from support.hmsproxy_server import start_hmsproxy_process
 from support.hive_schema import load_hive_script
+from support.hmsproxy_server import start_hmsproxy_process
 from support.instances import instances_on_one_database
 
 VISIBLE_WITHIN_S = 10.0  # generous: the poll interval is 0.2 s; this only bounds a broken test

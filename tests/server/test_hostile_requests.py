@@ -12,7 +12,7 @@ import signal
 import statistics
 import threading
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 import thriftpy2.rpc

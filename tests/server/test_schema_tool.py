@@ -12,7 +12,6 @@ from support.cli import run_hmsproxy
 from support.databases import fresh_database
 from support.hive_schema import load_hive_3_0, load_hive_script
 
-
 HIVE_4 = ["schema version: 4.0.0 (Hive 4.0.0's layout, as Hive's schematool and hmsproxy create it; transaction "
           "ids from TXNS)", "serve: serves it as it is (only a default catalog whose location is 'TBD' gets the warehouse)"]
 

@@ -13,13 +13,20 @@ import pytest
 from hmsclient.genthrift.hive_metastore import ttypes as A
 from sqlalchemy import create_engine, insert
 
-from hmsproxy.store.sql import schema as s, upgrade
+from hmsproxy.store.sql import schema as s
+from hmsproxy.store.sql import upgrade
 from hmsproxy.store.sql.database import Database, check_servable, init_schema
 from support.cli import run_hmsproxy as hmsproxy
 from support.databases import fresh_database
+from support.hive_schema import (
+    columns_layout,
+    keys_layout,
+    load_hive_3_0,
+    load_hive_script,
+    tables_and_version,
+    upgrade_with_hives_scripts,
+)
 from support.hmsproxy_server import start_hmsproxy
-from support.hive_schema import (columns_layout, keys_layout, load_hive_3_0, load_hive_script, tables_and_version,
-                                 upgrade_with_hives_scripts)
 
 BACKENDS = ["mariadb", "postgres"]  # Hive has no SQLite script
 # Where an upgraded database keeps Hive's own column rather than ours (it is wider: an upgrade only widens).

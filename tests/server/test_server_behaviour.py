@@ -4,11 +4,11 @@ import urllib.request
 
 import pytest
 import thriftpy2.rpc
-from thriftpy2.transport import TCyFramedTransportFactory
-from thriftpy2.transport import TTransportException
+from thriftpy2.transport import TCyFramedTransportFactory, TTransportException
 
 from hmsproxy.idl import hms
 from support.hmsproxy_server import start_hmsproxy
+
 
 @pytest.fixture
 def capped_server(tmp_path):

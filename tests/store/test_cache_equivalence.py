@@ -8,7 +8,8 @@ from __future__ import annotations
 import copy
 import uuid
 
-from hypothesis import HealthCheck, settings, strategies as st
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from hmsproxy.idl import hms

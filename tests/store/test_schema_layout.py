@@ -4,13 +4,15 @@ What still differs is listed here with its reason, so the list can only shrink: 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 import pytest
 from sqlalchemy import insert, inspect, text
 
-from hmsproxy.events import log as event_log, messages
+from hmsproxy.events import log as event_log
+from hmsproxy.events import messages
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database, init_schema

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import insert, select, update
 
-from hmsproxy.events import log as event_log, messages
+from hmsproxy.events import log as event_log
+from hmsproxy.events import messages
 from hmsproxy.events.unlogged_writes import UnloggedWrites
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics

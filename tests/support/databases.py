@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from sqlalchemy import create_engine, text

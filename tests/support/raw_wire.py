@@ -29,7 +29,7 @@ def closed_within(sock: socket.socket, seconds: float) -> bool:
         return sock.recv(1) == b""
     except ConnectionResetError:
         return True
-    except socket.timeout:
+    except TimeoutError:
         return False
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
 
 
 @dataclass
@@ -12,11 +12,11 @@ class RunningServer:
     host: str
     port: int
     warehouse: Path  # the server's hive.metastore.warehouse.dir (managed tables of `default` go here)
-    workdir: Optional[Path] = None  # server-specific files (logs, database), if any
-    metrics_port: Optional[int] = None  # where /metrics is served, when the server has it on
-    pid: Optional[int] = None  # the server's process, when it runs in one of its own
-    hive_schema: Optional[str] = None  # the version of Hive's schema script that laid out its database, if one did
-    _stop: Optional[Callable[[], None]] = field(default=None, repr=False, compare=False)
+    workdir: Path | None = None  # server-specific files (logs, database), if any
+    metrics_port: int | None = None  # where /metrics is served, when the server has it on
+    pid: int | None = None  # the server's process, when it runs in one of its own
+    hive_schema: str | None = None  # the version of Hive's schema script that laid out its database, if one did
+    _stop: Callable[[], None] | None = field(default=None, repr=False, compare=False)
 
     @property
     def uri(self) -> str:
@@ -28,7 +28,7 @@ class RunningServer:
         if stop is not None:
             stop()
 
-    def __enter__(self) -> "RunningServer":
+    def __enter__(self) -> RunningServer:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 import urllib.request
-from typing import Callable
+from collections.abc import Callable
 
 from prometheus_client.parser import text_string_to_metric_families
 

@@ -1,10 +1,16 @@
 """Hive naming rules: identifiers, partition name escaping and listing patterns."""
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hmsproxy.names import (
-    DEFAULT_PARTITION_NAME, escape_path_name, filter_by_pattern, is_valid_identifier, make_partition_name,
-    parse_partition_name, unescape_path_name,
+    DEFAULT_PARTITION_NAME,
+    escape_path_name,
+    filter_by_pattern,
+    is_valid_identifier,
+    make_partition_name,
+    parse_partition_name,
+    unescape_path_name,
 )
 
 

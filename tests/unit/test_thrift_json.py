@@ -10,7 +10,8 @@ import math
 
 import pytest
 from hmsclient.genthrift.hive_metastore import ttypes as apache_hms
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from thrift.protocol.TJSONProtocol import TJSONProtocol
 from thrift.Thrift import TType as ATType
 from thrift.transport.TTransport import TMemoryBuffer

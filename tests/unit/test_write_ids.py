@@ -4,10 +4,16 @@ The example cases restate the ones in Hive's storage-api unit tests (TestValidRe
 TestValidReaderWriteIdList, TestTxnIdUtils) in our own string form.
 """
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hmsproxy.txn.write_ids import (
-    LONG_MAX, ValidTxnList, ValidTxnWriteIdList, ValidWriteIdList, compare, is_fresh_or_newer,
+    LONG_MAX,
+    ValidTxnList,
+    ValidTxnWriteIdList,
+    ValidWriteIdList,
+    compare,
+    is_fresh_or_newer,
 )
 
 M = LONG_MAX

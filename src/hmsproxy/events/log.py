@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import time
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, select
 

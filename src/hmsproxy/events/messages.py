@@ -19,10 +19,11 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import zlib
 import time
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from hmsproxy.events.thrift_json import decode, encode
 from hmsproxy.idl import hms

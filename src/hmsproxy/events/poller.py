@@ -16,11 +16,12 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+from hmsproxy.events.unlogged_writes import UnloggedWrites
 from hmsproxy.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
-from hmsproxy.events.unlogged_writes import UnloggedWrites
 from hmsproxy.store.cache.sync import apply_event
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,8 @@ restarted after the Java HMS got its listener. Slower, never wrong.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from hmsproxy.metrics import Metrics
 from hmsproxy.store.sql.notifications import CreationMark

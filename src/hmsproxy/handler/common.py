@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from hmsproxy.idl import hms
 from hmsproxy.names import DEFAULT_CATALOG, is_valid_identifier

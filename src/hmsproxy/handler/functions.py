@@ -4,9 +4,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from hmsproxy.handler.common import HandlerContext, lower, now, require_valid_name, split_catalog
 from hmsproxy.events import messages
 from hmsproxy.events.log import emitting
+from hmsproxy.handler.common import HandlerContext, lower, now, require_valid_name, split_catalog
 from hmsproxy.idl import hms
 from hmsproxy.names import filter_by_pattern
 

@@ -4,26 +4,37 @@ from __future__ import annotations
 import contextlib
 import copy
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from thriftpy2.thrift import TApplicationException
 
+from hmsproxy.events import messages
+from hmsproxy.events.log import emitting
 from hmsproxy.handler.common import (
-    DDL_TIME, HandlerContext, check_partition_values, checked_location, env_properties, lower, now, split_catalog,
+    DDL_TIME,
+    HandlerContext,
+    check_partition_values,
+    checked_location,
+    env_properties,
+    lower,
+    now,
+    split_catalog,
     with_snapshot,
 )
 from hmsproxy.handler.quick_stats import (
-    DO_NOT_UPDATE_STATS, FAST_STATS, STATS_GENERATED, strip_marker, update_quick_stats,
+    DO_NOT_UPDATE_STATS,
+    FAST_STATS,
+    STATS_GENERATED,
+    strip_marker,
+    update_quick_stats,
 )
 from hmsproxy.handler.tables import is_external, is_view
-from hmsproxy.events import messages
-from hmsproxy.events.log import emitting
 from hmsproxy.idl import hms
 from hmsproxy.names import make_partition_name, parse_partition_name, partition_exists_message, unescape_path_name
 from hmsproxy.partition_filter import FilterError, FilterTypeMismatch, compile_filter
 from hmsproxy.partitions_to_add import check_new_and_distinct
 from hmsproxy.warehouse import join
-
 
 MAX_BATCH_SIZE = 10_000
 PATH_COMPONENT = re.compile(r"([^/]+)=([^/]+)")  # key=value; the key runs to the last '='

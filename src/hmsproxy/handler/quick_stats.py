@@ -6,7 +6,7 @@ COLUMN_STATS_ACCURATE marker is dropped unless the stats came from a stats task.
 """
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from hmsproxy.warehouse import Warehouse
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from collections.abc import Sequence
 
 from hmsproxy.handler.common import HandlerContext
 from hmsproxy.idl import fb303, hms

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from hmsproxy.handler.common import HandlerContext, lower, split_catalog, with_snapshot
 from hmsproxy.events import messages
 from hmsproxy.events.log import emitting
+from hmsproxy.handler.common import HandlerContext, lower, split_catalog, with_snapshot
 from hmsproxy.idl import hms
 from hmsproxy.names import parse_partition_name
 from hmsproxy.stats_aggregate import aggregate_stats

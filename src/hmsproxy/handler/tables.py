@@ -4,15 +4,23 @@ from __future__ import annotations
 import copy
 import logging
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
+from hmsproxy.events import messages
+from hmsproxy.events.log import emitting
 from hmsproxy.handler.common import (
-    DDL_TIME, HandlerContext, checked_location, env_properties, lower, now, require_valid_name, split_catalog,
+    DDL_TIME,
+    HandlerContext,
+    checked_location,
+    env_properties,
+    lower,
+    now,
+    require_valid_name,
+    split_catalog,
     with_snapshot,
 )
 from hmsproxy.handler.quick_stats import DO_NOT_UPDATE_STATS, strip_marker, update_quick_stats
-from hmsproxy.events import messages
-from hmsproxy.events.log import emitting
 from hmsproxy.idl import hms
 from hmsproxy.names import filter_by_pattern
 from hmsproxy.partition_filter import FilterError

@@ -6,8 +6,9 @@ is shared and read-only (copy it before changing it). Each write is one database
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 from hmsproxy.txn.write_ids import ValidTxnList, ValidWriteIdList
 

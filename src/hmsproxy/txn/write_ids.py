@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import ClassVar, Iterable, TypeVar
+from typing import ClassVar, TypeVar
 
 LONG_MAX = 9223372036854775807
 """Java's Long.MAX_VALUE: Hive's min-open value when nothing is open."""

@@ -18,8 +18,9 @@ store/snapshot.py) is answered from the entry only if the entry is as fresh as t
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from hmsproxy.dispatch import current_method
 from hmsproxy.events import log as event_log

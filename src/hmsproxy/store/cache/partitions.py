@@ -14,8 +14,9 @@ import bisect
 import struct
 import sys
 from array import array
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from hmsproxy.codec import EncodedList, decode, encode
 from hmsproxy.idl import hms
@@ -98,7 +99,7 @@ class PartitionSet:
 
     # ---- writes (each returns a new set) -----------------------------------------------------------
 
-    def with_partitions(self, parts: Sequence[Any]) -> "PartitionSet":
+    def with_partitions(self, parts: Sequence[Any]) -> PartitionSet:
         """Adds or replaces partitions (matched by name)."""
         builder = PartitionSetBuilder(self)
         builder.add(parts)
@@ -107,7 +108,7 @@ class PartitionSet:
     def _rows(self) -> dict[str, tuple[bytes, bytes, tuple[str, ...]]]:
         return dict(zip(self.names, zip(self.own, (self.tails[r] for r in self.tail_refs), self.values)))
 
-    def without(self, names: Iterable[str]) -> "PartitionSet":
+    def without(self, names: Iterable[str]) -> PartitionSet:
         drop = set(names)
         rows = {n: row for n, row in self._rows().items() if n not in drop}
         return _from_rows(self.keys, rows, set(self.tolerant_tails))

@@ -16,7 +16,7 @@ class CachePolicy:
     blacklist: tuple[re.Pattern[str], ...]
 
     @classmethod
-    def from_patterns(cls, whitelist: str = ".*", blacklist: str = "") -> "CachePolicy":
+    def from_patterns(cls, whitelist: str = ".*", blacklist: str = "") -> CachePolicy:
         try:
             return cls(tuple(_compile(whitelist or ".*")), tuple(_compile(blacklist)))
         except re.error as exc:

@@ -15,8 +15,9 @@ while a write holds or awaits it.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import cachetools
 
@@ -46,7 +47,7 @@ class TableEntry:
         stats = 512 * (len(self.table_stats) + sum(len(c) for c in self.partition_stats.values()))
         return TABLE_OVERHEAD_BYTES + self.partitions.size_bytes() + stats
 
-    def but(self, **changes: Any) -> "TableEntry":
+    def but(self, **changes: Any) -> TableEntry:
         return replace(self, **changes)
 
 
@@ -92,7 +93,7 @@ class SharedCache:
         with self.lock:
             return self._epoch, self._generations.get(key, self._generation_floor)
 
-    def writing(self, key: TableKey) -> "_KeyWrite":
+    def writing(self, key: TableKey) -> _KeyWrite:
         """Serializes writes to one table in this process; bumps its generation when the write ends."""
         return _KeyWrite(self, key)
 

@@ -1,7 +1,8 @@
 """Column statistics in the cache: served from the table entry, updated after each committed write."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from hmsproxy.names import make_partition_name
 from hmsproxy.store import canonical

@@ -10,7 +10,8 @@ go to the database.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from hmsproxy.idl import hms
 from hmsproxy.store.cache.shared_cache import TableEntry, TableKey

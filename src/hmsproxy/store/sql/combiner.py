@@ -13,14 +13,15 @@ request at once, as before.
 from __future__ import annotations
 
 import threading
-from typing import Callable, Generic, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar
 
 Request = TypeVar("Request")
 Answer = TypeVar("Answer")
 
 
 class _Slot(Generic[Request, Answer]):
-    __slots__ = ("request", "answer", "error", "done")
+    __slots__ = ("answer", "done", "error", "request")
 
     def __init__(self, request: Request) -> None:
         self.request = request

@@ -24,10 +24,11 @@ import random
 import sqlite3
 import threading
 import time
-from typing import Any, Callable, Iterator, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
-from sqlalchemy import (Connection, Engine, create_engine, event, exc as sa_exc, insert, inspect, select, text,
-                        update)
+from sqlalchemy import Connection, Engine, create_engine, event, insert, inspect, select, text, update
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 from sqlalchemy.schema import CreateColumn
 
@@ -36,8 +37,14 @@ from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.hive_versions import HIVE_2_3, HIVE_3_1
 from hmsproxy.store.sql.layout import FULL, Layout, install, stored_lower_case
-from hmsproxy.store.sql.sequences import (ID_COLUMNS, MODEL_PREFIX, catch_up_sequences, reserve,
-                                         single_row_statement, single_row_statements)
+from hmsproxy.store.sql.sequences import (
+    ID_COLUMNS,
+    MODEL_PREFIX,
+    catch_up_sequences,
+    reserve,
+    single_row_statement,
+    single_row_statements,
+)
 from hmsproxy.store.sql.upgrade import UPGRADABLE_FROM
 
 T = TypeVar("T")

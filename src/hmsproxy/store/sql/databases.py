@@ -8,10 +8,14 @@ from sqlalchemy import Connection, delete, insert, select, update
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
-from hmsproxy.store.sql.layout import DEFAULT_CATALOG, Layout
 from hmsproxy.store.sql.descriptors import params_rows
+from hmsproxy.store.sql.layout import DEFAULT_CATALOG, Layout
 from hmsproxy.store.sql.lookups import (
-    database_id, missing_database_message, no_such_object, principal_type_name, principal_type_value,
+    database_id,
+    missing_database_message,
+    no_such_object,
+    principal_type_name,
+    principal_type_value,
 )
 
 

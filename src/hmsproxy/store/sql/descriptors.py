@@ -8,7 +8,8 @@ table share the table's column descriptor, as in Hive.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from sqlalchemy import Connection, Select, delete, exists, insert, select
 

@@ -1,11 +1,13 @@
 """Reading the notification log (the writes append to it themselves: events/log.py)."""
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from sqlalchemy import func, select
 
-from hmsproxy.events import log as event_log, messages as m
+from hmsproxy.events import log as event_log
+from hmsproxy.events import messages as m
 from hmsproxy.events.messages import Event
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database

@@ -6,24 +6,33 @@ queries (by table id, or by chunks of partition ids).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from sqlalchemy import Connection, Select, delete, func, insert, select, update
 
-from hmsproxy.events import log as event_log, messages
+from hmsproxy.events import log as event_log
+from hmsproxy.events import messages
 from hmsproxy.idl import hms
 from hmsproxy.names import (
-    make_partition_name, parse_partition_name, partition_exists_message, partition_missing_message,
+    make_partition_name,
+    parse_partition_name,
+    partition_exists_message,
+    partition_missing_message,
 )
 from hmsproxy.partitions_to_add import check_new_and_distinct
 from hmsproxy.store.canonical import write_id
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
-from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.descriptors import (
-    delete_descriptors, insert_columns, insert_descriptors, load_descriptors, params_rows,
+    delete_descriptors,
+    insert_columns,
+    insert_descriptors,
+    load_descriptors,
+    params_rows,
 )
+from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.lookups import TableRef, no_such_object, table_ref
 from hmsproxy.store.sql.tables import column_tuples, current_columns
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
 

@@ -6,8 +6,9 @@ two's-complement bytes plus a scale.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal
-from typing import Any, Mapping
+from typing import Any
 
 from hmsproxy.idl import hms
 

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy import select
 
@@ -21,7 +22,7 @@ from hmsproxy.store.sql.partitions import PartitionStore
 from hmsproxy.store.sql.statistics import StatisticsStore
 from hmsproxy.store.sql.stats_codec import row_to_obj
 from hmsproxy.store.sql.tables import TableStore
-from hmsproxy.store.sql.transactions import LockOutcome, TransactionStore, PendingLock
+from hmsproxy.store.sql.transactions import LockOutcome, PendingLock, TransactionStore
 from hmsproxy.store.sql.txn_ids import txn_ids_for
 
 

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
 
@@ -11,12 +12,23 @@ from hmsproxy.store.canonical import write_id
 from hmsproxy.store.rawstore import DroppedTable
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
-from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.descriptors import (
-    delete_descriptors, insert_columns, insert_descriptors, load_descriptors, params_rows, remove_unused_columns,
+    delete_descriptors,
+    insert_columns,
+    insert_descriptors,
+    load_descriptors,
+    params_rows,
+    remove_unused_columns,
 )
+from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.lookups import (
-    TableRef, database_id, find_table, locked_table_ref, no_such_object, principal_type_name, principal_type_value,
+    TableRef,
+    database_id,
+    find_table,
+    locked_table_ref,
+    no_such_object,
+    principal_type_name,
+    principal_type_value,
     table_ref,
 )
 

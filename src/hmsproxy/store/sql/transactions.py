@@ -29,13 +29,16 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, func, insert, or_, select, true as sa_true, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, or_, select, update
+from sqlalchemy import true as sa_true
 
-from hmsproxy.events import log as event_log, messages
+from hmsproxy.events import log as event_log
+from hmsproxy.events import messages
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.combiner import Combiner
@@ -460,7 +463,7 @@ class TransactionStore:
         decision must do besides deciding."""
         with self.db.transaction() as conn:
             rows = conn.execute(_LOCK_WITH_BLOCKERS, {"lock_id": lock_id}).all()
-        if not rows or rows[0].HL_TXNID and rows[0].TXN_STATE != OPEN:
+        if not rows or (rows[0].HL_TXNID and rows[0].TXN_STATE != OPEN):
             return _Undecided(heartbeat=False, expire=False)  # gone or aborted: the full path says which
         now = _now_ms()
         if not _alive(rows[0].HL_TXNID, rows[0].HL_LAST_HEARTBEAT, rows[0].MY_TXN_HEARTBEAT,

@@ -16,7 +16,8 @@ while holding the mutex exclusively.
 """
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from sqlalchemy import Connection, column, delete, func, insert, select, table, text, update
 

@@ -16,8 +16,9 @@ On PostgreSQL the whole upgrade is one transaction. VERSION changes last.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from sqlalchemy import Column, Connection, Engine, Table, and_, exists, func, insert, inspect, literal, select, update
 from sqlalchemy import types as t

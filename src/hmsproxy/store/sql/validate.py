@@ -83,7 +83,7 @@ def schema_report(engine: Engine) -> tuple[list[str], list[str]]:
     return differences, own_missing
 
 
-def missing_keys(present: list["Key"], table: Table,
+def missing_keys(present: list[Key], table: Table,
                  lacking: frozenset[tuple[str, str]] = frozenset()) -> list[tuple[str, bool]]:
     """(what is missing, whether it is one of hmsproxy's own keys) among the model's keys of a present table,
     given the table's `present` keys, except those named in `lacking` (table, key name)."""
