@@ -146,7 +146,7 @@ def timed(call, repeats: int) -> list[float]:
 
 def percentile(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def _get_table_worker(port: int, count: int, queue) -> None:
@@ -212,11 +212,12 @@ def measure(workdir: Path, cache: bool, latency_ms: float, sizes: list[int], rep
         result["cache_bytes_per_partition"] = server.metric("hmsproxy_cache_bytes") / max(partitions, 1)
         result["rss_growth_bytes_per_partition"] = (server.rss_bytes() - rss_before) / max(partitions, 1)
     c = client(server.port)
+    filtered = f"parts_{sizes[min(1, len(sizes) - 1)]}"
     calls = {
         "get_database": (lambda: c.get_database("bench"), repeats),
         "get_table": (lambda: c.get_table("bench", "small_0001"), repeats),
         "get_partitions_by_filter": (lambda: c.get_partitions_by_filter(
-            "bench", f"parts_{sizes[min(1, len(sizes) - 1)]}", 'ds = "2024-01-05" and hr > 50', -1), max(10, repeats // 10)),
+            "bench", filtered, 'ds = "2024-01-05" and hr > 50', -1), max(10, repeats // 10)),
     }
     for size in sizes:
         calls[f"get_partitions_{size // 1000}k"] = (lambda s=size: c.get_partitions("bench", f"parts_{s}", -1),
@@ -251,8 +252,8 @@ def report(results: dict, out_dir: Path) -> None:
         lines.append(f"get_table p50/p99 while another client pulls the largest table ({mode}): "
                      f"{w['p50_ms']:.3f} / {w['p99_ms']:.3f} ms over {w['calls']} calls")
     p0 = results["prewarm_no_latency"]
-    lines.append(f"prewarm of {p0['tables']:.0f} tables / {p0['partitions']:.0f} partitions: {p0['seconds']:.2f} s with "
-                 f"no added latency, {cached['prewarm_s']:.2f} s at +{results['db_latency_ms']} ms per round trip")
+    lines.append(f"prewarm of {p0['tables']:.0f} tables / {p0['partitions']:.0f} partitions: {p0['seconds']:.2f} s "
+                 f"with no added latency, {cached['prewarm_s']:.2f} s at +{results['db_latency_ms']} ms per round trip")
     lines.append(f"bytes per cached partition: {cached['cache_bytes_per_partition']:.0f} estimated, "
                  f"{cached['rss_growth_bytes_per_partition']:.0f} server RSS growth over prewarm")
     lines.append("cpu = server CPU time per call; latencies include the client decoding the reply")

@@ -284,7 +284,7 @@ def snapshot_part(a: Any, b: Any, cfg: Config, report: Report, deadline: Deadlin
         def body() -> None:
             client, mine = connect(b), reads[r]
             try:
-                for i in range(cfg.max_reads_per_reader):
+                for _ in range(cfg.max_reads_per_reader):
                     if deadline.passed() or (done.is_set() and mine and _after_done(mine)):
                         return
                     snap = reader_snapshot(client, full_name)

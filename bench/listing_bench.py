@@ -18,8 +18,9 @@ planning time of a selective partition predicate, side by side in one run.
    and one with --no-cache, each fetch in a fresh client process (hmsproxy.client.MetastoreClient):
    `get_partitions` in one call, `iter_partitions(batch_size=5000)` and the same with connections=4. Wall
    time, peak server RSS (VmRSS sampled every 20 ms, and the RSS before the fetch) and peak client RSS
-   (the client's VmHWM at its end). A reply larger than --max-message-bytes (default 100mb) is refused by the server: that is
-   reported as is; the refused fetch is then run again against a cache server with --max-message-bytes 2gb.
+   (the client's VmHWM at its end). A reply larger than --max-message-bytes (default 100mb) is refused by the
+   server: that is reported as is; the refused fetch is then run again against a cache server with
+   --max-message-bytes 2gb.
    A watchdog kills the client (or the server) if the machine's MemAvailable drops below --min-available.
 3. Spark planning: `EXPLAIN SELECT ... WHERE ds = '2024-03-05' AND hr = 7` on the 100k table with one
    SparkSession per server (cache / --no-cache, each at --db-latency-ms 0 and 1; the cache servers cache
@@ -162,7 +163,7 @@ def child_spark_populate(port: int, workdir: Path, sizes: list[int], spark_max: 
             if size > spark_max:
                 continue
             for start in range(0, size, 1000):
-                specs = " ".join("PARTITION (ds='%s', hr=%d)" % partition_spec(i)
+                specs = " ".join("PARTITION (ds='{}', hr={:d})".format(*partition_spec(i))
                                  for i in range(start, min(size, start + 1000)))
                 spark.sql(f"ALTER TABLE {HMS_DB}.{name} ADD {specs}")
             timings[name] = {"seconds": time.perf_counter() - started, "partitions": size,
@@ -200,7 +201,8 @@ def requests_total(metrics_port) -> dict[str, float]:
     """hmsproxy_requests_total per method (all outcomes)."""
     body = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics").read().decode()
     totals: dict[str, float] = {}
-    for method, value in re.findall(r'^hmsproxy_requests_total\{[^}]*method="([^"]+)"[^}]*\} ([0-9.e+-]+)$', body, re.M):
+    pattern = r'^hmsproxy_requests_total\{[^}]*method="([^"]+)"[^}]*\} ([0-9.e+-]+)$'
+    for method, value in re.findall(pattern, body, re.M):
         totals[method] = totals.get(method, 0) + float(value)
     return totals
 
@@ -251,7 +253,8 @@ def server_class():
 
         def __init__(self, workdir: Path, cache: bool, latency_ms: float = 0, extra: tuple[str, ...] = ()) -> None:
             self.port, self.metrics_port = cache_bench.free_port(), cache_bench.free_port()
-            self.flags = (["--db-latency-ms", str(latency_ms)] + (["--cache-max-bytes", "8gb"] if cache else ["--no-cache"])
+            self.flags = (["--db-latency-ms", str(latency_ms)]
+                          + (["--cache-max-bytes", "8gb"] if cache else ["--no-cache"])
                           + list(extra))
             args = [sys.executable, "-m", "hmsproxy.cli", "serve", "--port", str(self.port), "--metrics-port",
                     str(self.metrics_port), "--db", f"mysql://root@127.0.0.1:3306/{BENCH_DB}", "--warehouse",
@@ -414,7 +417,8 @@ def measure_planning(workdir: Path, size: int, args) -> dict:
             with serving(workdir, cache, latency, extra) as server:
                 if cache:
                     server.wait_ready()
-                r = run_child(["spark_plan", str(server.port), str(workdir), table_name(size), str(args.explain_repeats)],
+                r = run_child(["spark_plan", str(server.port), str(workdir), table_name(size),
+                               str(args.explain_repeats)],
                               900, env={"LISTING_BENCH_METRICS_PORT": str(server.metrics_port)})
             results[key] = r
             if "error" in r:
@@ -523,7 +527,8 @@ def report(results: dict, out_dir: Path) -> None:
             else:
                 calls = ", ".join(f"{m} {n:g}" for m, n in sorted(r["metastore_calls_per_explain"].items()))
                 lines.append(f"  {key:16} median {r['median_s'] * 1e3:8.1f} ms  (min {r['min_s'] * 1e3:.1f}, max "
-                             f"{r['max_s'] * 1e3:.1f}, warm-up {r['warmup_s']:.1f} s)  metastore calls per EXPLAIN: {calls}")
+                             f"{r['max_s'] * 1e3:.1f}, warm-up {r['warmup_s']:.1f} s)  "
+                             f"metastore calls per EXPLAIN: {calls}")
     lines.append(f"total runtime {results['runtime_s'] / 60:.1f} min; {results['machine']}")
     text = "\n".join(lines)
     print(text)
@@ -570,7 +575,8 @@ def plot(results: dict, path: Path) -> None:
         ax.bar(keys, [results["planning"][k]["median_s"] * 1e3 for k in keys],
                color=["tab:blue" if k.startswith("cache") else "tab:orange" for k in keys])
         ax.set_ylabel("median EXPLAIN time (ms)")
-        ax.set_title(f"Spark planning, {PREDICATE}\non {results['actual_sizes'].get(str(results['planning_size']))} partitions")
+        planned = results["actual_sizes"].get(str(results["planning_size"]))
+        ax.set_title(f"Spark planning, {PREDICATE}\non {planned} partitions")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

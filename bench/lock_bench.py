@@ -35,6 +35,7 @@ import urllib.request
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -218,18 +219,18 @@ def _lock_worker(host: str, port: int, table: str, rounds: int, poll_s: float, d
             break
         began, lock_id = time.monotonic(), None
         try:
-            response = timed("lock", lambda: c.lock(request))
+            response = timed("lock", partial(c.lock, request))
             lock_id, state = response.lockid, response.state
             while True:
                 if state == hms.LockState.WAITING:
                     time.sleep(poll_s)  # polling for another writer's unlock, as Hive's clients do
-                state = timed("check_lock", lambda: c.check_lock(hms.CheckLockRequest(lockid=lock_id))).state
+                state = timed("check_lock", partial(c.check_lock, hms.CheckLockRequest(lockid=lock_id))).state
                 checks += 1
                 if state != hms.LockState.WAITING or time.monotonic() > deadline:
                     break
             if state != hms.LockState.ACQUIRED:
                 raise RuntimeError(f"lock {lock_id} ended {hms.LockState._VALUES_TO_NAMES.get(state, state)}")
-            timed("unlock", lambda: c.unlock(hms.UnlockRequest(lockid=lock_id)))
+            timed("unlock", partial(c.unlock, hms.UnlockRequest(lockid=lock_id)))
             latencies.append((time.monotonic() - began) * 1e3)
         except Exception as exc:  # counted and reported; the next round goes on
             errors.append(f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
@@ -502,8 +503,8 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(row)
                 for repeat in range(args.repeats):
                     for name in servers if repeat % 2 == 0 else servers[::-1]:
-                        result = _guarded(f"iceberg on {name}", lambda: iceberg_run(
-                            running[name], w, args.appends, repeat, args.budget_s))
+                        result = _guarded(f"iceberg on {name}", partial(
+                            iceberg_run, running[name], w, args.appends, repeat, args.budget_s))
                         row.cells.setdefault(name, []).append(result)
                         if "failed" not in result:
                             r = result["report"]

@@ -81,8 +81,8 @@ def report(results: list[dict], out_dir: Path) -> None:
              "--max-large-requests 4)",
              f"{'concurrent':>10} {'baseline MiB':>13} {'peak MiB':>9} {'growth MiB':>11} {'seconds':>8}"]
     for r in results:
-        lines.append(f"{r['concurrency']:>10} {r['baseline_mib']:>13.0f} {r['peak_mib']:>9.0f} {r['growth_mib']:>11.0f} "
-                     f"{r['seconds']:>8.1f}")
+        lines.append(f"{r['concurrency']:>10} {r['baseline_mib']:>13.0f} {r['peak_mib']:>9.0f} "
+                     f"{r['growth_mib']:>11.0f} {r['seconds']:>8.1f}")
     print("\n".join(lines))
     (out_dir / "memory_ceiling.txt").write_text("\n".join(lines) + "\n")
     (out_dir / "memory_ceiling.json").write_text(json.dumps(results, indent=1))

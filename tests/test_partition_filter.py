@@ -178,7 +178,10 @@ def test_date_literals() -> None:
 def test_timestamp_literals_and_keys() -> None:
     keys = [("t", "timestamp")]
     rows = [["2024-01-01 10:00:00"], ["2024-01-01 09:59:59.5"], ["2024-01-02 00:00:00"], [DEFAULT]]
-    got = lambda f: {r[0] for r in select(f, keys, rows)}
+
+    def got(f: str) -> set[str]:
+        return {r[0] for r in select(f, keys, rows)}
+
     assert got("t >= 2024-01-01 10:00:00") == {"2024-01-01 10:00:00", "2024-01-02 00:00:00"}
     assert got("t < TIMESTAMP '2024-01-01 10:00:00'") == {"2024-01-01 09:59:59.5"}
     assert got('t > "2024-01-01"') == {"2024-01-01 10:00:00", "2024-01-01 09:59:59.5", "2024-01-02 00:00:00"}
@@ -304,7 +307,7 @@ def test_default_partition_is_an_ordinary_string_for_string_keys() -> None:
     ("s like 1", "string"), ("d = 5", "date"), ("t = 5", "timestamp")])
 def test_a_constant_of_another_type_than_its_key_is_refused_as_hive_refuses_it(text, key_type) -> None:
     """HMS 2.3.10 answers these with one text (tests/api/test_hive_answers.py asks it)."""
-    with pytest.raises(FilterTypeMismatch, match="^Filtering is supported only on partition keys of type string$"):
+    with pytest.raises(FilterTypeMismatch, match=r"^Filtering is supported only on partition keys of type string$"):
         compile_filter(text, [(text.split()[0], key_type)])
 
 
@@ -427,5 +430,7 @@ def test_int_key_between_equals_python_range(value: int, low: int, high: int, ne
 @given(value=st.text(max_size=6), const=st.text(alphabet=st.characters(blacklist_characters="\"\\"), max_size=6),
        op=st.sampled_from(["=", "!=", "<", "<=", ">", ">="]))
 def test_string_key_comparison_equals_java_order(value: str, const: str, op: str) -> None:
-    java = lambda x: x.encode("utf-16-be", "surrogatepass")  # Java compareTo = UTF-16 code unit order
+    def java(x: str) -> bytes:  # Java compareTo = UTF-16 code unit order
+        return x.encode("utf-16-be", "surrogatepass")
+
     assert compile_filter(f'k {op} "{const}"', [("k", "string")])([value]) is _OPS[op](java(value), java(const))

@@ -291,7 +291,8 @@ def test_an_empty_partition_value_is_kept_and_named_as_the_default_partition(ser
             "by empty value": client.get_partition(db, "t", ["", "2"]).values,
             "by default name": client.get_partition(db, "t", ["__HIVE_DEFAULT_PARTITION__", "-1"]).values,
             "by name": client.get_partition_by_name(db, "t", "k=__HIVE_DEFAULT_PARTITION__/h=-1").values,
-            "by names": [p.values for p in client.get_partitions_by_names(db, "t", ["k=__HIVE_DEFAULT_PARTITION__/h=2"])],
+            "by names": [p.values
+                         for p in client.get_partitions_by_names(db, "t", ["k=__HIVE_DEFAULT_PARTITION__/h=2"])],
             "partial spec": [p.values for p in client.get_partitions_ps(db, "t", [""], -1)],
             "appended": client.append_partition(db, "t", ["", "7"]).values,
         }
@@ -422,7 +423,7 @@ def test_filters_whose_constants_do_not_match_their_keys_type(servers):
         client.add_partitions([A.Partition(dbName=db, tableName="t", values=values, sd=_sd([("a", "int")]),
                                            parameters={})
                                for values in (["1", "1", "2024-01-01"], ["x", "2", "2024-01-02"])])
-        return {flt: _answer_or_refusal(lambda: sorted(p.values for p in client.get_partitions_by_filter(
+        return {flt: _answer_or_refusal(lambda flt=flt: sorted(p.values for p in client.get_partitions_by_filter(
             db, "t", flt, -1))) for flt in filters}
     answers = same_answer(servers, calls)
     assert sum(list(answer) == ["MetaException", "Filtering is supported only on partition keys of type string"]
@@ -509,7 +510,7 @@ def test_aggregate_statistics_cap_distinct_counts_and_name_columns_as_asked(serv
         missing = _answer_or_refusal(lambda: client.get_aggr_stats_for(A.PartitionsStatsRequest(
             dbName=db, tblName="nope", colNames=["a"], partNames=["k=1"])))
         return one, twice, missing
-    one, twice, missing = same_answer(servers, calls)
+    one, _twice, missing = same_answer(servers, calls)
     assert [o["statsData"]["longStats"]["numDVs"] for o in one["colStats"][:1]] == [6]
     assert missing[0] == "NoSuchObjectException"
 
@@ -707,7 +708,8 @@ def _serde_maps(count: int) -> list[dict[str, str]]:
     while len(maps) < count:
         keys = {"".join(rng.choice(string.ascii_lowercase + ".") for _ in range(rng.randint(1, 10)))
                 for _ in range(rng.randint(2, 4))}
-        if len({_bucket(k, 16) for k in keys}) == len(keys) > len({_bucket(k, _client_capacity(len(keys))) for k in keys}):
+        client_buckets = {_bucket(k, _client_capacity(len(keys))) for k in keys}
+        if len({_bucket(k, 16) for k in keys}) == len(keys) > len(client_buckets):
             maps.append({key: f"v-{key}" for key in sorted(keys, key=lambda _: rng.random())})
     return maps
 
@@ -735,13 +737,16 @@ def test_serde_parameters_reach_a_java_client_in_the_order_hive_sends_them(serve
 
 TABLE_FILTERS = [
     'hive_filter_field_owner__ = "alice"', 'hive_filter_field_owner__ <> "alice"', 'hive_filter_field_owner__ != "bob"',
-    'hive_filter_field_owner__ like "al.*"', 'hive_filter_field_owner__ like "al%"', 'hive_filter_field_owner__ > "alice"',
-    '"bob" > hive_filter_field_owner__', 'hive_filter_field_owner__ between "a" and "b"',
+    'hive_filter_field_owner__ like "al.*"', 'hive_filter_field_owner__ like "al%"',
+    'hive_filter_field_owner__ > "alice"', '"bob" > hive_filter_field_owner__',
+    'hive_filter_field_owner__ between "a" and "b"',
     'hive_filter_field_owner__ = "ALICE"', 'hive_filter_field_params__k = "v1"', 'hive_filter_field_params__k <> "v1"',
     'hive_filter_field_params__k like "v.*"', 'hive_filter_field_params__n = 10', 'hive_filter_field_params__K = "v1"',
-    'hive_filter_field_params__n > "9"', 'hive_filter_field_params__n > 9', 'hive_filter_field_params__k between "a" and "z"',
-    'hive_filter_field_last_access__ = 0', 'hive_filter_field_last_access__ > 1', 'hive_filter_field_last_access__ < 50',
-    'hive_filter_field_last_access__ >= 5', 'hive_filter_field_last_access__ <> 5', 'hive_filter_field_last_access__ = "5"',
+    'hive_filter_field_params__n > "9"', 'hive_filter_field_params__n > 9',
+    'hive_filter_field_params__k between "a" and "z"',
+    'hive_filter_field_last_access__ = 0', 'hive_filter_field_last_access__ > 1',
+    'hive_filter_field_last_access__ < 50', 'hive_filter_field_last_access__ >= 5',
+    'hive_filter_field_last_access__ <> 5', 'hive_filter_field_last_access__ = "5"',
     'hive_filter_field_last_access__ like "5"',
     'hive_filter_field_owner__ = "alice" and hive_filter_field_params__k = "v1"',
     'hive_filter_field_owner__ = "bob" or hive_filter_field_params__x = "y"',

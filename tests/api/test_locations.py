@@ -26,7 +26,8 @@ def server(tmp_path) -> Iterator[tuple[RunningServer, list[Path]]]:
     workdir = tmp_path / "server"
     (workdir / "db").mkdir(parents=True)
     running = start_hmsproxy_process(workdir, f"sqlite:///{workdir / 'db' / 'metastore.db'}")
-    canaries = [workdir / "canary", tmp_path / "canary-parent", workdir / "db" / "canary-db", workdir / "db" / "metastore.db"]
+    canaries = [workdir / "canary", tmp_path / "canary-parent", workdir / "db" / "canary-db",
+                workdir / "db" / "metastore.db"]
     for canary in canaries[:3] + [running.warehouse / "canary-warehouse"]:
         canary.write_text("alive")
     try:

@@ -1,6 +1,8 @@
 """Session and service calls: set_ugi, configuration look-ups, fb303, one-way shutdown and unknown methods."""
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 from hmsclient.genthrift.hive_metastore import ttypes as A
 from thriftpy2.protocol import TBinaryProtocolFactory
@@ -59,8 +61,8 @@ def test_shutdown_is_one_way_and_harmless(backend_server):
 
 
 class _NoArgs:
-    thrift_spec: dict = {}
-    default_spec: list = []
+    thrift_spec: ClassVar[dict] = {}
+    default_spec: ClassVar[list] = []
 
 
 def test_unknown_method_keeps_the_connection(backend_server):

@@ -147,7 +147,7 @@ def _partitioned_with_data(client, db: str, name: str) -> tuple[object, list[str
 
 
 def test_rename_within_database_moves_table_and_partitions(client, hclient, db):
-    old, values = _partitioned_with_data(client, db, "src")
+    old, _values = _partitioned_with_data(client, db, "src")
     renamed = hclient.get_table(db, "src")
     renamed.tableName = "DST"
     hclient.alter_table(db, "src", renamed)

@@ -50,15 +50,18 @@ def test_write_ids_and_valid_write_id_lists(client, db, backend_server):
     table = f"{db}.acid"
     if backend_server.hive_schema == "2.3.0":  # its layout has no write ids: refused, declared
         [txn] = _open(client, 1)
-        with pytest.raises(hms.MetaException, match="Hive's schema 2.3.0, which has no place for table write ids"):
-            client.allocate_table_write_ids(hms.AllocateTableWriteIdsRequest(dbName=db, tableName="acid", txnIds=[txn]))
-        with pytest.raises(hms.MetaException, match="Hive's schema 2.3.0, which has no place for table write ids"):
+        with pytest.raises(hms.MetaException, match=r"Hive's schema 2\.3\.0, which has no place for table write ids"):
+            client.allocate_table_write_ids(
+                hms.AllocateTableWriteIdsRequest(dbName=db, tableName="acid", txnIds=[txn]))
+        with pytest.raises(hms.MetaException, match=r"Hive's schema 2\.3\.0, which has no place for table write ids"):
             client.get_valid_write_ids(hms.GetValidWriteIdsRequest(fullTableNames=[table]))
         return
     t1, t2, t3 = _open(client, 3)
-    first = client.allocate_table_write_ids(hms.AllocateTableWriteIdsRequest(dbName=db, tableName="acid", txnIds=[t1, t2]))
+    first = client.allocate_table_write_ids(
+        hms.AllocateTableWriteIdsRequest(dbName=db, tableName="acid", txnIds=[t1, t2]))
     assert [(x.txnId, x.writeId) for x in first.txnToWriteIds] == [(t1, 1), (t2, 2)]
-    again = client.allocate_table_write_ids(hms.AllocateTableWriteIdsRequest(dbName=db, tableName="acid", txnIds=[t2, t3]))
+    again = client.allocate_table_write_ids(
+        hms.AllocateTableWriteIdsRequest(dbName=db, tableName="acid", txnIds=[t2, t3]))
     assert [(x.txnId, x.writeId) for x in again.txnToWriteIds] == [(t2, 2), (t3, 3)]
     client.commit_txn(hms.CommitTxnRequest(txnid=t1))
     client.abort_txn(hms.AbortTxnRequest(txnid=t3))
@@ -67,7 +70,8 @@ def test_write_ids_and_valid_write_id_lists(client, db, backend_server):
     assert now.abortedBits == bytes([0b10])                        # 3 (second invalid id) is aborted
     # as seen by a snapshot taken before t1 committed: write id 1 is not valid yet
     before = str(ValidTxnList(high_watermark=t3, open_ids=(t1, t2, t3)))
-    [then] = client.get_valid_write_ids(hms.GetValidWriteIdsRequest(fullTableNames=[table], validTxnList=before)).tblValidWriteIds
+    [then] = client.get_valid_write_ids(
+        hms.GetValidWriteIdsRequest(fullTableNames=[table], validTxnList=before)).tblValidWriteIds
     assert then.invalidWriteIds == [1, 2, 3]
     with pytest.raises(hms.TxnAbortedException):
         client.allocate_table_write_ids(hms.AllocateTableWriteIdsRequest(dbName=db, tableName="acid", txnIds=[t3]))

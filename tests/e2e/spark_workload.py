@@ -187,7 +187,7 @@ def data_files(path: Path) -> int:
     if not path.exists():
         return 0
     n = 0
-    for root, dirs, files in os.walk(path):
+    for _root, dirs, files in os.walk(path):
         dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
         n += sum(1 for f in files if not f.startswith((".", "_")))
     return n
@@ -486,7 +486,10 @@ MSCK = f"{DB}.msck_t"
 
 @step
 def msck_repair(c: Ctx):
-    c.sql(f"CREATE TABLE {MSCK} (id bigint, v string) PARTITIONED BY (region string, hr int, ds date) STORED AS PARQUET")
+    c.sql(
+        f"CREATE TABLE {MSCK} (id bigint, v string) "
+        "PARTITIONED BY (region string, hr int, ds date) STORED AS PARQUET"
+    )
     loc = c.location(MSCK)
     c.scratch["msck_loc"] = loc
     for i, (region, hr, ds) in enumerate(MSCK_PARTS):
@@ -537,7 +540,10 @@ def analyze_columns(c: Ctx):
 
 @step
 def insert_overwrite_table(c: Ctx):
-    c.sql(f"INSERT OVERWRITE TABLE {PLAIN} SELECT id, name, amount, region FROM src WHERE id < {PLAIN_OVERWRITE_MAX_ID}")
+    c.sql(
+        f"INSERT OVERWRITE TABLE {PLAIN} "
+        f"SELECT id, name, amount, region FROM src WHERE id < {PLAIN_OVERWRITE_MAX_ID}"
+    )
     return {"rows": c.count(PLAIN), "max_id": int(c.scalar(f"SELECT max(id) FROM {PLAIN}"))}
 
 
@@ -611,7 +617,10 @@ VIEW = f"{DB}.v_us"
 
 @step
 def views(c: Ctx):
-    c.sql(f"CREATE VIEW {VIEW} COMMENT 'us only' AS SELECT id, region, hr, ds, amount FROM {EVENTS} WHERE region LIKE 'us%'")
+    c.sql(
+        f"CREATE VIEW {VIEW} COMMENT 'us only' "
+        f"AS SELECT id, region, hr, ds, amount FROM {EVENTS} WHERE region LIKE 'us%'"
+    )
     with c.metastore_filter_fallback():  # the view's LIKE + hr = 2 reach the metastore as one filter
         pruned = c.count(f"{VIEW} WHERE hr = 2")
     out = {
@@ -708,7 +717,8 @@ def drop_database_cascade(c: Ctx):
     c.sql(f"INSERT INTO {SCRATCH_DB}.p PARTITION (k) SELECT id, CAST(id % 3 AS string) FROM range(9)")
     c.sql(f"CREATE TABLE {SCRATCH_DB}.u STORED AS PARQUET AS SELECT 1 AS x")
     c.sql(f"CREATE VIEW {SCRATCH_DB}.w AS SELECT x FROM {SCRATCH_DB}.u")
-    before = {"tables": c.tables(SCRATCH_DB), "partitions": c.partitions(f"{SCRATCH_DB}.p"), "rows": c.count(f"{SCRATCH_DB}.p")}
+    before = {"tables": c.tables(SCRATCH_DB), "partitions": c.partitions(f"{SCRATCH_DB}.p"),
+              "rows": c.count(f"{SCRATCH_DB}.p")}
     scratch_dir = c.warehouse / f"{SCRATCH_DB}.db"
     non_empty = None
     try:
@@ -828,7 +838,8 @@ def main(argv: list[str] | None = None) -> int:
     results, timings = run(args.metastore_uri, args.warehouse.resolve(), args.data_dir, args.only)
     args.out.write_text(json.dumps(results, indent=1, sort_keys=True, default=str) + "\n")
     if args.timings:
-        args.timings.write_text(json.dumps({"total": round(time.monotonic() - t0, 1), "steps": timings}, indent=1) + "\n")
+        total = round(time.monotonic() - t0, 1)
+        args.timings.write_text(json.dumps({"total": total, "steps": timings}, indent=1) + "\n")
     failed = failed_steps(results)
     print(f"{len(results) - len(failed)}/{len(results)} steps ok in {time.monotonic() - t0:.1f} s", file=sys.stderr)
     if failed:

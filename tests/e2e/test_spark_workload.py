@@ -158,7 +158,8 @@ def names(parts) -> list[str]:
 
 def spark_like(pattern: str, candidates) -> list[str]:
     """SHOW TABLES/DATABASES LIKE: '*' any chars, '|' alternatives, case-insensitive."""
-    alts = [re.compile("(?i)" + ".*".join(re.escape(x) for x in a.strip().split("*")) + "$") for a in pattern.split("|")]
+    alts = [re.compile("(?i)" + ".*".join(re.escape(x) for x in a.strip().split("*")) + "$")
+            for a in pattern.split("|")]
     return sorted(c for c in candidates if any(a.match(c) for a in alts))
 
 
@@ -190,7 +191,9 @@ class EventsModel:
 
     def rename_partition(self):
         self.parts = (self.parts - {wl.RENAMED_FROM}) | {wl.RENAMED_TO}
-        self.rows = [dict(r, region=wl.RENAMED_TO[0], hr=wl.RENAMED_TO[1], ds=wl.RENAMED_TO[2]) if key(r) == wl.RENAMED_FROM else r for r in self.rows]
+        self.rows = [dict(r, region=wl.RENAMED_TO[0], hr=wl.RENAMED_TO[1], ds=wl.RENAMED_TO[2])
+                     if key(r) == wl.RENAMED_FROM else r
+                     for r in self.rows]
 
     def drop_partitions(self):
         region, hr = wl.DROPPED_PARTIAL
@@ -210,7 +213,8 @@ class EventsModel:
         self.rows = [r for r in self.rows if key(r) != wl.TRUNCATED_PART]
 
 
-EVENTS_DESCRIBE_BASE = [["id", "bigint", "row id"], ["name", "string", None], ["amount", "int", None], ["price", "double", None]]
+EVENTS_DESCRIBE_BASE = [["id", "bigint", "row id"], ["name", "string", None], ["amount", "int", None],
+                        ["price", "double", None]]
 EVENTS_DESCRIBE_PARTS = [["region", "string", None], ["hr", "int", None], ["ds", "date", None]]
 PARTITION_INFO = [["# Partition Information", "", ""], ["# col_name", "data_type", "comment"]]
 
@@ -264,7 +268,8 @@ def expected_results() -> dict:
     exp["insert_into_static_partition"] = {"rows": m.in_part(wl.RENAMED_FROM)}
     m.rename_partition()
     exp["rename_partition"] = {
-        "zz_partitions": names(p for p in m.parts if p[0] == "zz-new") + names(p for p in m.parts if p[0] == "zz-renamed"),
+        "zz_partitions": (names(p for p in m.parts if p[0] == "zz-new")
+                          + names(p for p in m.parts if p[0] == "zz-renamed")),
         "rows_new": m.in_part(wl.RENAMED_TO),
         "rows_old": 0,
         "old_dir_exists": False,
@@ -331,7 +336,8 @@ def expected_results() -> dict:
     plain = [r for r in src if r["id"] < wl.PLAIN_ROWS]
     exp["unpartitioned_table"] = {
         "rows": len(plain),
-        "describe": [["id", "bigint", None], ["name", "string", None], ["amount", "int", None], ["region", "string", None]],
+        "describe": [["id", "bigint", None], ["name", "string", None], ["amount", "int", None],
+                     ["region", "string", None]],
     }
     exp["analyze_columns"] = {"table_rows": len(plain)}  # column details checked in check_analyze_columns
     exp["insert_overwrite_table"] = {"rows": wl.PLAIN_OVERWRITE_MAX_ID, "max_id": wl.PLAIN_OVERWRITE_MAX_ID - 1}
@@ -370,7 +376,8 @@ def expected_results() -> dict:
     exp["views"] = {
         "rows": len(us),
         "pruned_rows": sum(1 for r in us if r["hr"] == 2),
-        "describe": [["id", "bigint", "row id"], ["region", "string", None], ["hr", "int", None], ["ds", "date", None], ["amount", "int", None]],
+        "describe": [["id", "bigint", "row id"], ["region", "string", None], ["hr", "int", None], ["ds", "date", None],
+                     ["amount", "int", None]],
         "views": ["v_us"],
         "type": "VIEW",
         "altered_rows": m.count(lambda r: r["region"] == "us-west"),
@@ -431,7 +438,8 @@ def check_analyze_columns(got: dict) -> None:
 def diff(want, got, a: str = "expected", b: str = "got"):
     """The differing part of two step results (only the differing keys of dicts)."""
     if isinstance(want, dict) and isinstance(got, dict):
-        return {k: diff(want.get(k), got.get(k), a, b) for k in sorted(set(want) | set(got)) if want.get(k) != got.get(k)}
+        return {k: diff(want.get(k), got.get(k), a, b)
+                for k in sorted(set(want) | set(got)) if want.get(k) != got.get(k)}
     return {a: want, b: got}
 
 

@@ -38,22 +38,22 @@ def test_exactly_one_of_racing_writers_wins_each_round(backend, tmp_path):
         setup.create_database(hms.Database(name=db, parameters={}))
         setup.create_table(_table(db, "v0"))
         clients = [connect(servers[i % 2]) for i in range(WRITERS)]
+
+        def write(i: int, round_: int, base: str, start: threading.Barrier, outcomes: list[str | None]) -> None:
+            start.wait()
+            try:
+                _cas(clients[i], db, base, f"r{round_}-w{i}")
+                outcomes[i] = "won"
+            except hms.MetaException as exc:
+                outcomes[i] = "rejected" if exc.message.startswith(REJECTION_PREFIX) else exc.message
+            except Exception as exc:  # anything else is a failure the assertion below shows
+                outcomes[i] = repr(exc)
+
         base = "v0"
         for round_ in range(ROUNDS):
             start = threading.Barrier(WRITERS)
             outcomes: list[str | None] = [None] * WRITERS
-
-            def write(i: int) -> None:
-                start.wait()
-                try:
-                    _cas(clients[i], db, base, f"r{round_}-w{i}")
-                    outcomes[i] = "won"
-                except hms.MetaException as exc:
-                    outcomes[i] = "rejected" if exc.message.startswith(REJECTION_PREFIX) else exc.message
-                except Exception as exc:  # anything else is a failure the assertion below shows
-                    outcomes[i] = repr(exc)
-
-            threads = [threading.Thread(target=write, args=(i,)) for i in range(WRITERS)]
+            threads = [threading.Thread(target=write, args=(i, round_, base, start, outcomes)) for i in range(WRITERS)]
             for thread in threads:
                 thread.start()
             for thread in threads:

@@ -76,7 +76,7 @@ def pair(request, tmp_path):
 
 
 def test_a_stopped_poller_catches_up_when_restarted(pair):
-    url, a, b, ca, cb, db = pair
+    _url, _a, b, ca, cb, db = pair
     b.poller.stop()
     stopped_at = b.poller.last_applied
     _set_version(ca, db, 2)
@@ -86,7 +86,7 @@ def test_a_stopped_poller_catches_up_when_restarted(pair):
 
 
 def test_a_gap_in_the_log_reloads_the_whole_cache(pair):
-    url, a, b, ca, cb, db = pair
+    url, _a, b, ca, cb, db = pair
     b.poller.stop()
     stopped_at = b.poller.last_applied
     _set_version(ca, db, 3)
@@ -103,7 +103,7 @@ def test_a_gap_in_the_log_reloads_the_whole_cache(pair):
 def test_an_event_it_cannot_read_reloads_the_cache_and_the_poller_goes_on(pair):
     """An event whose message this instance cannot read (another writer's format, a damaged row) must neither
     stop the poller at it for good nor be skipped silently: the cache is reloaded, then later events apply."""
-    url, a, b, ca, cb, db = pair
+    url, _a, b, ca, cb, db = pair
     b.poller.stop()
     stopped_at = b.poller.last_applied
     _set_version(ca, db, 5)

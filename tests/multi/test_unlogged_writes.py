@@ -73,7 +73,8 @@ def test_instances_that_log_their_writes_never_raise_the_alarm(backend, tmp_path
                     client.create_database(hms.Database(name=db, parameters={}))
                     with pytest.raises(hms.AlreadyExistsException):
                         client.create_database(hms.Database(name=db, parameters={}))
-                    client.create_table(hms.Table(tableName="t", dbName=db, sd=sd, parameters={}, tableType="MANAGED_TABLE",
+                    client.create_table(hms.Table(tableName="t", dbName=db, sd=sd, parameters={},
+                                                  tableType="MANAGED_TABLE",
                                                   partitionKeys=[hms.FieldSchema(name="k", type="string")]))
                     client.add_partitions([hms.Partition(dbName=db, tableName="t", values=[str(i)], sd=sd,
                                                          parameters={}) for i in range(5)])
@@ -94,6 +95,8 @@ def test_instances_that_log_their_writes_never_raise_the_alarm(backend, tmp_path
         assert errors == []
         checks = [metric(server, "hmsproxy_unlogged_write_checks_total") for server in servers]
         for server, done in zip(servers, checks):  # each looks twice more, after every write
-            wait_for(lambda: metric(server, "hmsproxy_unlogged_write_checks_total") >= done + 2, "two more checks")
+            wait_for(lambda server=server, done=done:
+                     metric(server, "hmsproxy_unlogged_write_checks_total") >= done + 2,
+                     "two more checks")
         assert [metric(server, "hmsproxy_cache_passing_through") for server in servers] == [0, 0]
         assert [metric(server, "hmsproxy_unlogged_writes_total") for server in servers] == [0, 0]

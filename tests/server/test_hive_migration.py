@@ -1,5 +1,6 @@
 """A user's migration (issue 13): the real Java HMS 2.3.10 writes a metastore into a MariaDB database that Hive's
-own 2.3.0 script created (and the same rows are copied into a PostgreSQL database of Hive's 2.3.0 script) (databases, partitioned/external/bucketed/skewed/transactional tables, a view, a Spark
+own 2.3.0 script created (and the same rows are copied into a PostgreSQL database of Hive's 2.3.0 script)
+(databases, partitioned/external/bucketed/skewed/transactional tables, a view, a Spark
 datasource table, statistics, a function, transactions and a lock) and its answers are recorded. hmsproxy serves
 that 2.3.0 database in place and must answer every recorded read with the same values (Hive 4 adds fields; those
 Hive 2.3 answered must be equal) and continue transaction ids above every id the Java HMS handed out; then
@@ -67,8 +68,9 @@ def _write_a_metastore(client: Any, warehouse: Path) -> None:
                                 tableType="MANAGED_TABLE", sd=_sd(), parameters={
                                     "spark.sql.sources.provider": "parquet", "spark.sql.sources.schema.numParts": "1",
                                     "spark.sql.sources.schema.part.0": '{"type":"struct","fields":[]}'}))
-    client.create_table(A.Table(tableName="acid", dbName="sales", owner="ana", partitionKeys=[], tableType="MANAGED_TABLE",
-                                sd=_sd(bucketCols=["id"], numBuckets=2), parameters={"transactional": "true"}))
+    client.create_table(A.Table(tableName="acid", dbName="sales", owner="ana", partitionKeys=[],
+                                tableType="MANAGED_TABLE", sd=_sd(bucketCols=["id"], numBuckets=2),
+                                parameters={"transactional": "true"}))
     stats = [A.ColumnStatisticsObj(colName="id", colType="bigint", statsData=A.ColumnStatisticsData(
                  longStats=A.LongColumnStatsData(lowValue=1, highValue=900, numNulls=0, numDVs=850))),
              A.ColumnStatisticsObj(colName="name", colType="string", statsData=A.ColumnStatisticsData(
@@ -93,7 +95,7 @@ READS: dict[str, Callable[[Any], Any]] = {
     "database": lambda c: c.get_database("sales"),
     "databases": lambda c: sorted(c.get_all_databases()),
     "tables": lambda c: sorted(c.get_all_tables("sales")),
-    **{f"table {name}": (lambda name: lambda c: c.get_table("sales", name))(name)
+    **{f"table {name}": (lambda table: lambda c: c.get_table("sales", table))(name)
        for name in ("orders", "ext", "shaped", "v", "spark_ds", "acid")},
     "partitions": lambda c: sorted(c.get_partitions("sales", "orders", -1), key=lambda p: p.values),
     "partition names": lambda c: sorted(c.get_partition_names("sales", "orders", -1)),

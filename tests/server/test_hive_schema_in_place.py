@@ -211,7 +211,7 @@ def test_hive_3_1s_schema_is_served_in_place(backend, tmp_path):
             client.update_table_column_statistics(hms.ColumnStatistics(statsDesc=desc, statsObj=[plain]))
             with_histogram = copy.deepcopy(plain)
             with_histogram.statsData.longStats.histogram, with_histogram.statsData.longStats.highValue = b"kll", 99
-            with pytest.raises(hms.MetaException, match="no place for TAB_COL_STATS.HISTOGRAM"):
+            with pytest.raises(hms.MetaException, match=r"no place for TAB_COL_STATS\.HISTOGRAM"):
                 client.update_table_column_statistics(hms.ColumnStatistics(statsDesc=desc, statsObj=[with_histogram]))
             cached = _answers(client, "sales")
             assert cached[0].createTime is None and cached[1] == 0 and cached[3] == (1, 9)

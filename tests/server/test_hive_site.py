@@ -29,17 +29,18 @@ def _free_port() -> int:
 def test_serve_takes_the_database_and_warehouse_from_a_hive_site(backend, tmp_path):
     with fresh_database(backend, tmp_path) as url:
         jdbc, user = JDBC[backend]
+        jdbc_url = jdbc.format(name=url.rsplit('/', 1)[1])
         site = tmp_path / "hive-site.xml"
         site.write_text(f"""<configuration>
-  <property><name>javax.jdo.option.ConnectionURL</name><value>{jdbc.format(name=url.rsplit('/', 1)[1])}</value></property>
+  <property><name>javax.jdo.option.ConnectionURL</name><value>{jdbc_url}</value></property>
   <property><name>javax.jdo.option.ConnectionUserName</name><value>{user}</value></property>
   <property><name>hive.metastore.warehouse.dir</name><value>file:{tmp_path / 'wh'}</value></property>
 </configuration>""")
         port = _free_port()
-        log = open(tmp_path / "server.log", "w")
-        server = subprocess.Popen([sys.executable, "-m", "hmsproxy.cli", "serve", "--hive-site", str(site),
-                                   "--port", str(port), "--metrics-port", "0"], cwd=tmp_path, stdout=log,
-                                  stderr=subprocess.STDOUT)
+        with open(tmp_path / "server.log", "w") as log:  # the child writes to its own copy of the descriptor
+            server = subprocess.Popen([sys.executable, "-m", "hmsproxy.cli", "serve", "--hive-site", str(site),
+                                       "--port", str(port), "--metrics-port", "0"], cwd=tmp_path, stdout=log,
+                                      stderr=subprocess.STDOUT)
         try:
             deadline = time.monotonic() + 60
             while True:
@@ -56,7 +57,6 @@ def test_serve_takes_the_database_and_warehouse_from_a_hive_site(backend, tmp_pa
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(timeout=30)
-            log.close()
         engine = create_engine(url)
         with engine.connect() as conn:
             names = conn.execute(text('SELECT "NAME" FROM "DBS"' if backend == "postgres" else "SELECT NAME FROM DBS"))

@@ -63,7 +63,8 @@ GET_DATABASE = call_frame("get_database", hms.ThriftHiveMetastore.get_database_a
     ("a string longer than the request could hold", struct.pack("!bhi", 11, 99, 2**31 - 1)),
     ("a negative length", struct.pack("!bhi", 11, 99, -5)),
     ("lists nested past the depth limit", b"".join(struct.pack("!bhbi", 15, 99, 15, 1) if i == 0 else
-                                                   struct.pack("!bi", 15, 1) for i in range(40)) + struct.pack("!bi", 8, 0)),
+                                                   struct.pack("!bi", 15, 1) for i in range(40))
+                                          + struct.pack("!bi", 8, 0)),
 ])
 def test_a_malformed_request_closes_its_connection_at_once(server, what, field):
     assert _closed_at_once(server, _with_extra_field(GET_DATABASE, field)), what

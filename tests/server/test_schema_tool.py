@@ -13,7 +13,8 @@ from support.databases import fresh_database
 from support.hive_schema import load_hive_3_0, load_hive_script
 
 HIVE_4 = ["schema version: 4.0.0 (Hive 4.0.0's layout, as Hive's schematool and hmsproxy create it; transaction "
-          "ids from TXNS)", "serve: serves it as it is (only a default catalog whose location is 'TBD' gets the warehouse)"]
+          "ids from TXNS)",
+          "serve: serves it as it is (only a default catalog whose location is 'TBD' gets the warehouse)"]
 
 
 def _schema(action: str, url: str, cwd) -> tuple[int, list[str]]:
@@ -44,8 +45,8 @@ def test_our_own_schema_validates_and_a_damaged_one_does_not(backend, tmp_path):
                               "VALUES (5, 5, 0, 'CREATE_DATABASE', '{}')"))
         code, lines = _schema("validate", url, tmp_path)  # counters behind would hand out ids in use again
         assert (code, lines) == (1, [
-            "SEQUENCE_TABLE org.apache.hadoop.hive.metastore.model.MNotificationLog is at 1, but NOTIFICATION_LOG.NL_ID "
-            "5 is in use",
+            "SEQUENCE_TABLE org.apache.hadoop.hive.metastore.model.MNotificationLog is at 1, "
+            "but NOTIFICATION_LOG.NL_ID 5 is in use",
             "NOTIFICATION_SEQUENCE.NEXT_EVENT_ID is at 1, but NOTIFICATION_LOG.EVENT_ID 5 is in use",
             "2 difference(s): hmsproxy cannot serve this database as it is"])
         with engine.begin() as conn:

@@ -101,7 +101,7 @@ def test_an_upgrade_that_stopped_part_way_is_resumed_on_mariadb(tmp_path):
         load_hive_script("mariadb", url, "2.3.0")
         engine = create_engine(url)
         try:
-            version, steps = upgrade.plan(engine)
+            _version, steps = upgrade.plan(engine)
             upgrade.run(engine, steps[:4], lambda step: None)  # up to the data, not the version
             assert tables_and_version(url)[1][0][1] == "2.3.0"
             _, remaining = upgrade.plan(engine)

@@ -23,7 +23,8 @@ def store(tmp_path):
     db = Database(f"sqlite:///{tmp_path / 'm.db'}")
     init_schema(db, f"file:{tmp_path}")
     store = SqlStore(db)
-    store.create_database(hms.Database(name="d", locationUri=f"file:{tmp_path}/d.db", parameters={}, catalogName="hive"))
+    store.create_database(hms.Database(name="d", locationUri=f"file:{tmp_path}/d.db", parameters={},
+                                       catalogName="hive"))
     store.create_table(hms.Table(tableName="t", dbName="d", catName="hive", sd=_sd(f"file:{tmp_path}/d.db/t"),
                                  partitionKeys=[hms.FieldSchema(name="k", type="int")], parameters={},
                                  tableType="MANAGED_TABLE", createTime=1, lastAccessTime=0, retention=0))

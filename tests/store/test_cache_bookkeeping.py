@@ -43,7 +43,7 @@ def store(tmp_path):
 
 
 def test_create_drop_and_misses_over_new_tables_leave_bounded_bookkeeping(store):
-    cached, cache, requested = store
+    cached, cache, _requested = store
     for i in range(4 * KEPT):
         cached.create_table(_table(f"t{i}"))
         cached.load_table(("hive", "d", f"t{i}"))
@@ -58,7 +58,7 @@ def test_create_drop_and_misses_over_new_tables_leave_bounded_bookkeeping(store)
 
 
 def test_a_load_that_overlapped_a_write_is_dropped_even_when_generations_were_forgotten(store):
-    cached, cache, requested = store
+    cached, cache, _requested = store
     key = ("hive", "d", "kept")
     cached.create_table(_table("kept"))
     started_at = cache.generation(key)
@@ -70,7 +70,7 @@ def test_a_load_that_overlapped_a_write_is_dropped_even_when_generations_were_fo
 
 
 def test_writes_to_one_table_stay_serialised_and_leave_no_lock_behind(store):
-    cached, cache, requested = store
+    _cached, cache, _requested = store
     key = ("hive", "d", "contended")
     inside, most_inside, rounds = [0], [0], 300
 

@@ -202,8 +202,8 @@ class CacheMatchesDatabase(RuleBasedStateMachine):
             ]
         reads.append(("get_table_objects", (CAT, DB, TABLES)))
         for method, args in reads:
-            expected = _outcome(lambda: getattr(self.plain, method)(*args))
-            actual = _outcome(lambda: getattr(self.cached, method)(*args))
+            expected = _outcome(lambda method=method, args=args: getattr(self.plain, method)(*args))
+            actual = _outcome(lambda method=method, args=args: getattr(self.cached, method)(*args))
             assert actual == expected, (method, args, expected, actual)
 
 

@@ -66,7 +66,7 @@ def test_lru_eviction_keeps_within_the_bound_and_answers_stay_right(stores):
 
 
 def test_a_table_larger_than_the_bound_is_never_cached_and_not_reloaded_again_and_again(stores):
-    plain, store, cache, metrics, requested = stores
+    _plain, store, cache, _metrics, requested = stores
     store.load_table(("hive", "d", "huge"))
     assert cache.get_table(("hive", "d", "huge")) is None
     assert ("hive", "d", "huge") in cache.oversized
@@ -75,7 +75,7 @@ def test_a_table_larger_than_the_bound_is_never_cached_and_not_reloaded_again_an
 
 
 def test_a_load_that_overlaps_a_write_is_dropped(stores):
-    plain, store, cache, metrics, requested = stores
+    plain, store, cache, _metrics, _requested = stores
     key = ("hive", "d", "t1")
     generation = cache.generation(key)
     stale = plain.get_table_bundle(*key)

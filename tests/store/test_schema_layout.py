@@ -20,15 +20,17 @@ from hmsproxy.store.sql.store import SqlStore
 from support.databases import fresh_database
 from support.hive_schema import columns_layout, keys_layout, load_hive_script
 
-STATS_KEYS = [f"{t}.{c}" for t in ("TAB_COL_STATS", "PART_COL_STATS")
-              for c in ("CAT_NAME", "DB_NAME", "TABLE_NAME", "COLUMN_NAME", "COLUMN_TYPE")] + ["PART_COL_STATS.PARTITION_NAME"]
+STATS_KEYS = ([f"{t}.{c}" for t in ("TAB_COL_STATS", "PART_COL_STATS")
+               for c in ("CAT_NAME", "DB_NAME", "TABLE_NAME", "COLUMN_NAME", "COLUMN_TYPE")]
+              + ["PART_COL_STATS.PARTITION_NAME"])
 T = TypeVar("T")
 KNOWN = {  # column -> why it differs; (None: the column is missing in ours)
     "mariadb": {
         "COLUMNS_V2.COLUMN_NAME": "varchar(700): 767 utf8mb4 characters do not fit InnoDB's key (Hive's is latin1)",
         "DATABASE_PARAMS.PARAM_VALUE": "mediumtext: values longer than Hive's 4000 are kept",
         **{f"{t}.{c}": "double: Hive's double(53,4) rounds statistics to 4 decimals"
-           for t in ("TAB_COL_STATS", "PART_COL_STATS") for c in ("AVG_COL_LEN", "DOUBLE_HIGH_VALUE", "DOUBLE_LOW_VALUE")},
+           for t in ("TAB_COL_STATS", "PART_COL_STATS")
+           for c in ("AVG_COL_LEN", "DOUBLE_HIGH_VALUE", "DOUBLE_LOW_VALUE")},
     },
     "postgres": {
         "DATABASE_PARAMS.PARAM_VALUE": "text: values longer than Hive's 4000 are kept",

@@ -26,7 +26,8 @@ def _database_row(db: Database, name: str, with_its_event: bool = False) -> None
     with db.engine.begin() as conn:
         db_id = conn.execute(select(seq.c.NEXT_VAL).where(seq.c.SEQUENCE_NAME == MDATABASE)).scalar_one()
         conn.execute(update(seq).where(seq.c.SEQUENCE_NAME == MDATABASE).values(NEXT_VAL=seq.c.NEXT_VAL + 1))
-        conn.execute(insert(s.DBS).values(DB_ID=db_id, NAME=name, DB_LOCATION_URI=f"file:/tmp/{name}", CTLG_NAME="hive"))
+        conn.execute(insert(s.DBS).values(DB_ID=db_id, NAME=name, DB_LOCATION_URI=f"file:/tmp/{name}",
+                                          CTLG_NAME="hive"))
         if with_its_event:
             _log_creation(conn, name)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,7 @@ def upgrade_with_hives_scripts(backend: str, url: str, version: str, to: str = "
     """Hive's upgrade scripts from `version` to `to`, one after the other, as Hive's schematool runs them."""
     folder = HIVE_SCHEMA / ("mysql" if backend == "mariadb" else "postgres")
     chain = UPGRADE_CHAIN[UPGRADE_CHAIN.index(version):UPGRADE_CHAIN.index(to) + 1]
-    for old, new in zip(chain, chain[1:]):
+    for old, new in pairwise(chain):
         _run_script(backend, url, folder / f"upgrade-{old}-to-{new}.{folder.name}.sql")
 
 

@@ -39,11 +39,11 @@ def start_hmsproxy_process(workdir: Path, db_url: str, *extra_args: str, attempt
     for attempt in range(attempts):
         port, metrics_port = _free_port(), _free_port()
         log_path = workdir / f"hmsproxy-{port}.log"
-        log = open(log_path, "w")
-        process = subprocess.Popen(
-            [sys.executable, "-m", "hmsproxy.cli", "serve", "--port", str(port), "--metrics-port", str(metrics_port),
-             "--db", db_url, "--warehouse", str(workdir / "warehouse"), *extra_args],
-            cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
+        with open(log_path, "w") as log:  # the child writes to its own copy of the file descriptor
+            process = subprocess.Popen(
+                [sys.executable, "-m", "hmsproxy.cli", "serve", "--port", str(port), "--metrics-port",
+                 str(metrics_port), "--db", db_url, "--warehouse", str(workdir / "warehouse"), *extra_args],
+                cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
         while process.poll() is None and not (_listening(port) and _listening(metrics_port)):
             if time.monotonic() > deadline:
@@ -52,7 +52,6 @@ def start_hmsproxy_process(workdir: Path, db_url: str, *extra_args: str, attempt
             time.sleep(0.05)  # waiting for a child process to open its ports
         if process.poll() is None:
             break
-        log.close()
         if "Address already in use" not in log_path.read_text() or attempt == attempts - 1:
             raise RuntimeError(f"hmsproxy did not start: {log_path.read_text()[-2000:]}")
 
@@ -62,7 +61,6 @@ def start_hmsproxy_process(workdir: Path, db_url: str, *extra_args: str, attempt
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             process.kill()
-        log.close()
 
     return RunningServer(host="127.0.0.1", port=port, warehouse=workdir / "warehouse", workdir=workdir,
                          metrics_port=metrics_port, pid=process.pid, _stop=stop)

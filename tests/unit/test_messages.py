@@ -352,6 +352,6 @@ def test_malformed_message_raises_value_error(event_type, message, error):
 def test_malformed_embedded_object_raises_value_error():
     parsed = m.parse("CREATE_FUNCTION", '{"db":"d","functionObjJson":"{\\"1\\":"}')
     with pytest.raises(ValueError, match="malformed TJSONProtocol text"):
-        parsed.function
+        _ = parsed.function
     with pytest.raises(ValueError, match="CREATE_FUNCTION message has no tableObjJson"):
-        parsed.table
+        _ = parsed.table

@@ -57,7 +57,7 @@ def to_hmsclient(value, ttype=TType.STRUCT, arg=None):
         et, ea = (arg, None) if isinstance(arg, int) else arg
         return [to_hmsclient(v, et, ea) for v in value]
     if ttype == TType.MAP:
-        (kt, ka), (vt, va) = [(a, None) if isinstance(a, int) else a for a in arg]
+        (_kt, _ka), (vt, va) = [(a, None) if isinstance(a, int) else a for a in arg]
         return {k: to_hmsclient(v, vt, va) for k, v in value.items()}
     return value
 

@@ -261,10 +261,11 @@ def test_table_names():
 # --- properties ---------------------------------------------------------------------------------------------------
 
 BASES = st.sampled_from([0, LONG_MAX - 64])  # small ids, and ids at the top of Java's long range
+ONE_TABLE = st.just("db.t")
 
 
 @st.composite
-def write_id_lists(draw, base: int | None = None, table: st.SearchStrategy[str] = st.just("db.t"),
+def write_id_lists(draw, base: int | None = None, table: st.SearchStrategy[str] = ONE_TABLE,
                    max_span: int = 12) -> ValidWriteIdList:
     """Well-formed lists whose ids lie in base+1 .. base+span; small spans make equal states likely."""
     if base is None:
@@ -279,7 +280,7 @@ def write_id_lists(draw, base: int | None = None, table: st.SearchStrategy[str] 
 
 
 @st.composite
-def pairs(draw, tables=st.just("db.t")) -> tuple[int, ValidWriteIdList, ValidWriteIdList]:
+def pairs(draw, tables=ONE_TABLE) -> tuple[int, ValidWriteIdList, ValidWriteIdList]:
     base = draw(BASES)
     return base, draw(write_id_lists(base, tables)), draw(write_id_lists(base, tables))
 
