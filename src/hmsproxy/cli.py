@@ -44,7 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-message-bytes", help="largest request or pre-encoded reply, e.g. 100mb (default)")
     serve.add_argument("--poll-interval-s", type=float,
                        help="how often the notification log is read for other instances' changes (default 0.2)")
-    serve.add_argument("--event-ttl-s", type=int, help="notification events older than this are deleted (default 86400)")
+    serve.add_argument("--event-ttl-s", type=int,
+                       help="notification events older than this are deleted (default 86400)")
     serve.add_argument("--txn-timeout-s", help="transactions and locks not heartbeated for this long are aborted "
                                                "and released (default 300s, Hive's hive.txn.timeout)")
     serve.add_argument("--unlogged-check-s", help="how often to look for rows another writer created without a "

@@ -12,6 +12,7 @@ removed ones are simply not returned.
 """
 from __future__ import annotations
 
+import enum
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -23,7 +24,10 @@ from thriftpy2.transport import TCyFramedTransportFactory
 from hmsproxy.idl import hms
 from hmsproxy.txn.write_ids import LONG_MAX, ValidTxnList, ValidWriteIdList
 
-_DONE = object()
+
+class _Done(enum.Enum):
+    """What a worker queues after the last batch of its range."""
+    DONE = enum.auto()
 
 
 def decode_bitset(data: bytes | None, count: int) -> list[bool]:
@@ -122,7 +126,7 @@ class MetastoreClient:
                       names: bool) -> Iterator[Any]:
         """One connection per id range; results come back range by range, so the order stays by id.
         Each range buffers at most a few batches, so memory stays bounded."""
-        queues: list[queue.Queue] = [queue.Queue(maxsize=4) for _ in bounds]
+        queues: list[queue.Queue[list[Any] | BaseException | _Done]] = [queue.Queue(maxsize=4) for _ in bounds]
         stop = threading.Event()
 
         def work(index: int, start: int, end: int) -> None:
@@ -132,7 +136,7 @@ class MetastoreClient:
                     items, response = self._fetch(client, db, table, start, end, size, filter, names)
                     queues[index].put(items)
                     start = response.nextPartitionId
-                queues[index].put(_DONE)
+                queues[index].put(_Done.DONE)
             except BaseException as exc:  # handed to the consuming thread, which raises it
                 queues[index].put(exc)
             finally:
@@ -143,7 +147,7 @@ class MetastoreClient:
             worker.start()
         try:
             for q in queues:
-                while (items := q.get()) is not _DONE:
+                while (items := q.get()) is not _Done.DONE:
                     if isinstance(items, BaseException):
                         raise items
                     yield from items

@@ -6,10 +6,11 @@ garbage collector) and the server can send such a list without building objects:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, overload
 
-from thriftpy2.protocol.cybin import TCyBinaryProtocol
-from thriftpy2.transport.memory import TCyMemoryBuffer
+# From the compiled modules themselves: they have no type stubs, so to mypy these classes are Any.
+from thriftpy2.protocol.cybin.cybin import TCyBinaryProtocol
+from thriftpy2.transport.memory.cymemory import TCyMemoryBuffer
 
 
 def encode(obj: Any) -> bytes:
@@ -43,7 +44,13 @@ class EncodedList(Sequence[Any]):
     def __len__(self) -> int:
         return len(self.items)
 
-    def __getitem__(self, index):  # type: ignore[override]
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> EncodedList: ...
+
+    def __getitem__(self, index: int | slice) -> Any:
         if isinstance(index, slice):
             return EncodedList(self.items[index], self._decode_item)
         return self._decode_item(self.items[index])
@@ -54,5 +61,5 @@ class EncodedList(Sequence[Any]):
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Sequence) and list(self) == list(other)
 
-    def __deepcopy__(self, memo: dict) -> list[Any]:
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
         return list(self)

@@ -122,8 +122,8 @@ def _coerce(name: str, value: Any) -> Any:
         return _local_warehouse(str(value))
     if name in ("cache_max_bytes", "max_message_bytes"):
         return _size(name, value)
-    if name in ("txn_timeout_s", "txn_reaper_interval_s", "check_lock_wait_s", "client_idle_timeout_s", "unlogged_check_s",
-                "request_timeout_s", "db_connect_timeout_s", "db_statement_timeout_s"):
+    if name in ("txn_timeout_s", "txn_reaper_interval_s", "check_lock_wait_s", "client_idle_timeout_s",
+                "unlogged_check_s", "request_timeout_s", "db_connect_timeout_s", "db_statement_timeout_s"):
         return _duration(name, value)
     if field_type == "float":
         try:

@@ -46,7 +46,7 @@ def client_message(api: str, exc: Exception) -> str:
     details (SQL, parameters, paths, hosts) in the server log, never the details themselves."""
     error_id = uuid.uuid4().hex[:12]
     internal_errors.happened(api, error_id, exc, exc_info=exc)  # the first of a burst in full, then a count
-    if isinstance(exc, sa_exc.OperationalError) or isinstance(exc, sa_exc.InterfaceError):
+    if isinstance(exc, (sa_exc.OperationalError, sa_exc.InterfaceError)):
         what = "the metastore database could not be reached or did not answer"
     elif isinstance(exc, sa_exc.IntegrityError):
         what = "the metastore database refused the change (a constraint was violated)"
@@ -142,6 +142,7 @@ class MetastoreProcessor(TProcessor):
             self._metrics.observe("unknown", "unknown_method", 0.0)
             unknown = TApplicationException(TApplicationException.UNKNOWN_METHOD, f"Invalid method name: '{api}'")
             return self.send_exception(oprot, api, unknown, seqid)
+        assert call is not None  # process_in has a call for every method of the IDL
         started = time.perf_counter()
         outcome = "ok"
         current_method.set(api)

@@ -49,13 +49,15 @@ from typing import Any
 
 import thriftpy2
 from thriftpy2.protocol import binary as _pybinary
+from thriftpy2.protocol.base import TProtocolBase
 from thriftpy2.protocol.binary import TBinaryProtocol
 from thriftpy2.thrift import TPayload, TType
 
 try:  # the compiled protocol is optional in thriftpy2 (absent on some platforms)
-    from thriftpy2.protocol.cybin import TCyBinaryProtocol
+    # From the compiled module itself: it has no type stubs, so to mypy the class is Any.
+    from thriftpy2.protocol.cybin.cybin import TCyBinaryProtocol
 except ImportError:  # pragma: no cover - always present in our venv
-    TCyBinaryProtocol = None  # type: ignore[assignment,misc]
+    TCyBinaryProtocol = None
 
 __all__ = ["MODULE_NAME", "THRIFT_DIR", "fb303", "hms"]
 
@@ -80,6 +82,10 @@ THRIFT_DIR: Path = _find_thrift_dir()
 # getattr(): on a re-import, wrap thriftpy2's own function again, not our wrapper.
 _original_read_val: Callable[..., Any] = getattr(_pybinary.read_val, "hmsproxy_original",
                                                  _pybinary.read_val)
+# The other steps of its map branch, with the types thriftpy2 leaves unannotated.
+_check_depth: Callable[[int, str], None] = _pybinary.check_depth
+_read_map_begin: Callable[[Any], tuple[int, int, int]] = _pybinary.read_map_begin
+_skip: Callable[[Any, int, int], None] = _pybinary.skip
 
 
 def _freeze(value: Any) -> Any:
@@ -105,17 +111,17 @@ def _read_val(inbuf: Any, ttype: int, spec: Any = None, decode_response: bool = 
     # Same steps as thriftpy2's own map branch, plus _freeze() on the key.
     k_type, k_spec = _split_spec(spec[0])
     v_type, v_spec = _split_spec(spec[1])
-    _pybinary.check_depth(budget, " while reading a Thrift container")
+    _check_depth(budget, " while reading a Thrift container")
     budget -= 1
-    sk_type, sv_type, size = _pybinary.read_map_begin(inbuf)
+    sk_type, sv_type, size = _read_map_begin(inbuf)
     if sk_type in _pybinary.BIN_TYPES:
         sk_type = k_type
     if sv_type in _pybinary.BIN_TYPES:
         sv_type = v_type
     if sk_type != k_type or sv_type != v_type:
         for _ in range(size):
-            _pybinary.skip(inbuf, sk_type, budget)
-            _pybinary.skip(inbuf, sv_type, budget)
+            _skip(inbuf, sk_type, budget)
+            _skip(inbuf, sv_type, budget)
         return {}
     result = {}
     for _ in range(size):
@@ -132,10 +138,9 @@ _read_val.hmsproxy_original = _original_read_val  # type: ignore[attr-defined]
 def _tolerant_read(self: TPayload, iprot: Any) -> None:
     """TPayload.read that avoids the compiled decoder (it cannot build list-keyed maps)."""
     if TCyBinaryProtocol is not None and isinstance(iprot, TCyBinaryProtocol):
-        proto = TBinaryProtocol(iprot.trans, strict_read=iprot.strict_read,
-                                decode_response=iprot.decode_response,
-                                strict_decode=iprot.strict_decode,
-                                max_depth=iprot.max_depth)
+        proto: TProtocolBase = TBinaryProtocol(  # type: ignore[no-untyped-call]  # thriftpy2 leaves it unannotated
+            iprot.trans, strict_read=iprot.strict_read, decode_response=iprot.decode_response,
+            strict_decode=iprot.strict_decode, max_depth=iprot.max_depth)
         try:
             proto.read_struct(self)
         except Exception:
@@ -173,10 +178,10 @@ def _has_container_keyed_map(spec: Any) -> bool:
     return False
 
 
-def _generated_classes(module: ModuleType) -> list[type]:
+def _generated_classes(module: ModuleType) -> list[type[TPayload]]:
     """Every struct/union/exception of the module, and every service's _args/_result."""
     meta = module.__thrift_meta__
-    classes: list[type] = []
+    classes: list[type[TPayload]] = []
     for kind in ("structs", "unions", "exceptions"):
         classes.extend(meta.get(kind, []))
     for service in meta.get("services", []):
@@ -194,7 +199,7 @@ def _direct_fields(cls: type) -> list[tuple[int, Any]]:
             for f in getattr(cls, "thrift_spec", {}).values()]
 
 
-def _classes_needing_fix(classes: list[type]) -> list[type]:
+def _classes_needing_fix(classes: list[type[TPayload]]) -> list[type[TPayload]]:
     """Classes whose decoding can meet a list/set-keyed map, directly or through fields.
 
     A fixed-point iteration, so reference cycles (Table -> CreationMetadata -> SourceTable
@@ -213,7 +218,7 @@ def _classes_needing_fix(classes: list[type]) -> list[type]:
     return [cls for cls in classes if cls in bad]
 
 
-def _install_skewed_map_fix(module: ModuleType) -> list[type]:
+def _install_skewed_map_fix(module: ModuleType) -> list[type[TPayload]]:
     """Apply the fix described in the module docstring; returns the classes it changed."""
     _pybinary.read_val = _read_val
     changed = _classes_needing_fix(_generated_classes(module))

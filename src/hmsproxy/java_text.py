@@ -43,7 +43,7 @@ def _value_text(spec: tuple[Any, ...], value: Any) -> str:
     if ttype == TType.BOOL:
         return "true" if value else "false"
     if ttype == TType.I32 and len(spec) > 3 and isinstance(spec[2], type):  # an enum field
-        return str(spec[2]._VALUES_TO_NAMES.get(value, value))
+        return str(spec[2]._VALUES_TO_NAMES.get(value, value))  # type: ignore[attr-defined]  # generated at run time
     if ttype == TType.STRUCT:
         return java_text(value)
     if ttype == TType.STRING and isinstance(value, bytes):

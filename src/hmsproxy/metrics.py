@@ -123,7 +123,7 @@ def _make_handler(metrics: Metrics, ready: Callable[[], bool]) -> type[BaseHTTPR
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *args) -> None:  # keep scrapes out of the log
+        def log_message(self, format: str, *args: object) -> None:  # keep scrapes out of the log
             return
 
     return Handler

@@ -20,7 +20,7 @@ _ESCAPED = frozenset([chr(c) for c in range(0x01, 0x20)] + list('"#%\'*/:=?\\\x7
 
 def is_valid_identifier(name: str | None) -> bool:
     """Database, table and function names: letters, digits and underscores only (MetaStoreUtils.validateName)."""
-    return bool(name) and _IDENTIFIER.match(name) is not None
+    return bool(name and _IDENTIFIER.match(name))
 
 
 def escape_path_name(text: str) -> str:

@@ -73,7 +73,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Union
+from typing import Any
 
 from hmsproxy.like import LikePattern
 
@@ -237,7 +237,7 @@ class MatchAll:
     """The empty filter."""
 
 
-Node = Union[Comparison, Between, InList, And, Or, MatchAll]
+Node = Comparison | Between | InList | And | Or | MatchAll
 
 _FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
@@ -509,7 +509,10 @@ def _like_predicate(index: int, pattern: str) -> Predicate:
 # Compilation
 # --------------------------------------------------------------------------------------------
 
-_OPS: dict[str, Callable[[object, object], bool]] = {
+# Compares a partition's value with the constant, both as parsed for the key's type.
+Compare = Callable[[Any, Any], bool]
+
+_OPS: dict[str, Compare] = {
     "=": operator.eq, "!=": operator.ne, "<": operator.lt,
     "<=": operator.le, ">": operator.gt, ">=": operator.ge,
 }
@@ -596,25 +599,26 @@ class _Compiler:
         # timestamp
         ts = _parse_timestamp(const.text())
         if ts is None:
-            raise self.fail(const.pos, f"cannot compare timestamp key {key.name!r} with {const.text()!r}: not a timestamp")
+            raise self.fail(const.pos,
+                            f"cannot compare timestamp key {key.name!r} with {const.text()!r}: not a timestamp")
         return _typed_predicate(idx, cmp, ts, _parse_timestamp)
 
-    def numeric(self, idx: int, cmp: Callable[[object, object], bool], const: Const, key: Key,
-                type_name: str, parse: Callable[[str], object], convert: Callable[[object], object]) -> Predicate:
+    def numeric(self, idx: int, cmp: Compare, const: Const, key: Key,
+                type_name: str, parse: Callable[[str], object], convert: Callable[[str | int], object]) -> Predicate:
         if const.kind == "string":
             raise FilterTypeMismatch()
         if const.kind != "int":
-            raise self.fail(const.pos, f"cannot compare {type_name} key {key.name!r} with {const.text()!r}: not a number")
+            raise self.fail(const.pos,
+                            f"cannot compare {type_name} key {key.name!r} with {const.text()!r}: not a number")
         return _typed_predicate(idx, cmp, convert(const.value), parse)
 
 
-def _string_predicate(idx: int, cmp: Callable[[object, object], bool], const: str) -> Predicate:
+def _string_predicate(idx: int, cmp: Compare, const: str) -> Predicate:
     target = _java_order(const)
     return lambda values: cmp(_java_order(values[idx]), target)
 
 
-def _typed_predicate(idx: int, cmp: Callable[[object, object], bool], target: object,
-                     parse: Callable[[str], object]) -> Predicate:
+def _typed_predicate(idx: int, cmp: Compare, target: object, parse: Callable[[str], object]) -> Predicate:
     """Compare parsed values; a stored value that does not parse never matches (SQL NULL)."""
     def predicate(values: Sequence[str]) -> bool:
         value = parse(values[idx])
@@ -623,6 +627,8 @@ def _typed_predicate(idx: int, cmp: Callable[[object, object], bool], target: ob
 
 
 def compile_filter(text: str, partition_keys: Sequence[tuple[str, str]]) -> Callable[[Sequence[str]], bool]:
-    """partition_keys: (lower-case key name, Hive type string such as 'string', 'int', 'bigint', 'smallint', 'tinyint', 'date', 'varchar(10)', 'char(5)', 'decimal(10,2)', 'timestamp') in key order.
-    The returned predicate takes one partition's values (strings as stored, in key order) and says whether it matches."""
+    """partition_keys: (lower-case key name, Hive type string such as 'string', 'int', 'bigint', 'smallint',
+    'tinyint', 'date', 'varchar(10)', 'char(5)', 'decimal(10,2)', 'timestamp') in key order.
+    The returned predicate takes one partition's values (strings as stored, in key order) and says whether it
+    matches."""
     return _Compiler(text, partition_keys).compile(parse_filter(text))

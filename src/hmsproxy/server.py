@@ -1,6 +1,7 @@
 """Assembles a running metastore: database, store, handler, Thrift server and metrics endpoint."""
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 from dataclasses import dataclass
@@ -68,7 +69,11 @@ def open_store(settings: Settings, warehouse: Warehouse) -> SqlStore:
     return store
 
 
-def cached(store: SqlStore, settings: Settings, metrics: Metrics) -> tuple[CachedStore, Loader, Poller]:
+def _bookkeeping_entries(cache: SharedCache, kind: str) -> int:
+    return cache.bookkeeping_entries()[kind]
+
+
+def cached(store: SqlStore, settings: Settings, metrics: Metrics) -> tuple[RawStore, Loader, Poller]:
     """Wraps the store in the cache, starts prewarming it and following the notification log."""
     cache = SharedCache(settings.cache_max_bytes, on_evict=lambda key: metrics.cache_evictions.inc())
     policy = CachePolicy.from_patterns(settings.cache_whitelist, settings.cache_blacklist)
@@ -80,7 +85,7 @@ def cached(store: SqlStore, settings: Settings, metrics: Metrics) -> tuple[Cache
     metrics.cache_objects.labels("database").set_function(lambda: len(cache.databases))
     metrics.cache_pending_entries.set_function(cache.pending_entries)
     for kind in ("generations", "key_locks"):
-        metrics.cache_bookkeeping.labels(kind).set_function(lambda kind=kind: cache.bookkeeping_entries()[kind])
+        metrics.cache_bookkeeping.labels(kind).set_function(functools.partial(_bookkeeping_entries, cache, kind))
     metrics.cache_bookkeeping.labels("loads_in_flight").set_function(cached_store.loads_in_flight)
     unlogged = UnloggedWrites(store, metrics, lambda found: cached_store.pass_through()) \
         if settings.unlogged_check_s > 0 else None
@@ -137,10 +142,12 @@ def start(settings: Settings) -> RunningServer:
                           quick_stats_max_files=settings.quick_stats_max_files)
     warehouse.root.mkdir(parents=True, exist_ok=True)
     metrics = Metrics()
-    store: RawStore = open_store(settings, warehouse)
-    loader = poller = None
+    sql_store = open_store(settings, warehouse)
+    store: RawStore = sql_store
+    loader: Loader | None = None
+    poller: Poller | None = None
     if settings.cache:
-        store, loader, poller = cached(store, settings, metrics)
+        store, loader, poller = cached(sql_store, settings, metrics)
     context = HandlerContext(store=store, warehouse=warehouse, server_conf=server_conf(settings), started_at=now(),
                              partition_request_limit=settings.partition_request_limit)
     handler = Handler(context)

@@ -29,7 +29,8 @@ from hmsproxy.partition_filter import (
     parse_filter,
 )
 
-OWNER, LAST_ACCESS, PARAMS = "hive_filter_field_owner__", "hive_filter_field_last_access__", "hive_filter_field_params__"
+OWNER, LAST_ACCESS, PARAMS = ("hive_filter_field_owner__", "hive_filter_field_last_access__",
+                              "hive_filter_field_params__")
 INVALID_KEY = "Invalid key name in filter.  Use constants from org.apache.hadoop.hive.metastore.api"  # sic, HMS's text
 PARAMS_OPERATORS = "Only [=, !=, LIKE, <>] are supported operators for HIVE_FILTER_FIELD_PARAMS"
 LIKE_ON_LAST_ACCESS = "Like is not supported for HIVE_FILTER_FIELD_LAST_ACCESS"

@@ -19,11 +19,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from thriftpy2.protocol.cybin import TCyBinaryProtocol
-from thriftpy2.transport import TSocket, TTransportException
-from thriftpy2.transport.buffered import TCyBufferedTransport
-from thriftpy2.transport.framed import TCyFramedTransport
-from thriftpy2.transport.memory import TCyMemoryBuffer
+# The compiled classes from their own modules: these have no type stubs, so to mypy the classes are Any.
+from thriftpy2.protocol.cybin.cybin import TCyBinaryProtocol
+from thriftpy2.transport import TSocket, TTransportBase, TTransportException
+from thriftpy2.transport.buffered.cybuffered import TCyBufferedTransport
+from thriftpy2.transport.framed.cyframed import TCyFramedTransport
+from thriftpy2.transport.memory.cymemory import TCyMemoryBuffer
 
 from hmsproxy.burst_log import BurstLog
 from hmsproxy.metrics import Metrics
@@ -53,7 +54,7 @@ class MessageBudget:
 
     def __init__(self, sock: socket.socket, max_bytes: int, idle_timeout_s: float, request_timeout_s: float) -> None:
         self._raw = sock
-        self._sock = TSocket(sock=sock)
+        self._sock: TTransportBase = TSocket(sock=sock)  # type: ignore[no-untyped-call]  # unannotated in thriftpy2
         self._max_bytes = max_bytes
         self._idle_timeout_s = idle_timeout_s
         self._request_timeout_s = request_timeout_s

@@ -138,6 +138,7 @@ class Warehouse:
         if refusal is not None:
             log.warning("not emptying %s: %s", location, refusal)
             return
+        assert location is not None  # local_path(None) is None
         for child in path.iterdir():
             self.remove(join(location, child.name))
 

@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from itertools import pairwise
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -101,10 +102,9 @@ def test_queued_requests_are_decided_together_as_one_by_one(store):
     assert got["other table"].state == hms.LockState.ACQUIRED
     queue = sorted([got["first"]] + [got[f"x{i}"] for i in range(6)], key=lambda outcome: outcome.lock_id)
     assert queue[0] is got["first"]
-    for before, waiting in zip(queue, queue[1:]):  # each waits for the one before it, as in Hive
+    for before, waiting in pairwise(queue):  # each waits for the one before it, as in Hive
         assert (waiting.state, waiting.blocked_by) == (hms.LockState.WAITING, before.lock_id)
     ids = [outcome.lock_id for outcome in got.values() if not isinstance(outcome, Exception)]
     assert len(set(ids)) == len(ids) == len(requests) - 1
-    shown = {(row.HL_LOCK_EXT_ID, row.HL_LOCK_STATE) for row in store.show_locks("d", None, None, None)}
-    assert shown == {(o.lock_id, "a" if o.state == hms.LockState.ACQUIRED else "w")
-                     for o in got.values() if not isinstance(o, Exception)}
+    shown = {(lock.lockid, lock.state) for lock in store.show_locks("d", None, None, None)}
+    assert shown == {(o.lock_id, o.state) for o in got.values() if not isinstance(o, Exception)}

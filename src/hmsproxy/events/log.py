@@ -104,12 +104,13 @@ def read(conn: Connection, after: int, limit: int | None = None, *, skip_types: 
         query = query.where(log.c.TBL_NAME.in_(list(tables)))
     if limit is not None and limit > 0:
         query = query.limit(limit)
-    return conn.execute(query).all()
+    return list(conn.execute(query).all())
 
 
 def table_version(conn: Connection, db: str, table: str) -> int:
     log = s.NOTIFICATION_LOG
-    return conn.execute(select(func.max(log.c.EVENT_ID)).where(log.c.DB_NAME == db, log.c.TBL_NAME == table)).scalar() or 0
+    newest = select(func.max(log.c.EVENT_ID)).where(log.c.DB_NAME == db, log.c.TBL_NAME == table)
+    return conn.execute(newest).scalar() or 0
 
 
 def count(conn: Connection, after: int, db: str, cat: str | None = None, up_to: int | None = None) -> int:

@@ -70,7 +70,7 @@ class Event:
     message_format: str = MESSAGE_FORMAT
 
 
-def _event(event_type: str, cat: str | None, db: str | None, table: str | None, body: dict) -> Event:
+def _event(event_type: str, cat: str | None, db: str | None, table: str | None, body: dict[str, Any]) -> Event:
     # Jackson's output: compact, non-ASCII as UTF-8 (it writes control characters' \u escapes in upper case,
     # json.dumps in lower; both read the same).
     return Event(event_type, cat, db, table, json.dumps(body, ensure_ascii=False, separators=(",", ":")))
@@ -113,7 +113,7 @@ def drop_database(db: Any, *, timestamp: int | None = None) -> Event:
 
 # --- tables ---------------------------------------------------------------------------------------------------------
 
-def _table_event(event_type: str, table: Any, body: dict) -> Event:
+def _table_event(event_type: str, table: Any, body: dict[str, Any]) -> Event:
     return _event(event_type, table.catName or DEFAULT_CATALOG, table.dbName, table.tableName, body)
 
 

@@ -120,17 +120,17 @@ class Poller:
             self.last_applied = self._reload_everything()
         events = self.store.get_events(self.last_applied, BATCH)
         for event in events:
-            if not self._is_own(event.EVENT_ID) and not self._applied(event):
+            if not self._is_own(event.eventId) and not self._applied(event):
                 self.last_applied = self._reload_everything()
                 return True
-            self.metrics.notification_events_applied.labels(event.EVENT_TYPE).inc()
-            self.last_applied = event.EVENT_ID
+            self.metrics.notification_events_applied.labels(event.eventType).inc()
+            self.last_applied = event.eventId
         head = self.store.current_event_id()
         lag = max(head - self.last_applied, 0)
         self.metrics.notification_last_applied.set(self.last_applied)
         self.metrics.notification_lag_events.set(lag)
         waiting = self.store.get_events(self.last_applied, 1) if lag else []
-        self.metrics.notification_lag_seconds.set(max(time.time() - waiting[0].EVENT_TIME, 0) if waiting else 0)
+        self.metrics.notification_lag_seconds.set(max(time.time() - waiting[0].eventTime, 0) if waiting else 0)
         self._clean()
         self._check_unlogged()
         return len(events) == BATCH
@@ -143,7 +143,7 @@ class Poller:
             apply_event(self.store, event)
             return True
         except ValueError as exc:
-            log.warning("event %d (%s) cannot be read (%s): reloading the cache", event.EVENT_ID, event.EVENT_TYPE, exc)
+            log.warning("event %d (%s) cannot be read (%s): reloading the cache", event.eventId, event.eventType, exc)
             return False
 
     def _check_unlogged(self) -> None:

@@ -26,12 +26,12 @@ import binascii
 import math
 import re
 from decimal import ROUND_HALF_EVEN, Decimal
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]  # undocumented, so typeshed leaves it out
 from typing import Any, NoReturn, TypeVar
 
-from thriftpy2.thrift import TType
+from thriftpy2.thrift import TPayload, TType
 
-T = TypeVar("T")
+T = TypeVar("T", bound=TPayload)
 
 _NAMES = {
     TType.BOOL: "tf", TType.BYTE: "i8", TType.I16: "i16", TType.I32: "i32", TType.I64: "i64",
@@ -45,7 +45,7 @@ _INT_BITS = {TType.BYTE: 8, TType.I16: 16, TType.I32: 32, TType.I64: 64}
 _ESCAPES = {i: f"\\u{i:04x}" for i in range(0x20)}
 _ESCAPES.update({ord("\b"): "\\b", ord("\t"): "\\t", ord("\n"): "\\n", ord("\f"): "\\f", ord("\r"): "\\r",
                  ord('"'): '\\"', ord("\\"): "\\\\"})
-_NUMBER = re.compile(r"[-+.0-9Ee]*")
+_NUMBER = re.compile(r"[-+.0-9Ee]+")
 
 
 def _split(spec: Any) -> tuple[int, Any]:
@@ -53,7 +53,7 @@ def _split(spec: Any) -> tuple[int, Any]:
     return (spec, None) if isinstance(spec, int) else (spec[0], spec[1])
 
 
-def _field_spec(field: tuple) -> tuple[int, str, Any]:
+def _field_spec(field: tuple[Any, ...]) -> tuple[int, str, Any]:
     """(ttype, name, type argument) from a thrift_spec entry (ttype, name, [arg,] required)."""
     return field[0], field[1], field[2] if len(field) == 4 else None
 
@@ -83,6 +83,7 @@ def java_double(value: float) -> str:
         exact = Decimal(magnitude)
         shortest = exact.quantize(Decimal(1).scaleb(exact.adjusted() - 1), ROUND_HALF_EVEN).normalize()
     _, digit_tuple, exponent = shortest.as_tuple()
+    assert isinstance(exponent, int)  # NaN and infinities were answered above
     digits = "".join(map(str, digit_tuple))
     point = len(digits) + exponent  # digits before the decimal point
     if 1e-3 <= magnitude < 1e7:
@@ -203,9 +204,10 @@ class _Reader:
     def number(self, quoted: bool) -> str:
         if quoted:
             self.expect('"')
-        token = _NUMBER.match(self.text, self.pos).group()
-        if not token:
+        match = _NUMBER.match(self.text, self.pos)
+        if match is None:
             self.fail("a number")
+        token = match.group()
         self.pos += len(token)
         if quoted:
             self.expect('"')
@@ -227,7 +229,7 @@ class _Reader:
             self.fail("a Thrift type name (tf, i8, i16, i32, i64, dbl, str, rec, lst, set, map)")
         return _TYPES[name]
 
-    def struct(self, cls: type | None) -> Any:
+    def struct(self, cls: type[TPayload] | None) -> Any:
         """Read a struct; with ``cls`` None (an unknown or mistyped field), read it only to skip it."""
         spec = cls.thrift_spec if cls is not None else {}
         obj = cls() if cls is not None else None
@@ -283,7 +285,7 @@ class _Reader:
             return self.sequence(arg)
         return self.mapping(arg)
 
-    def sequence(self, arg: Any) -> list:
+    def sequence(self, arg: Any) -> list[Any]:
         self.expect("[")
         wire_type = self.type_name()
         self.expect(",")
@@ -299,7 +301,7 @@ class _Reader:
         self.expect("]")
         return items if keep else []
 
-    def mapping(self, arg: Any) -> dict:
+    def mapping(self, arg: Any) -> dict[Any, Any]:
         self.expect("[")
         wire_k = self.type_name()
         self.expect(",")

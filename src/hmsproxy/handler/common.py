@@ -9,15 +9,17 @@ from typing import Any
 
 from hmsproxy.idl import hms
 from hmsproxy.names import DEFAULT_CATALOG, is_valid_identifier
+from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.snapshot import reading_at
 from hmsproxy.warehouse import Warehouse, normalise_location
 
 DDL_TIME = "transient_lastDdlTime"
+ErrorType = Callable[..., Exception]   # one of the IDL's exceptions, raised as error(message=...)
 
 
 @dataclass
 class HandlerContext:
-    store: Any  # a RawStore: SqlStore, or the cache wrapping one
+    store: RawStore  # SqlStore, or the cache wrapping one
     warehouse: Warehouse
     server_conf: dict[str, str]
     started_at: int
@@ -28,7 +30,7 @@ def now() -> int:
     return int(time.time())
 
 
-def checked_location(location: str | None, error: type[Exception]) -> str | None:
+def checked_location(location: str | None, error: ErrorType) -> str | None:
     """A client's location, normalised; a relative one is refused with `error`, the call's declared type."""
     try:
         return normalise_location(location)
@@ -57,8 +59,8 @@ def lower(name: str | None, what: str) -> str:
     return name.lower()
 
 
-def require_valid_name(name: str | None, error=hms.InvalidObjectException) -> str:
-    if not is_valid_identifier(name):
+def require_valid_name(name: str | None, error: ErrorType = hms.InvalidObjectException) -> str:
+    if name is None or not is_valid_identifier(name):
         raise error(message=f"{name} is not a valid object name")
     return name.lower()
 
@@ -80,7 +82,7 @@ def check_partition_values(table: Any, values: Sequence[str] | None) -> list[str
     return ["" if v is None else v for v in values]
 
 
-def with_snapshot(method: Callable) -> Callable:
+def with_snapshot(method: Callable[..., Any]) -> Callable[..., Any]:
     """For request-style reads: the request's validWriteIdList and table id hold for the whole call."""
     @functools.wraps(method)
     def call(self: Any, request: Any, *args: Any) -> Any:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from hmsproxy.events import messages
@@ -9,10 +10,12 @@ from hmsproxy.events.log import emitting
 from hmsproxy.handler.common import HandlerContext, checked_location, now, require_valid_name, split_catalog
 from hmsproxy.idl import hms
 from hmsproxy.names import filter_by_pattern
+from hmsproxy.store.domain import DroppedTable
 
 
 class DatabaseCalls:
     ctx: HandlerContext
+    _delete_table_data: Callable[[DroppedTable], None]   # TableCalls
 
     # ---- catalogs ----------------------------------------------------------------------------------
 
@@ -88,7 +91,8 @@ class DatabaseCalls:
         self._drop_database(catalog, db_name, bool(request.deleteData), bool(request.cascade),
                             ignore_unknown=bool(request.ignoreUnknownDb))
 
-    def _drop_database(self, catalog: str, db_name: str, delete_data: bool, cascade: bool, ignore_unknown: bool) -> None:
+    def _drop_database(self, catalog: str, db_name: str, delete_data: bool, cascade: bool,
+                       ignore_unknown: bool) -> None:
         if db_name == "default" and catalog == "hive":
             raise hms.MetaException(message="Can not drop default database")
         try:

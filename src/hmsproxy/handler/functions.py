@@ -6,7 +6,7 @@ from typing import Any
 
 from hmsproxy.events import messages
 from hmsproxy.events.log import emitting
-from hmsproxy.handler.common import HandlerContext, lower, now, require_valid_name, split_catalog
+from hmsproxy.handler.common import ErrorType, HandlerContext, lower, now, require_valid_name, split_catalog
 from hmsproxy.idl import hms
 from hmsproxy.names import filter_by_pattern
 
@@ -14,7 +14,7 @@ from hmsproxy.names import filter_by_pattern
 class FunctionCalls:
     ctx: HandlerContext
 
-    def _normalised(self, func: Any, error=hms.InvalidObjectException) -> Any:
+    def _normalised(self, func: Any, error: ErrorType = hms.InvalidObjectException) -> Any:
         if func is None:
             raise error(message="function must not be null")
         function = copy.deepcopy(func)

@@ -15,14 +15,11 @@ class NotificationCalls:
 
     def get_next_notification(self, rqst: Any) -> Any:
         limit = rqst.maxEvents if rqst.maxEvents and rqst.maxEvents > 0 else MAX_EVENTS_PER_CALL
-        rows = self.ctx.store.get_events(
+        events = self.ctx.store.get_events(
             rqst.lastEvent or 0, min(limit, MAX_EVENTS_PER_CALL), skip_types=list(rqst.eventTypeSkipList or []),
             cat=rqst.catName.lower() if rqst.catName else None, db=rqst.dbName.lower() if rqst.dbName else None,
             tables=[t.lower() for t in rqst.tableNames] if rqst.tableNames else None)
-        return hms.NotificationEventResponse(events=[
-            hms.NotificationEvent(eventId=r.EVENT_ID, eventTime=r.EVENT_TIME, eventType=r.EVENT_TYPE, dbName=r.DB_NAME,
-                                  tableName=r.TBL_NAME, message=r.MESSAGE, messageFormat=r.MESSAGE_FORMAT,
-                                  catName=r.CAT_NAME) for r in rows])
+        return hms.NotificationEventResponse(events=events)
 
     def get_current_notificationEventId(self) -> Any:
         return hms.CurrentNotificationEventId(eventId=self.ctx.store.current_event_id())

@@ -238,7 +238,7 @@ class PartitionCalls:
         if self.ctx.partition_request_limit >= 0:
             count = len(self.ctx.store.get_partition_names(catalog, db, table.tableName))
             self._check_limit(table, count if max_parts is None or max_parts < 0 else min(count, max_parts))
-        return self.ctx.store.get_partitions(catalog, db, table.tableName, max_parts)
+        return self.ctx.store.get_partitions(catalog, db, table.tableName, -1 if max_parts is None else max_parts)
 
     def _partitions_named(self, catalog: str, db: str, table: Any, names: Sequence[str]) -> Any:
         self._check_limit(table, len(names))
@@ -265,7 +265,8 @@ class PartitionCalls:
         spec = list(spec or [])
         if len(spec) > len(table.partitionKeys or []):
             raise hms.MetaException(
-                message=f"Incorrect number of partition values: {spec} for keys {[k.name for k in table.partitionKeys]}")
+                message=f"Incorrect number of partition values: {spec} for keys "
+                        f"{[k.name for k in table.partitionKeys]}")
         return [name for name, values in self.ctx.store.get_partition_values(catalog, db, table.tableName)
                 if _spec_matches(values, spec)]
 
@@ -275,7 +276,8 @@ class PartitionCalls:
         names = _limit(self._names_by_spec(catalog, db, table, spec), max_parts)
         return self._partitions_named(catalog, db, table, names)
 
-    def get_partitions_ps(self, db_name: str, tbl_name: str, part_vals: Sequence[str], max_parts: int = -1) -> list[Any]:
+    def get_partitions_ps(self, db_name: str, tbl_name: str, part_vals: Sequence[str],
+                          max_parts: int = -1) -> list[Any]:
         return self._partitions_by_spec(db_name, tbl_name, None, part_vals, max_parts)
 
     def get_partitions_ps_with_auth(self, db_name: str, tbl_name: str, part_vals: Sequence[str], max_parts: int = -1,
@@ -287,7 +289,8 @@ class PartitionCalls:
         parts = self._partitions_by_spec(req.dbName, req.tblName, req.catName, req.partVals, req.maxParts)
         return hms.GetPartitionsPsWithAuthResponse(partitions=parts)
 
-    def get_partition_names_ps(self, db_name: str, tbl_name: str, part_vals: Sequence[str], max_parts: int = -1) -> list[str]:
+    def get_partition_names_ps(self, db_name: str, tbl_name: str, part_vals: Sequence[str],
+                               max_parts: int = -1) -> list[str]:
         catalog, db, table = self._table(db_name, tbl_name)
         return _limit(self._names_by_spec(catalog, db, table, part_vals), max_parts)
 
@@ -358,7 +361,8 @@ class PartitionCalls:
     @with_snapshot
     def get_partitions_by_names_req(self, req: Any) -> Any:
         catalog, db, table = self._table(req.db_name, req.tbl_name)
-        return hms.GetPartitionsByNamesResult(partitions=self._partitions_named(catalog, db, table, list(req.names or [])))
+        parts = self._partitions_named(catalog, db, table, list(req.names or []))
+        return hms.GetPartitionsByNamesResult(partitions=parts)
 
     # ---- alter / rename ----------------------------------------------------------------------------
 
@@ -385,7 +389,8 @@ class PartitionCalls:
         self._alter_partitions(req.dbName, req.tableName, req.catName, parts, req.environmentContext)
         return hms.AlterPartitionsResponse()
 
-    def _alter_partitions(self, db_name: str, tbl_name: str, cat: str | None, new_parts: Sequence[Any], env: Any) -> None:
+    def _alter_partitions(self, db_name: str, tbl_name: str, cat: str | None, new_parts: Sequence[Any],
+                          env: Any) -> None:
         try:
             catalog, db, table = self._table(db_name, tbl_name, cat)
         except hms.NoSuchObjectException as exc:
@@ -422,7 +427,8 @@ class PartitionCalls:
         self._rename_partition(req.dbName, req.tableName, req.catName, req.partVals, req.newPart)
         return hms.RenamePartitionResponse()
 
-    def _rename_partition(self, db_name: str, tbl_name: str, cat: str | None, part_vals: Sequence[str], new_part: Any) -> None:
+    def _rename_partition(self, db_name: str, tbl_name: str, cat: str | None, part_vals: Sequence[str],
+                          new_part: Any) -> None:
         if not part_vals:
             return self._alter_partitions(db_name, tbl_name, cat, [new_part], None)
         try:

@@ -43,7 +43,8 @@ class ServiceCalls:
     def get_config_value(self, name: str, defaultValue: str) -> str:
         lowered = (name or "").lower()
         if not lowered.startswith(READABLE_PREFIXES) or any(part in lowered for part in SECRET_KEY_PARTS):
-            raise hms.ConfigValSecurityException(message=f"For security reasons, the config key {name} cannot be accessed")
+            raise hms.ConfigValSecurityException(
+                message=f"For security reasons, the config key {name} cannot be accessed")
         return self.ctx.server_conf.get(name, defaultValue)
 
     # ---- fb303 -------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from hmsproxy.events import messages
 from hmsproxy.events.log import emitting
 from hmsproxy.handler.common import (
     DDL_TIME,
+    ErrorType,
     HandlerContext,
     checked_location,
     env_properties,
@@ -51,7 +52,7 @@ TYPE_FROM_DESERIALIZER = "<derived from deserializer>"
 FIRST_TYPE_WORD = re.compile(r"\w+|\W+")
 
 
-def _check_columns(table: Any, error: type[Exception]) -> None:
+def _check_columns(table: Any, error: ErrorType) -> None:
     """Hive's checks of a table's columns and partition keys: the first word of every type is a Hive type
     name (`error`, which differs between create and alter, else the text Hive sends); names are lower-cased.
     A name used twice in one list fails as Hive's database insert does (MetaException); a partition key
@@ -189,7 +190,8 @@ class TableCalls:
         except FilterError as error:
             raise hms.MetaException(message=f"Error parsing table filter: {error}") from None
         catalog, db = split_catalog(dbname)
-        names = sorted(table.tableName for table in self._tables_by_name(catalog, db, self._table_names(catalog, db, None))
+        tables = self._tables_by_name(catalog, db, self._table_names(catalog, db, None))
+        names = sorted(table.tableName for table in tables
                        if matches(table))
         return names if max_tables < 0 else names[:max_tables]
 
@@ -197,7 +199,8 @@ class TableCalls:
         catalog, db = split_catalog(db_name)
         return self._table_names(catalog, db, None)
 
-    def get_table_meta(self, db_patterns: str | None, tbl_patterns: str | None, tbl_types: Sequence[str] | None) -> list[Any]:
+    def get_table_meta(self, db_patterns: str | None, tbl_patterns: str | None,
+                       tbl_types: Sequence[str] | None) -> list[Any]:
         catalog = "hive"
         if db_patterns and db_patterns.startswith("@"):
             catalog, db_patterns = split_catalog(db_patterns)
@@ -243,7 +246,8 @@ class TableCalls:
     def alter_table(self, dbname: str, tbl_name: str, new_tbl: Any) -> None:
         self._alter_table(dbname, None, tbl_name, new_tbl, None, cascade=False)
 
-    def alter_table_with_environment_context(self, dbname: str, tbl_name: str, new_tbl: Any, environment_context: Any) -> None:
+    def alter_table_with_environment_context(self, dbname: str, tbl_name: str, new_tbl: Any,
+                                             environment_context: Any) -> None:
         cascade = env_properties(environment_context).get("CASCADE", "").lower() == "true"
         self._alter_table(dbname, None, tbl_name, new_tbl, environment_context, cascade)
 
@@ -327,7 +331,8 @@ class TableCalls:
     def drop_table(self, dbname: str, name: str, deleteData: bool) -> None:
         self._drop_table(dbname, name, deleteData)
 
-    def drop_table_with_environment_context(self, dbname: str, name: str, deleteData: bool, environment_context: Any) -> None:
+    def drop_table_with_environment_context(self, dbname: str, name: str, deleteData: bool,
+                                            environment_context: Any) -> None:
         self._drop_table(dbname, name, deleteData)
 
     def _drop_table(self, dbname: str, name: str, delete_data: bool) -> None:

@@ -5,11 +5,9 @@ from typing import Any
 
 from hmsproxy.handler.common import HandlerContext
 from hmsproxy.idl import hms
-from hmsproxy.store.sql.transactions import LOCK_CODE_TYPES, hive_lock_order
 from hmsproxy.txn.write_ids import ValidTxnList
 
-_TXN_STATES = {"o": hms.TxnState.OPEN, "a": hms.TxnState.ABORTED}
-_LOCK_STATES = {"a": hms.LockState.ACQUIRED, "w": hms.LockState.WAITING}
+
 def _bits(flags: list[bool]) -> bytes:
     """java.util.BitSet.toByteArray: bit i is bit (i % 8) of byte i // 8, trailing zero bytes dropped."""
     data = bytearray((len(flags) + 7) // 8)
@@ -36,21 +34,18 @@ class TransactionCalls:
         self.ctx.store.abort_txns(list(rqst.txn_ids or []), skip_unknown=True)
 
     def get_open_txns(self) -> Any:
-        high, rows = self.ctx.store.get_open_txns()
-        open_ids = [r.TXN_ID for r in rows if r.TXN_STATE == "o"]
+        high, txns = self.ctx.store.get_open_txns()
+        open_ids = [t.id for t in txns if t.state == hms.TxnState.OPEN]
         return hms.GetOpenTxnsResponse(
-            txn_high_water_mark=high, open_txns=[r.TXN_ID for r in rows], min_open_txn=min(open_ids, default=None),
-            abortedBits=_bits([r.TXN_STATE == "a" for r in rows]))
+            txn_high_water_mark=high, open_txns=[t.id for t in txns], min_open_txn=min(open_ids, default=None),
+            abortedBits=_bits([t.state == hms.TxnState.ABORTED for t in txns]))
 
     def get_open_txns_req(self, getOpenTxnsRequest: Any) -> Any:
         return self.get_open_txns()
 
     def get_open_txns_info(self) -> Any:
-        high, rows = self.ctx.store.get_open_txns()
-        return hms.GetOpenTxnsInfoResponse(txn_high_water_mark=high, open_txns=[
-            # as Hive 2.3 and 4: agentInfo and heartbeatCount keep their defaults ("Unknown", 0)
-            hms.TxnInfo(id=r.TXN_ID, state=_TXN_STATES[r.TXN_STATE], user=r.TXN_USER, hostname=r.TXN_HOST,
-                        startedTime=r.TXN_STARTED, lastHeartbeatTime=r.TXN_LAST_HEARTBEAT) for r in rows])
+        high, txns = self.ctx.store.get_open_txns()
+        return hms.GetOpenTxnsInfoResponse(txn_high_water_mark=high, open_txns=txns)
 
     def allocate_table_write_ids(self, rqst: Any) -> Any:
         if not rqst.txnIds:
@@ -82,16 +77,8 @@ class TransactionCalls:
         self.ctx.store.unlock(rqst.lockid)
 
     def show_locks(self, rqst: Any) -> Any:
-        rows = self.ctx.store.show_locks(rqst.dbname, rqst.tablename, rqst.partname, rqst.txnid)
-        # as Hive: txnid 0 for a lock outside a transaction, heartbeatCount left at its default 0
-        return hms.ShowLocksResponse(locks=[
-            hms.ShowLocksResponseElement(
-                lockid=r.HL_LOCK_EXT_ID, dbname=r.HL_DB, tablename=r.HL_TABLE, partname=r.HL_PARTITION,
-                state=_LOCK_STATES[r.HL_LOCK_STATE], type=LOCK_CODE_TYPES[r.HL_LOCK_TYPE], txnid=r.HL_TXNID,
-                lastheartbeat=r.HL_LAST_HEARTBEAT, acquiredat=r.HL_ACQUIRED_AT, user=r.HL_USER, hostname=r.HL_HOST,
-                agentInfo=r.HL_AGENT_INFO, blockedByExtId=r.HL_BLOCKEDBY_EXT_ID,
-                blockedByIntId=r.HL_BLOCKEDBY_INT_ID, lockIdInternal=r.HL_LOCK_INT_ID)
-            for r in sorted(rows, key=hive_lock_order)])
+        return hms.ShowLocksResponse(locks=self.ctx.store.show_locks(rqst.dbname, rqst.tablename, rqst.partname,
+                                                                    rqst.txnid))
 
     def heartbeat(self, ids: Any) -> None:
         self.ctx.store.heartbeat(ids.lockid, ids.txnid)

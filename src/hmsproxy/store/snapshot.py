@@ -18,8 +18,9 @@ class ReadSnapshot:
     table_id: int | None = None          # the table id the client expects (None or -1: any)
 
 
+NO_SNAPSHOT = ReadSnapshot()
 request_snapshot: contextvars.ContextVar[ReadSnapshot] = contextvars.ContextVar("request_snapshot",
-                                                                                default=ReadSnapshot())
+                                                                                default=NO_SNAPSHOT)
 
 
 @contextlib.contextmanager

@@ -185,7 +185,7 @@ class ValidWriteIdList(_Snapshot):
         super().__post_init__()
 
     @classmethod
-    def of(cls, table_name: str, high_watermark: int, open_ids: Iterable[int] = (),
+    def of(cls, table_name: str | None, high_watermark: int, open_ids: Iterable[int] = (),
            aborted_ids: Iterable[int] = ()) -> ValidWriteIdList:
         """Builds a snapshot with min_open_id = smallest open id (LONG_MAX if none), as the metastore reports it."""
         open_t = tuple(open_ids)

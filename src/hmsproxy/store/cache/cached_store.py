@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from hmsproxy.dispatch import current_method
 from hmsproxy.events import log as event_log
+from hmsproxy.events.messages import Event
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
 from hmsproxy.names import make_partition_name
@@ -33,17 +34,14 @@ from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import DbKey, SharedCache, TableEntry, TableKey
 from hmsproxy.store.cache.statistics import CachedStatistics
 from hmsproxy.store.cache.transactions import CachedTransactions
-from hmsproxy.store.rawstore import DroppedTable, RawStore, TableBundle, is_transactional
+from hmsproxy.store.domain import DroppedTable, NotificationEvent, PartitionBatch, TableBundle, is_transactional
+from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.snapshot import request_snapshot
 from hmsproxy.txn.write_ids import ValidWriteIdList, is_fresh_or_newer
 
 log = logging.getLogger(__name__)
-R, T = TypeVar("R"), TypeVar("T")
-# Calls always answered by the database: the notification log, batched partition listings (one indexed
-# range read per batch, for tables too large to list at once), and the time statistics were written (asked
-# only by the single-column statistics calls of old clients).
-PASS_THROUGH = frozenset({"get_events", "current_event_id", "count_events", "oldest_event_id", "add_events",
-                          "clean_events", "get_partition_batch", "table_version", "statistics_analyzed_at"})
+R = TypeVar("R")
+T = TypeVar("T")
 
 
 @dataclass
@@ -74,6 +72,13 @@ class CachedStore(CachedStatistics, CachedTransactions):
         self.passing_through = True
         self.cache.clear()
         self.metrics.cache_passing_through.set(1)
+
+    @property
+    def keeps_write_ids(self) -> bool:
+        return self.delegate.keeps_write_ids
+
+    def kept(self, obj: Any) -> Any:
+        return self.delegate.kept(obj)
 
     # ---- bookkeeping -------------------------------------------------------------------------------
 
@@ -574,10 +579,40 @@ class CachedStore(CachedStatistics, CachedTransactions):
             self.cache.bump_catalog(cat)
             self.cache.functions.get((cat, db_name), {}).pop(name, None)
 
-    def __getattr__(self, name: str) -> Any:
-        if name in PASS_THROUGH:
-            return getattr(self.delegate, name)
-        raise AttributeError(name)
+    # ---- always answered by the store below: batched partition listings (one indexed range read per batch,
+    # for tables too large to list at once), the time statistics were written (asked only by the
+    # single-column statistics calls of old clients) and the notification log -----------------------------
+
+    def get_partition_batch(self, cat: str, db_name: str, tbl_name: str, from_id: int, to_id: int, size: int,
+                            predicate: Callable[[Sequence[str]], bool] | None, names_only: bool) -> PartitionBatch:
+        return self.delegate.get_partition_batch(cat, db_name, tbl_name, from_id, to_id, size, predicate, names_only)
+
+    def statistics_analyzed_at(self, cat: str, db_name: str, tbl_name: str, part_name: str | None,
+                               col_name: str) -> int | None:
+        return self.delegate.statistics_analyzed_at(cat, db_name, tbl_name, part_name, col_name)
+
+    def get_events(self, after: int, limit: int | None = None, *, skip_types: Sequence[str] = (),
+                   cat: str | None = None, db: str | None = None,
+                   tables: Sequence[str] | None = None) -> list[NotificationEvent]:
+        return self.delegate.get_events(after, limit, skip_types=skip_types, cat=cat, db=db, tables=tables)
+
+    def current_event_id(self) -> int:
+        return self.delegate.current_event_id()
+
+    def table_version(self, db_name: str, tbl_name: str) -> int:
+        return self.delegate.table_version(db_name, tbl_name)
+
+    def count_events(self, after: int, db: str, cat: str | None = None, up_to: int | None = None) -> int:
+        return self.delegate.count_events(after, db, cat, up_to)
+
+    def oldest_event_id(self) -> int | None:
+        return self.delegate.oldest_event_id()
+
+    def add_events(self, events: Sequence[Event]) -> list[int]:
+        return self.delegate.add_events(events)
+
+    def clean_events(self, older_than_s: int) -> int:
+        return self.delegate.clean_events(older_than_s)
 
     def close(self) -> None:
         self.delegate.close()

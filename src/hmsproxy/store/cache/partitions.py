@@ -58,7 +58,7 @@ class PartitionSet:
     keys: tuple[str, ...]
     names: tuple[str, ...] = ()                  # sorted
     own: tuple[bytes, ...] = ()                  # parallel to names
-    tail_refs: array = field(default_factory=lambda: array("I"))  # parallel: index into tails
+    tail_refs: array[int] = field(default_factory=lambda: array("I"))  # parallel: index into tails
     values: tuple[tuple[str, ...], ...] = ()     # parallel, interned strings
     tails: tuple[bytes, ...] = ()
     tolerant_tails: frozenset[bytes] = frozenset()  # tails holding list-keyed skew maps

@@ -51,14 +51,14 @@ class TableEntry:
         return replace(self, **changes)
 
 
-class _TableLRU(cachetools.LRUCache):
+class _TableLRU(cachetools.LRUCache[TableKey, "TableEntry"]):
     """An LRU bounded by estimated bytes that reports evictions."""
 
     def __init__(self, max_bytes: int, on_evict: Callable[[TableKey], None]) -> None:
         super().__init__(maxsize=max_bytes, getsizeof=lambda entry: entry.size_bytes())
         self._on_evict = on_evict
 
-    def popitem(self):  # called by cachetools when room is needed
+    def popitem(self) -> tuple[TableKey, TableEntry]:  # called by cachetools when room is needed
         key, value = super().popitem()
         self._on_evict(key)
         return key, value
@@ -153,7 +153,7 @@ class SharedCache:
 
     def table_keys(self, db: DbKey) -> Iterator[TableKey]:
         with self.lock:
-            return iter([k for k in self.tables.keys() if k[:2] == db])
+            return iter([k for k in self.tables if k[:2] == db])
 
     def pending_entries(self) -> int:
         """Cached transactional tables that have write ids not committed yet."""

@@ -1,12 +1,13 @@
 """Column statistics in the cache: served from the table entry, updated after each committed write."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hmsproxy.names import make_partition_name
 from hmsproxy.store import canonical
-from hmsproxy.store.cache.shared_cache import TableEntry
+from hmsproxy.store.cache.shared_cache import SharedCache, TableEntry, TableKey
+from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.sql.statistics import ACCURATE, mark_columns_accurate
 from hmsproxy.store.sql.stats_codec import obj_to_row, row_to_obj
 
@@ -21,7 +22,12 @@ def _canonical_stats(objs: Sequence[Any]) -> dict[str, Any]:
 
 
 class CachedStatistics:
-    """Mixed into CachedStore: relies on its delegate, cache, _read and _update_entry."""
+    """Mixed into CachedStore, whose parts it uses:"""
+
+    delegate: RawStore
+    cache: SharedCache
+    _update_entry: Callable[[TableKey, Callable[[TableEntry], TableEntry]], None]
+    _read: Callable[..., Any]   # CachedStore._read
 
     def update_table_column_statistics(self, cat: str, stats: Any) -> None:
         desc = stats.statsDesc

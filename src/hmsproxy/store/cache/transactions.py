@@ -10,31 +10,38 @@ go to the database.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hmsproxy.idl import hms
-from hmsproxy.store.cache.shared_cache import TableEntry, TableKey
-from hmsproxy.store.sql.transactions import LockOutcome, TableWrite
-from hmsproxy.txn.write_ids import ValidWriteIdList
+from hmsproxy.store.cache.shared_cache import SharedCache, TableEntry, TableKey
+from hmsproxy.store.domain import LockOutcome, ShowLocksResponseElement, TableWrite, TxnInfo
+from hmsproxy.store.rawstore import RawStore
+from hmsproxy.txn.write_ids import ValidTxnList, ValidWriteIdList
 
 
 class CachedTransactions:
-    """Mixed into CachedStore: relies on its delegate, cache, _update_entry, invalidate and catch_up."""
+    """Mixed into CachedStore, whose parts it uses:"""
+
+    delegate: RawStore
+    cache: SharedCache
+    catch_up: Callable[[int], bool]
+    _update_entry: Callable[[TableKey, Callable[[TableEntry], TableEntry]], None]
+    invalidate: Callable[[TableKey], None]
 
     def open_txns(self, count: int, user: str, host: str, agent: str | None, txn_type: int | None) -> list[int]:
         return self.delegate.open_txns(count, user, host, agent, txn_type)
 
-    def get_open_txns(self) -> tuple[int, list[Any]]:
+    def get_open_txns(self) -> tuple[int, list[TxnInfo]]:
         return self.delegate.get_open_txns()
 
-    def current_txn_list(self) -> Any:
+    def current_txn_list(self) -> ValidTxnList:
         return self.delegate.current_txn_list()
 
     def txn_writes(self, txn_id: int) -> list[TableWrite]:
         return self.delegate.txn_writes(txn_id)
 
-    def valid_write_ids(self, full_names: Sequence[str], snapshot: Any) -> list[ValidWriteIdList]:
+    def valid_write_ids(self, full_names: Sequence[str], snapshot: ValidTxnList | None) -> list[ValidWriteIdList]:
         return self.delegate.valid_write_ids(full_names, snapshot)
 
     def allocate_write_ids(self, db_name: str, table: str, txn_ids: Sequence[int]) -> list[tuple[int, int]]:
@@ -103,7 +110,7 @@ class CachedTransactions:
         self.delegate.unlock(lock_id)
 
     def show_locks(self, db_name: str | None, table: str | None, partition: str | None,
-                   txn_id: int | None) -> list[Any]:
+                   txn_id: int | None) -> list[ShowLocksResponseElement]:
         return self.delegate.show_locks(db_name, table, partition, txn_id)
 
     def heartbeat(self, lock_id: int | None, txn_id: int | None) -> None:

@@ -30,9 +30,11 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Engine, create_engine, event, insert, inspect, select, text, update
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
+from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.schema import CreateColumn
 
 from hmsproxy.events import log as event_log
+from hmsproxy.events.messages import Event
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.hive_versions import HIVE_2_3, HIVE_3_1
@@ -101,7 +103,7 @@ class Database:
             self.engine: Engine = create_engine(self.url, connect_args={"check_same_thread": False, "timeout": 30})
             event.listen(self.engine, "connect", _sqlite_pragmas)
             event.listen(self.engine, "begin", _sqlite_begin)
-            self._writer = self.engine.execution_options(sqlite_begin="BEGIN IMMEDIATE")
+            self._writer: Engine = self.engine.execution_options(sqlite_begin="BEGIN IMMEDIATE")
             engines = [self.engine]
         else:  # two pools, so that no transaction pays for switching a connection's isolation level
             # Every checkout is an `engine.begin()` block, which ends its transaction (commit, or rollback on
@@ -131,11 +133,15 @@ class Database:
         appends the events its caller is emitting (events/log.py) just before it commits, and after the
         commit tells `event_listeners` their ids."""
         event_ids: list[int] = []
-        with self._sqlite_lock if self.is_sqlite else contextlib.nullcontext():
-            with event_log.collecting() if write else contextlib.nullcontext([]) as events:
-                with (self._writer if write else self.engine).begin() as conn:
-                    yield conn
-                    event_ids = event_log.append(conn, events, self.layout)
+        collecting: contextlib.AbstractContextManager[list[Event]] = (
+            event_log.collecting() if write else contextlib.nullcontext([]))
+        with (
+            self._sqlite_lock if self.is_sqlite else contextlib.nullcontext(),
+            collecting as events,
+            (self._writer if write else self.engine).begin() as conn,
+        ):
+            yield conn
+            event_ids = event_log.append(conn, events, self.layout)
         if write:
             event_log.written(event_ids)
         for listener in self.event_listeners if event_ids else ():
@@ -228,7 +234,7 @@ def _bound_postgres_waits(engine: Engine, timeout_s: float) -> None:
     connection whose wait expired is closed, so the pool drops it and the call fails as a lost database."""
     import psycopg
 
-    class BoundedWaits(psycopg.Connection):  # type: ignore[type-arg]
+    class BoundedWaits(psycopg.Connection):
         def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
             try:
                 return super().wait(gen, interval=interval, timeout=timeout_s if timeout is None else timeout)
@@ -241,7 +247,7 @@ def _bound_postgres_waits(engine: Engine, timeout_s: float) -> None:
         return BoundedWaits.connect(*cargs, **cparams)
 
 
-def _sqlite_pragmas(dbapi_conn, _record) -> None:
+def _sqlite_pragmas(dbapi_conn: sqlite3.Connection, _record: ConnectionPoolEntry) -> None:
     dbapi_conn.isolation_level = None  # transactions are begun by _sqlite_begin, not by the driver
     cursor = dbapi_conn.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")

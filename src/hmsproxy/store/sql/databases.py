@@ -1,11 +1,13 @@
 """Catalogs and databases in DBS / DATABASE_PARAMS / CTLGS."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
 
 from hmsproxy.idl import hms
+from hmsproxy.store.domain import DroppedTable
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.descriptors import params_rows
@@ -22,6 +24,8 @@ from hmsproxy.store.sql.lookups import (
 class DatabaseStore:
     db: Database
     layout: Layout
+    _drop_table_in: Callable[[Connection, str, str, str], DroppedTable]   # TableStore
+    _drop_function_in: Callable[[Connection, int, str], bool]             # FunctionStore
 
     def get_catalog(self, name: str) -> Any:
         with self.db.transaction() as conn:

@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Select, delete, exists, insert, select
+from sqlalchemy import Column, Connection, ScalarSelect, Select, Table, delete, exists, insert, select
 
 from hmsproxy.idl import hms
 from hmsproxy.java_map_order import in_java_hashmap_order
@@ -104,7 +104,8 @@ def _insert_skew_values(db: Database, conn: Connection, skewed: list[tuple[int, 
             conn.execute(insert(table), rows)
 
 
-def _params(conn: Connection, table, key_col, ids_query) -> dict[int, dict[str, str]]:
+def _params(conn: Connection, table: Table, key_col: Column[Any],
+            ids_query: Select[Any] | ScalarSelect[Any]) -> dict[int, dict[str, str]]:
     result: dict[int, dict[str, str]] = defaultdict(dict)
     rows = conn.execute(select(key_col, table.c.PARAM_KEY, table.c.PARAM_VALUE).where(key_col.in_(ids_query)))
     for owner, key, value in rows:
@@ -112,7 +113,7 @@ def _params(conn: Connection, table, key_col, ids_query) -> dict[int, dict[str, 
     return result
 
 
-def load_descriptors(conn: Connection, sd_ids: Select) -> dict[int, Any]:
+def load_descriptors(conn: Connection, sd_ids: Select[Any]) -> dict[int, Any]:
     """All storage descriptors whose ids `sd_ids` (a one-column select) yields, keyed by SD id."""
     sds, serdes = s.SDS, s.SERDES
     rows = conn.execute(
@@ -163,7 +164,7 @@ def load_descriptors(conn: Connection, sd_ids: Select) -> dict[int, Any]:
     return result
 
 
-def _ordered_lists(conn: Connection, table, value_col, sd_ids: Select) -> dict[int, list[str]]:
+def _ordered_lists(conn: Connection, table: Table, value_col: Column[Any], sd_ids: Select[Any]) -> dict[int, list[str]]:
     result: dict[int, list[str]] = defaultdict(list)
     for sd_id, value in conn.execute(
         select(table.c.SD_ID, value_col).where(table.c.SD_ID.in_(sd_ids)).order_by(table.c.SD_ID, table.c.INTEGER_IDX)
@@ -172,11 +173,12 @@ def _ordered_lists(conn: Connection, table, value_col, sd_ids: Select) -> dict[i
     return result
 
 
-def _load_skew(conn: Connection, sd_ids: Select) -> dict[int, Any]:
+def _load_skew(conn: Connection, sd_ids: Select[Any]) -> dict[int, Any]:
     names = _ordered_lists(conn, s.SKEWED_COL_NAMES, s.SKEWED_COL_NAMES.c.SKEWED_COL_NAME, sd_ids)
     values_rows = conn.execute(
         select(s.SKEWED_VALUES.c.SD_ID_OID, s.SKEWED_VALUES.c.STRING_LIST_ID_EID)
-        .where(s.SKEWED_VALUES.c.SD_ID_OID.in_(sd_ids)).order_by(s.SKEWED_VALUES.c.SD_ID_OID, s.SKEWED_VALUES.c.INTEGER_IDX)
+        .where(s.SKEWED_VALUES.c.SD_ID_OID.in_(sd_ids))
+        .order_by(s.SKEWED_VALUES.c.SD_ID_OID, s.SKEWED_VALUES.c.INTEGER_IDX)
     ).all()
     loc_rows = conn.execute(
         select(s.SKEWED_COL_VALUE_LOC_MAP.c.SD_ID, s.SKEWED_COL_VALUE_LOC_MAP.c.STRING_LIST_ID_KID,

@@ -39,7 +39,8 @@ class FunctionStore:
 
     @staticmethod
     def _function_id(conn: Connection, db_id: int, name: str) -> int | None:
-        return conn.execute(select(s.FUNCS.c.FUNC_ID).where(s.FUNCS.c.DB_ID == db_id, s.FUNCS.c.FUNC_NAME == name)).scalar()
+        return conn.execute(select(s.FUNCS.c.FUNC_ID)
+                            .where(s.FUNCS.c.DB_ID == db_id, s.FUNCS.c.FUNC_NAME == name)).scalar()
 
     def get_function(self, cat: str, db_name: str, name: str) -> Any:
         found = self._load(cat, db_name, name)

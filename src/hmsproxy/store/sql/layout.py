@@ -154,6 +154,6 @@ def _unquote_folded_names(engine: Engine, layout: Layout) -> None:
     names -= upper_case
     preparer = engine.dialect.identifier_preparer
     requires_quotes = preparer._requires_quotes  # SQLAlchemy's hook for "this name must be quoted"
-    preparer._requires_quotes = (  # type: ignore[method-assign,assignment]
+    preparer._requires_quotes = (  # type: ignore[method-assign]
         lambda value: value not in names and requires_quotes(value))
     preparer._strings.clear()  # names already quoted before

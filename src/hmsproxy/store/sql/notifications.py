@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from sqlalchemy import func, select
 
 from hmsproxy.events import log as event_log
 from hmsproxy.events import messages as m
 from hmsproxy.events.messages import Event
+from hmsproxy.idl import hms
+from hmsproxy.store.domain import NotificationEvent
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 
@@ -28,9 +30,13 @@ class NotificationStore:
     db: Database
 
     def get_events(self, after: int, limit: int | None = None, *, skip_types: Sequence[str] = (),
-                   cat: str | None = None, db: str | None = None, tables: Sequence[str] | None = None) -> list[Any]:
+                   cat: str | None = None, db: str | None = None,
+                   tables: Sequence[str] | None = None) -> list[NotificationEvent]:
         with self.db.transaction() as conn:
-            return event_log.read(conn, after, limit, skip_types=skip_types, cat=cat, db=db, tables=tables)
+            rows = event_log.read(conn, after, limit, skip_types=skip_types, cat=cat, db=db, tables=tables)
+        return [hms.NotificationEvent(eventId=r.EVENT_ID, eventTime=r.EVENT_TIME, eventType=r.EVENT_TYPE,
+                                      dbName=r.DB_NAME, tableName=r.TBL_NAME, message=r.MESSAGE,
+                                      messageFormat=r.MESSAGE_FORMAT, catName=r.CAT_NAME) for r in rows]
 
     def table_version(self, db_name: str, tbl_name: str) -> int:
         """The id of the newest event about a table: its version, as far as readers are concerned."""

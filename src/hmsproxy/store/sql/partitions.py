@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Select, delete, func, insert, select, update
@@ -23,6 +22,7 @@ from hmsproxy.names import (
 )
 from hmsproxy.partitions_to_add import check_new_and_distinct
 from hmsproxy.store.canonical import write_id
+from hmsproxy.store.domain import PartitionBatch
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.descriptors import (
@@ -41,14 +41,6 @@ BATCH_SCAN_FACTOR = 10
 LOAD_CHUNK = 10_000  # partitions read per step when a whole table is loaded
 
 
-@dataclass(frozen=True)
-class PartitionBatch:
-    items: list[Any]           # partitions or names, in partition id order
-    next_id: int               # where the next batch starts; -1 when the range is done
-    min_id: int                # the table's partition ids now; -1 when it has none
-    max_id: int
-
-
 def _chunks(items: Sequence[Any]) -> list[Sequence[Any]]:
     return [items[i:i + CHUNK] for i in range(0, len(items), CHUNK)]
 
@@ -56,6 +48,7 @@ def _chunks(items: Sequence[Any]) -> list[Sequence[Any]]:
 class PartitionStore:
     db: Database
     layout: Layout
+    _load_tables: Callable[[Connection, str, str, Sequence[str]], list[Any]]   # TableStore
 
     # ---- writes ------------------------------------------------------------------------------------
 
@@ -89,8 +82,8 @@ class PartitionStore:
         table_columns = current_columns(conn, ref.cd_id)
         cd_ids: list[int] = []
         for _, part in named:
-            same = ref.cd_id is not None and column_tuples(part.sd.cols) == table_columns
-            cd_ids.append(ref.cd_id if same else insert_columns(self.db, conn, part.sd.cols))
+            same = column_tuples(part.sd.cols) == table_columns
+            cd_ids.append(ref.cd_id if ref.cd_id is not None and same else insert_columns(self.db, conn, part.sd.cols))
         sd_ids = insert_descriptors(self.db, conn, [p.sd for _, p in named], cd_ids)
         first = self.db.allocate_ids(conn, "MPartition", len(named))
         rows, values, params = [], [], []
@@ -130,8 +123,8 @@ class PartitionStore:
         table_columns = current_columns(conn, ref.cd_id)
         for old_name, (_, part) in zip(old_names, changes):
             row = found[old_name]
-            same = ref.cd_id is not None and column_tuples(part.sd.cols) == table_columns
-            cd_id = ref.cd_id if same else insert_columns(self.db, conn, part.sd.cols)
+            same = column_tuples(part.sd.cols) == table_columns
+            cd_id = ref.cd_id if ref.cd_id is not None and same else insert_columns(self.db, conn, part.sd.cols)
             [sd_id] = insert_descriptors(self.db, conn, [part.sd], [cd_id])
             new_name = make_partition_name(ref.partition_keys, part.values)
             conn.execute(update(s.PARTITIONS).where(s.PARTITIONS.c.PART_ID == row.PART_ID).values(
@@ -255,10 +248,11 @@ class PartitionStore:
 
     @staticmethod
     def _names(conn: Connection, ref: TableRef) -> list[str]:
-        return sorted(conn.execute(select(s.PARTITIONS.c.PART_NAME).where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)).scalars())
+        return sorted(conn.execute(select(s.PARTITIONS.c.PART_NAME)
+                                   .where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)).scalars())
 
     @staticmethod
-    def _values(conn: Connection, part_ids: Select | Sequence[int]) -> dict[int, list[str]]:
+    def _values(conn: Connection, part_ids: Select[Any] | Sequence[int]) -> dict[int, list[str]]:
         values: dict[int, list[str]] = defaultdict(list)
         for part_id, value in conn.execute(
             select(s.PARTITION_KEY_VALS.c.PART_ID, s.PARTITION_KEY_VALS.c.PART_KEY_VAL)
@@ -269,15 +263,16 @@ class PartitionStore:
         return values
 
     @staticmethod
-    def _partition_id_ranges(conn: Connection, ref: TableRef) -> list[Select]:
+    def _partition_id_ranges(conn: Connection, ref: TableRef) -> list[Select[Any]]:
         """The table's partitions as selects of consecutive id ranges of LOAD_CHUNK partitions each."""
         ids = sorted(conn.execute(select(s.PARTITIONS.c.PART_ID).where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)).scalars())
-        return [select(s.PARTITIONS.c.PART_ID).where(s.PARTITIONS.c.TBL_ID == ref.tbl_id,
-                                                     s.PARTITIONS.c.PART_ID.between(ids[i], ids[min(i + LOAD_CHUNK, len(ids)) - 1]))
+        return [select(s.PARTITIONS.c.PART_ID).where(
+                    s.PARTITIONS.c.TBL_ID == ref.tbl_id,
+                    s.PARTITIONS.c.PART_ID.between(ids[i], ids[min(i + LOAD_CHUNK, len(ids)) - 1]))
                 for i in range(0, len(ids), LOAD_CHUNK)]
 
     def _load_partitions(self, conn: Connection, cat: str, db_name: str, tbl_name: str, ref: TableRef,
-                         part_ids: Select | Sequence[int] | None) -> list[Any]:
+                         part_ids: Select[Any] | Sequence[int] | None) -> list[Any]:
         """Partitions by id (a select of ids, a list of ids, or None = all of the table), sorted by name."""
         if part_ids is None:
             batches: list[Any] = [select(s.PARTITIONS.c.PART_ID).where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)]
@@ -315,7 +310,7 @@ def _batch_window(conn: Connection, ref: TableRef, from_id: int, to_id: int, lim
         s.PARTITIONS.c.TBL_ID == ref.tbl_id, s.PARTITIONS.c.PART_ID >= from_id)
     if to_id >= 0:
         query = query.where(s.PARTITIONS.c.PART_ID < to_id)
-    return conn.execute(query.order_by(s.PARTITIONS.c.PART_ID).limit(limit)).all()
+    return list(conn.execute(query.order_by(s.PARTITIONS.c.PART_ID).limit(limit)).all())
 
 
 def _values_in(name: str) -> list[str]:

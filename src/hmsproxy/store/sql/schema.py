@@ -33,6 +33,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Dialect
+from sqlalchemy.schema import SchemaItem
 from sqlalchemy.types import TypeEngine
 
 SCHEMA_VERSION = "4.0.0"
@@ -78,14 +79,14 @@ class HiveFlag(TypeDecorator[bool]):
             return value.strip().upper() in ("Y", "1", "T", "TRUE")
         return bool(value)
 
-_MYSQL = {"mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"}
+_MYSQL: dict[str, Any] = {"mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"}
 
 
-def _table(name: str, *columns, **kwargs) -> Table:
+def _table(name: str, *columns: SchemaItem, **kwargs: Any) -> Table:
     return Table(name, metadata, *columns, **_MYSQL, **kwargs)
 
 
-def _id(name: str) -> Column:
+def _id(name: str) -> Column[int]:
     return Column(name, BigInteger, primary_key=True, autoincrement=False)
 
 
@@ -327,7 +328,7 @@ FUNC_RU = _table(
 )
 
 
-def _stats_columns() -> list[Column]:
+def _stats_columns() -> list[Column[Any]]:
     """The value columns shared by table and partition column statistics."""
     return [
         Column("LONG_LOW_VALUE", BigInteger),
@@ -1038,8 +1039,9 @@ _HIVE_KEYS: list[tuple[Table, str, bool, tuple[str, ...]]] = [
      ("AUTHORIZER", "PART_ID", "PRINCIPAL_NAME", "PRINCIPAL_TYPE", "PART_PRIV", "GRANTOR", "GRANTOR_TYPE")),
     (TBL_COL_PRIVS, "TABLECOLUMNPRIVILEGEINDEX", False, ("AUTHORIZER", "TBL_ID", "COLUMN_NAME", "PRINCIPAL_NAME",
                                                         "PRINCIPAL_TYPE", "TBL_COL_PRIV", "GRANTOR", "GRANTOR_TYPE")),
-    (PART_COL_PRIVS, "PARTITIONCOLUMNPRIVILEGEINDEX", False, ("AUTHORIZER", "PART_ID", "COLUMN_NAME", "PRINCIPAL_NAME",
-                                                              "PRINCIPAL_TYPE", "PART_COL_PRIV", "GRANTOR", "GRANTOR_TYPE")),
+    (PART_COL_PRIVS, "PARTITIONCOLUMNPRIVILEGEINDEX", False,
+     ("AUTHORIZER", "PART_ID", "COLUMN_NAME", "PRINCIPAL_NAME", "PRINCIPAL_TYPE", "PART_COL_PRIV", "GRANTOR",
+      "GRANTOR_TYPE")),
     (TBLS, "TBLS_N49", False, ("DB_ID",)),
     (TAB_COL_STATS, "TAB_COL_STATS_IDX", False, ("DB_NAME", "TABLE_NAME", "COLUMN_NAME", "CAT_NAME")),
     (PART_COL_STATS, "PCS_STATS_IDX", False, ("DB_NAME", "TABLE_NAME", "COLUMN_NAME", "PARTITION_NAME", "CAT_NAME")),
@@ -1065,11 +1067,16 @@ MYSQL_KEY_CHARS = 760  # InnoDB keys hold 3072 bytes: 768 utf8mb4 characters, le
 def _mysql_prefixes(table: Table, columns: tuple[str, ...]) -> dict[str, int]:
     """Prefix lengths that fit a plain index over long text columns into an InnoDB key (Hive's latin1 tables fit
     them whole). Unique keys need none: MariaDB checks long ones through a hash."""
-    texts = [name for name in columns if isinstance(table.c[name].type, String) and table.c[name].type.length]
-    if sum(table.c[name].type.length for name in texts) <= MYSQL_KEY_CHARS:
+    texts = [(name, length) for name in columns if (length := _text_length(table.c[name]))]
+    if sum(length for _, length in texts) <= MYSQL_KEY_CHARS:
         return {}
     share = MYSQL_KEY_CHARS // len(texts)
-    return {name: share for name in texts if table.c[name].type.length > share}
+    return {name: share for name, length in texts if length > share}
+
+
+def _text_length(column: Column[Any]) -> int | None:
+    """The declared length of a text column; None for other columns and for text of no declared length."""
+    return column.type.length if isinstance(column.type, String) else None
 
 
 for _keyed, _name, _unique, _columns in _HIVE_KEYS:

@@ -67,11 +67,13 @@ def _bump(conn: Connection, column: Any, count: int, *where: Any) -> int | None:
 def sequences_behind(conn: Connection) -> list[tuple[str, int, int]]:
     """(model, NEXT_VAL, highest id in use) of every SEQUENCE_TABLE row that would hand out an id in use."""
     seq = s.SEQUENCE_TABLE
-    next_values = dict(conn.execute(select(seq.c.SEQUENCE_NAME, seq.c.NEXT_VAL)).all())
+    next_values: dict[str, int] = dict(conn.execute(select(seq.c.SEQUENCE_NAME, seq.c.NEXT_VAL)).all())
     behind = []
     for model, id_column in ID_COLUMNS.items():
         next_val = next_values.get(MODEL_PREFIX + model)
-        highest = conn.execute(select(func.max(id_column))).scalar() if next_val is not None else None
+        if next_val is None:
+            continue
+        highest = conn.execute(select(func.max(id_column))).scalar()
         if highest is not None and next_val <= highest:
             behind.append((model, next_val, highest))
     return behind

@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Column, ColumnElement, Connection, Table, delete, insert, select, update
 
 from hmsproxy.idl import hms
 from hmsproxy.names import make_partition_name
@@ -32,13 +32,15 @@ def mark_columns_accurate(current: str | None, columns: Sequence[str]) -> str:
         state = {}
     if not isinstance(state, dict):
         state = {}
-    column_state = state.get("COLUMN_STATS") if isinstance(state.get("COLUMN_STATS"), dict) else {}
+    column_state = state.get("COLUMN_STATS")
+    if not isinstance(column_state, dict):
+        column_state = {}
     column_state.update({c: "true" for c in columns})
     state["COLUMN_STATS"] = dict(sorted(column_state.items()))
     return json.dumps(state, separators=(",", ":"))
 
 
-def _set_param(conn: Connection, table, owner_col, owner_id: int, key: str, value: str) -> None:
+def _set_param(conn: Connection, table: Table, owner_col: Column[Any], owner_id: int, key: str, value: str) -> None:
     where = (owner_col == owner_id) & (table.c.PARAM_KEY == key)
     if conn.execute(select(table.c.PARAM_KEY).where(where)).first() is None:
         conn.execute(insert(table).values({owner_col.name: owner_id, "PARAM_KEY": key, "PARAM_VALUE": value}))
@@ -46,7 +48,7 @@ def _set_param(conn: Connection, table, owner_col, owner_id: int, key: str, valu
         conn.execute(update(table).where(where).values(PARAM_VALUE=value))
 
 
-def _get_param(conn: Connection, table, owner_col, owner_id: int, key: str) -> str | None:
+def _get_param(conn: Connection, table: Table, owner_col: Column[Any], owner_id: int, key: str) -> str | None:
     return conn.execute(select(table.c.PARAM_VALUE).where(owner_col == owner_id, table.c.PARAM_KEY == key)).scalar()
 
 
@@ -70,7 +72,8 @@ class StatisticsStore:
             part_name = make_partition_name(ref.partition_keys, values)
             part = conn.execute(select(s.PARTITIONS.c.PART_ID, s.SDS.c.CD_ID)
                                 .join(s.SDS, s.SDS.c.SD_ID == s.PARTITIONS.c.SD_ID, isouter=True)
-                                .where(s.PARTITIONS.c.TBL_ID == ref.tbl_id, s.PARTITIONS.c.PART_NAME == part_name)).first()
+                                .where(s.PARTITIONS.c.TBL_ID == ref.tbl_id,
+                                       s.PARTITIONS.c.PART_NAME == part_name)).first()
             if part is None:
                 raise no_such_object(f"partition {part_name} of {desc.dbName}.{desc.tableName} not found")
             known = {c[0]: c[1] for c in current_columns(conn, part.CD_ID)}
@@ -80,7 +83,7 @@ class StatisticsStore:
                         {"CAT_NAME": cat, "DB_NAME": desc.dbName, "TABLE_NAME": desc.tableName,
                          "PARTITION_NAME": part_name})
 
-    def _write(self, conn: Connection, stats_table, params_table, owner: str, owner_id: int, model: str,
+    def _write(self, conn: Connection, stats_table: Table, params_table: Table, owner: str, owner_id: int, model: str,
                rows: list[dict[str, Any]], fixed: dict[str, Any]) -> None:
         """Replaces the given columns' statistics rows of one table or partition and marks them accurate."""
         names = [r["COLUMN_NAME"] for r in rows]
@@ -131,7 +134,8 @@ class StatisticsStore:
             for start in range(0, len(names), 900):
                 for r in conn.execute(select(s.PART_COL_STATS).join(
                         s.PARTITIONS, s.PARTITIONS.c.PART_ID == s.PART_COL_STATS.c.PART_ID).where(
-                        s.PARTITIONS.c.TBL_ID == ref.tbl_id, s.PART_COL_STATS.c.PARTITION_NAME.in_(names[start:start + 900]),
+                        s.PARTITIONS.c.TBL_ID == ref.tbl_id,
+                        s.PART_COL_STATS.c.PARTITION_NAME.in_(names[start:start + 900]),
                         s.PART_COL_STATS.c.COLUMN_NAME.in_(list(col_names)))):
                     result[r.PARTITION_NAME][r.COLUMN_NAME] = row_to_obj(r._mapping)
         return {p: [cols[c] for c in col_names if c in cols] for p, cols in result.items()}
@@ -171,7 +175,8 @@ class StatisticsStore:
         return part_id
 
     @staticmethod
-    def _delete(conn: Connection, table, owner_clause, col_name: str | None, owner: str) -> None:
+    def _delete(conn: Connection, table: Table, owner_clause: ColumnElement[bool], col_name: str | None,
+                owner: str) -> None:
         clause = owner_clause if col_name is None else owner_clause & (table.c.COLUMN_NAME == col_name)
         deleted = conn.execute(delete(table).where(clause)).rowcount
         if col_name is not None and not deleted:

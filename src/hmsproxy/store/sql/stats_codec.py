@@ -50,6 +50,7 @@ def text_to_decimal(text: str | None) -> Any:
         return None
     number = Decimal(text)
     sign, digits, exponent = number.as_tuple()
+    assert isinstance(exponent, int)  # a BigDecimal's text: never NaN or infinite
     unscaled = int("".join(map(str, digits)) or "0") * (-1 if sign else 1)
     scale = -exponent if exponent < 0 else 0
     if exponent > 0:
@@ -92,7 +93,7 @@ def obj_to_row(obj: Any) -> dict[str, Any]:
     return row
 
 
-def row_to_obj(row: Mapping[str, Any]) -> Any:
+def row_to_obj(row: Mapping[Any, Any]) -> Any:
     kind = stats_kind(row["COLUMN_TYPE"])
     common = {"numNulls": row["NUM_NULLS"], "bitVectors": row["BIT_VECTOR"]}
     if kind == "booleanStats":

@@ -8,7 +8,8 @@ from typing import Any
 from sqlalchemy import select
 
 from hmsproxy.events import log as event_log
-from hmsproxy.store.rawstore import RawStore, TableBundle, is_transactional
+from hmsproxy.store.domain import LockOutcome, TableBundle, is_transactional
+from hmsproxy.store.rawstore import STORE_PARTS
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.combiner import Combiner
 from hmsproxy.store.sql.database import Database, retried
@@ -22,7 +23,7 @@ from hmsproxy.store.sql.partitions import PartitionStore
 from hmsproxy.store.sql.statistics import StatisticsStore
 from hmsproxy.store.sql.stats_codec import row_to_obj
 from hmsproxy.store.sql.tables import TableStore
-from hmsproxy.store.sql.transactions import LockOutcome, PendingLock, TransactionStore
+from hmsproxy.store.sql.transactions import PendingLock, TransactionStore
 from hmsproxy.store.sql.txn_ids import txn_ids_for
 
 
@@ -91,6 +92,6 @@ class SqlStore(DatabaseStore, TableStore, PartitionStore, FunctionStore, Statist
 # bundle read: its partitions stream into the caller's sink, which a repeat would fill twice. Not lock: its
 # batches (several callers' requests in one transaction) are repeated whole instead.
 NOT_RETRIED = frozenset({"get_table_bundle", "close", "lock"})
-for _name in [n for n, v in vars(RawStore).items() if callable(v) and not n.startswith("_")]:
+for _name in [n for part in STORE_PARTS for n, v in vars(part).items() if callable(v) and not n.startswith("_")]:
     if _name not in NOT_RETRIED:
         setattr(SqlStore, _name, retried(getattr(SqlStore, _name)))

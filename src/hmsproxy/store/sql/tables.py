@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
 
 from hmsproxy.idl import hms
 from hmsproxy.store.canonical import write_id
-from hmsproxy.store.rawstore import DroppedTable
+from hmsproxy.store.domain import DroppedTable
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.descriptors import (
@@ -48,6 +48,7 @@ def column_tuples(cols: Sequence[Any] | None) -> list[tuple[str, str, str | None
 class TableStore:
     db: Database
     layout: Layout
+    _delete_partition_rows: Callable[[Connection, Sequence[int], Sequence[int]], None]   # PartitionStore
 
     def create_table(self, table: Any) -> int:
         """Writes the table; returns its id. The caller has normalised names and filled defaults."""
@@ -162,7 +163,8 @@ class TableStore:
                     new_db_id = database_id(conn, cat, new_table.dbName)
                 except hms.NoSuchObjectException:
                     raise hms.InvalidOperationException(
-                        message=f"Unable to change partition or table. Database {new_table.dbName} does not exist") from None
+                        message=f"Unable to change partition or table. Database {new_table.dbName} "
+                                "does not exist") from None
                 if find_table(conn, cat, new_table.dbName, new_table.tableName) is not None:
                     raise hms.InvalidOperationException(
                         message=f"new table {new_table.dbName}.{new_table.tableName} already exists")

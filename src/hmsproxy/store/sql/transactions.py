@@ -1,15 +1,15 @@
 """Transactions, table write ids and locks in Hive's tables (TXNS, TXN_TO_WRITE_ID, HIVE_LOCKS, ...).
 
-Transaction ids come from NEXT_TXN_ID or from TXNS itself, as the schema's Hive version does (txn_ids.py);
-lock ids from the single-row NEXT_LOCK_ID table and write ids from NEXT_WRITE_ID per table, read with
-SELECT ... FOR UPDATE inside the call's transaction, so several metastore instances on one database hand
-out unique ids and see one lock table. Committed transactions leave TXNS (at once, or through the reaper
-where Hive 4's layout keeps them as 'c'); aborted ones stay (their write ids remain invalid). Shared-write
-locks let transactions update one table concurrently, as in Hive 3+: a transaction that updated or deleted
-is checked at commit against the WRITE_SET of those that committed since it began, and aborted if both
-changed the same table or partition (one of them with an update), so that neither change is lost. A transaction or a lock not heartbeated within the timeout is aborted
-or released by the reaper (`reap_expired`, run periodically by every instance: idempotent) and when a
-waiting lock is checked.
+Transaction ids come from NEXT_TXN_ID or from TXNS itself, as the schema's Hive version does (txn_ids.py); lock
+ids from the single-row NEXT_LOCK_ID table and write ids from NEXT_WRITE_ID per table, read with SELECT ... FOR
+UPDATE inside the call's transaction, so several metastore instances on one database hand out unique ids and see
+one lock table. Committed transactions leave TXNS (at once, or through the reaper where Hive 4's layout keeps them
+as 'c'); aborted ones stay (their write ids remain invalid). Shared-write locks let transactions update one table
+concurrently, as in Hive 3+: a transaction that updated or deleted is checked at commit against the WRITE_SET of
+those that committed since it began, and aborted if both changed the same table or partition (one of them with an
+update), so that neither change is lost. A transaction or a lock not heartbeated within the timeout is aborted or
+released by the reaper (`reap_expired`, run periodically by every instance: idempotent) and when a waiting lock is
+checked.
 
 Lock decisions are linearizable: every decision to grant (lock, check_lock) first takes the NEXT_LOCK_ID row with
 SELECT ... FOR UPDATE, one mutex for all instances. (Hive 2.3 and 3.1 queue a lock under that row and decide under
@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -40,6 +40,7 @@ from sqlalchemy import true as sa_true
 from hmsproxy.events import log as event_log
 from hmsproxy.events import messages
 from hmsproxy.idl import hms
+from hmsproxy.store.domain import LockOutcome, ShowLocksResponseElement, TableWrite, TxnInfo
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.combiner import Combiner
 from hmsproxy.store.sql.database import Database
@@ -57,6 +58,8 @@ LOCK_CODE_TYPES = {code: kind for kind, code in LOCK_TYPE_CODES.items()}
 _TYPE_RANK = {"r": 0, "w": 1, "x": 2, "e": 3}
 # Which held lock types a requested type can live with (Hive's lock compatibility matrix).
 COMPATIBLE = {"r": {"r", "w", "x"}, "w": {"r", "w"}, "x": {"r"}, "e": set()}
+_TXN_STATES = {OPEN: hms.TxnState.OPEN, ABORTED: hms.TxnState.ABORTED}
+_LOCK_STATES = {ACQUIRED: hms.LockState.ACQUIRED, WAITING: hms.LockState.WAITING}
 MAX_HEARTBEAT_RANGE = 100_000
 RECHECK_S = 0.05  # a held check_lock reads again this often, for releases through other instances
 WRITE_OPERATIONS = {hms.DataOperationType.INSERT: "i", hms.DataOperationType.UPDATE: "u",
@@ -69,26 +72,6 @@ class PendingLock:
     components: tuple[Any, ...]
     txn_id: int | None
     rows: list[dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class TableWrite:
-    """A write id of a table that a transaction allocated: what commit or abort changes for readers."""
-
-    db: str
-    table: str
-    write_id: int
-
-
-@dataclass(frozen=True)
-class LockOutcome:
-    """A lock decision: its state and, for the cache, what it covers and the log's head when granted."""
-
-    lock_id: int
-    state: int                                     # hms.LockState
-    scopes: tuple[tuple[str, str | None], ...] = field(default=())  # (db, table); table None: whole database
-    event_head: int = 0                            # newest event id committed before an ACQUIRED grant
-    blocked_by: int = 0                            # of a WAITING lock: the lock it waits for
 
 
 @dataclass(frozen=True)
@@ -287,20 +270,22 @@ class TransactionStore:
         with self.db.transaction() as conn:
             return self._writes_of(conn, [txn_id])
 
-    def get_open_txns(self) -> tuple[int, list[Any]]:
-        """(high watermark, the TXNS rows of open and aborted transactions sorted by id)."""
+    def get_open_txns(self) -> tuple[int, list[TxnInfo]]:
         with self.db.transaction() as conn:
-            return self._open_txns(conn)
+            high, rows = self._open_txns(conn)
+        # as Hive 2.3 and 4: agentInfo and heartbeatCount keep their defaults ("Unknown", 0)
+        return high, [hms.TxnInfo(id=r.TXN_ID, state=_TXN_STATES[r.TXN_STATE], user=r.TXN_USER, hostname=r.TXN_HOST,
+                                  startedTime=r.TXN_STARTED, lastHeartbeatTime=r.TXN_LAST_HEARTBEAT) for r in rows]
 
     def _open_txns(self, conn: Connection) -> tuple[int, list[Any]]:
         high = self.txn_ids.high_watermark(conn)
         rows = conn.execute(select(s.TXNS).where(s.TXNS.c.TXN_ID <= high, s.TXNS.c.TXN_STATE != COMMITTED)
                             .order_by(s.TXNS.c.TXN_ID)).all()
-        return high, rows
+        return high, list(rows)
 
     def current_txn_list(self) -> ValidTxnList:
-        high, rows = self.get_open_txns()
-        return _txn_list(high, rows)
+        with self.db.transaction() as conn:
+            return _txn_list(*self._open_txns(conn))
 
     # ---- write ids ---------------------------------------------------------------------------------
 
@@ -360,7 +345,8 @@ class TransactionStore:
             t2w.c.T2W_DATABASE == db_name.lower(), t2w.c.T2W_TABLE == table.lower())).all()
         visible = [w for txn, w in rows if txn <= snapshot.high_watermark]
         high = max(visible, default=0)
-        open_ids, aborted = [], []
+        open_ids: list[int] = []
+        aborted: list[int] = []
         for txn, w in rows:
             if w > high or snapshot.is_valid(txn):
                 continue
@@ -539,7 +525,7 @@ class TransactionStore:
         rows = conn.execute(_LOCK_ROWS, {"lock_id": lock_id}).all()
         if not rows:
             raise hms.NoSuchLockException(message=f"No such lock lockid:{lock_id}")
-        return rows
+        return list(rows)
 
     def unlock(self, lock_id: int) -> None:
         """Releases a lock; a lock that is gone already is fine (Hive: idempotent). A transaction's lock may
@@ -555,10 +541,11 @@ class TransactionStore:
                     f"Unlocking locks associated with transaction not permitted.  lockid:{lock_id} "
                     f"intLockId:{held.HL_LOCK_INT_ID} txnid:{held.HL_TXNID} db:{held.HL_DB} table:{held.HL_TABLE} "
                     f"partition:{held.HL_PARTITION} state:ACQUIRED "
-                    f"type:{hms.LockType._VALUES_TO_NAMES[LOCK_CODE_TYPES[held.HL_LOCK_TYPE]]}").replace(":None", ":null"))
+                    f"type:{hms.LockType._VALUES_TO_NAMES[LOCK_CODE_TYPES[held.HL_LOCK_TYPE]]}")
+                .replace(":None", ":null"))
 
     def show_locks(self, db_name: str | None, table: str | None, partition: str | None,
-                   txn_id: int | None) -> list[Any]:
+                   txn_id: int | None) -> list[ShowLocksResponseElement]:
         locks = s.HIVE_LOCKS
         query = select(locks).order_by(locks.c.HL_LOCK_EXT_ID, locks.c.HL_LOCK_INT_ID)
         for column, value in ((locks.c.HL_DB, db_name and db_name.lower()), (locks.c.HL_TABLE, table and table.lower()),
@@ -566,7 +553,14 @@ class TransactionStore:
             if value:
                 query = query.where(column == value)
         with self.db.transaction() as conn:
-            return conn.execute(query).all()
+            rows = conn.execute(query).all()
+        # as Hive: txnid 0 for a lock outside a transaction, heartbeatCount left at its default 0
+        return [hms.ShowLocksResponseElement(
+            lockid=r.HL_LOCK_EXT_ID, dbname=r.HL_DB, tablename=r.HL_TABLE, partname=r.HL_PARTITION,
+            state=_LOCK_STATES[r.HL_LOCK_STATE], type=LOCK_CODE_TYPES[r.HL_LOCK_TYPE], txnid=r.HL_TXNID,
+            lastheartbeat=r.HL_LAST_HEARTBEAT, acquiredat=r.HL_ACQUIRED_AT, user=r.HL_USER, hostname=r.HL_HOST,
+            agentInfo=r.HL_AGENT_INFO, blockedByExtId=r.HL_BLOCKEDBY_EXT_ID, blockedByIntId=r.HL_BLOCKEDBY_INT_ID,
+            lockIdInternal=r.HL_LOCK_INT_ID) for r in sorted(rows, key=hive_lock_order)]
 
     def heartbeat(self, lock_id: int | None, txn_id: int | None) -> None:
         with self.db.transaction(write=True) as conn:

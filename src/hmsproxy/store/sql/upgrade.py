@@ -16,14 +16,14 @@ On PostgreSQL the whole upgrade is one transaction. VERSION changes last.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Column, Connection, Engine, Table, and_, exists, func, insert, inspect, literal, select, update
 from sqlalchemy import types as t
 from sqlalchemy.dialects import mysql
-from sqlalchemy.schema import CreateColumn, CreateIndex, CreateTable
+from sqlalchemy.schema import CreateColumn, CreateIndex, CreateTable, UniqueConstraint
 
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.sequences import catch_up_statements, single_row_statements
@@ -56,7 +56,7 @@ class Step:
 @dataclass
 class _Layout:
     """The tables and columns the database will have once the steps planned so far have run."""
-    columns: dict[str, dict[str, dict[str, Any]]]
+    columns: dict[str, dict[str, Mapping[str, Any]]]
     keys: dict[str, list[Key]]
 
 
@@ -77,7 +77,8 @@ def plan(engine: Engine) -> tuple[str, list[Step]]:
     for introduced_in, statements in DATA_STEPS:
         if _older(version, introduced_in):
             data.statements += [_sql(statement, dialect) for statement in statements(layout)]
-    seeds = Step("rows Hive's scripts insert; id counters past the ids in use", [_sql(seed, dialect) for seed in _seeds()])
+    seeds = Step("rows Hive's scripts insert; id counters past the ids in use",
+                 [_sql(seed, dialect) for seed in _seeds()])
     steps += [
         data,
         Step("column types and nullability as Hive 4 declares them", _retyped_columns(engine, layout, ddl)),
@@ -177,6 +178,7 @@ class _Ddl:
         return f"ALTER TABLE {self.quote(column.table.name)} ALTER COLUMN {self.quote(column.name)} {change}"
 
     def drop_key(self, table: str, key: Key) -> list[str]:
+        assert key.name is not None  # MySQL and PostgreSQL name every key
         if self.mysql:
             return [f"ALTER TABLE {self.quote(table)} DROP PRIMARY KEY" if key.primary
                     else f"DROP INDEX {self.quote(key.name)} ON {self.quote(table)}"]
@@ -195,7 +197,7 @@ def _copy(column: Column[Any], nullable: bool) -> Column[Any]:
     """The model's column with another nullability, still bound to its table (for the DDL compiler)."""
     copy = column._copy()
     copy.nullable = nullable
-    copy.table = column.table  # type: ignore[misc]
+    copy.table = column.table
     return copy
 
 
@@ -294,7 +296,7 @@ def _retyped_columns(engine: Engine, layout: _Layout, ddl: _Ddl) -> list[str]:
                     continue
                 if column.nullable or (name, column.name) in FILLS or not _holds_null(
                         conn, found.get("table_was", name), found.get("name_was", column.name)):
-                    statements.append(ddl.set_nullable(column, column.nullable))
+                    statements.append(ddl.set_nullable(column, bool(column.nullable)))
     return statements
 
 
@@ -344,7 +346,7 @@ def _keys(layout: _Layout, ddl: _Ddl) -> list[str]:
     statements = []
     for name, table in _model_tables().items():
         present = layout.keys.get(name, [])
-        by_name = {key.name.upper(): key for key in present}
+        by_name = {key.name.upper(): key for key in present if key.name is not None}
         for unique, columns, key_name in declared_keys(table):
             if key_name == "primary key":
                 primary = next((key for key in present if key.primary), None)
@@ -366,7 +368,7 @@ def _create_key(table: Table, name: str, ddl: _Ddl) -> str:
     index = next((index for index in table.indexes if index.name == name), None)
     if index is not None:
         return str(CreateIndex(index).compile(dialect=ddl.dialect))
-    constraint = next(c for c in table.constraints if c.name == name)
+    constraint = next(c for c in table.constraints if isinstance(c, UniqueConstraint) and c.name == name)
     columns = ", ".join(ddl.quote(column.name) for column in constraint.columns)
     return f"ALTER TABLE {ddl.quote(table.name)} ADD CONSTRAINT {ddl.quote(name)} UNIQUE ({columns})"
 

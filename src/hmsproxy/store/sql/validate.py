@@ -58,7 +58,8 @@ def schema_report(engine: Engine) -> tuple[list[str], list[str]]:
     lacks = LACKS.get(versions[0]) if len(versions) == 1 else None
     differences: list[str] = [] if lacks else [
         f"VERSION holds {versions or 'no row'}; hmsproxy serves schema {SERVED_VERSIONS}"]
-    lacks, own_missing = lacks or NOTHING_LACKING, []
+    lacks = lacks or NOTHING_LACKING
+    own_missing: list[str] = []
     keys = present_keys(engine)
     hive_4_ids = "TXN_LOCK_TBL" in present and "NEXT_TXN_ID" not in present
     if "NEXT_TXN_ID" not in present and "TXN_LOCK_TBL" not in present:
@@ -74,8 +75,8 @@ def schema_report(engine: Engine) -> tuple[list[str], list[str]]:
         for column in table.columns:
             if column.name in columns or not lacks.column(table.name, column.name):
                 differences += _column_difference(engine, table.name, column, columns)
-        table_keys = [key._replace(columns=tuple(c.upper() for c in key.columns)) if folded else key
-                      for key in keys.get(stored, [])]
+        table_keys = [key._replace(columns=tuple(None if c is None else c.upper() for c in key.columns)) if folded
+                      else key for key in keys.get(stored, [])]
         for line, own in missing_keys(table_keys, table, lacks.keys):
             (own_missing if own else differences).append(line)
     if not differences:  # the counters can be read only where the tables are whole
@@ -111,9 +112,9 @@ def declared_keys(table: Table) -> list[tuple[bool, tuple[str, ...], str]]:
 
 
 class Key(NamedTuple):
-    name: str
+    name: str | None  # None: a key the database left unnamed (SQLite's primary and unique keys)
     unique: bool
-    columns: tuple[str, ...]
+    columns: tuple[str | None, ...]  # None: an expression, not a column
     primary: bool = False
 
 
@@ -180,10 +181,10 @@ def _counters_behind(engine: Engine, hive_4_ids: bool, rows_added_later: frozens
                           f"{ids.table.name}.{ids.name} {highest} is in use")
         for counter, ids in counters:
             next_value = conn.execute(select(counter)).scalar()
-            highest = conn.execute(select(func.max(ids))).scalar()
+            highest_id = conn.execute(select(func.max(ids))).scalar()
             if next_value is None:
                 behind += [] if counter.table.name in rows_added_later else [f"{counter.table.name} has no row"]
-            elif highest is not None and next_value <= highest:
+            elif highest_id is not None and next_value <= highest_id:
                 behind.append(f"{counter.table.name}.{counter.name} is at {next_value}, but "
-                              f"{ids.table.name}.{ids.name} {highest} is in use")
+                              f"{ids.table.name}.{ids.name} {highest_id} is in use")
     return behind

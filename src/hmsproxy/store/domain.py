@@ -1,0 +1,81 @@
+"""The values that cross the seam between the handlers, the cache and the stores, besides the IDL's objects.
+
+Every store (the database, the cache over it, an upstream HMS) takes and returns these and the IDL's types
+only, so that none of its callers depends on how it keeps them. The IDL's types are generated at run time
+(thriftpy2), so they are named here by aliases that say what a value is; to a type checker they are Any.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hmsproxy.txn.write_ids import ValidWriteIdList
+
+# The IDL's structs, by name (hms.<name>)
+Catalog = Any
+Database = Any
+Table = Any
+Partition = Any
+Function = Any
+ColumnStatistics = Any
+ColumnStatisticsObj = Any
+LockComponent = Any
+TxnInfo = Any
+ShowLocksResponseElement = Any
+NotificationEvent = Any
+TableMeta = tuple[str, str, str, str | None]   # (database, table, table type, comment)
+
+
+def is_transactional(table: Table) -> bool:
+    """ACID tables (full or insert-only): their reads are checked against write-id snapshots."""
+    return str((table.parameters or {}).get("transactional", "")).lower() == "true"
+
+
+@dataclass
+class DroppedTable:
+    """What a drop removed, so the caller can delete managed data after the commit."""
+
+    table: Table
+    partition_locations: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TableBundle:
+    """A table with everything hanging off it, read in one transaction: what the cache loads."""
+
+    table: Table
+    partitions: list[Partition]                                  # empty when they went to a partition sink
+    table_stats: dict[str, ColumnStatisticsObj]                  # column -> statistics
+    partition_stats: dict[str, dict[str, ColumnStatisticsObj]]   # partition name -> column -> statistics
+    write_ids: ValidWriteIdList | None = None    # transactional tables: write ids read *before* the rest
+    version: int = 0                             # the table's newest event id, read before the rest
+
+
+@dataclass(frozen=True)
+class TableWrite:
+    """A write id of a table that a transaction allocated: what commit or abort changes for readers."""
+
+    db: str
+    table: str
+    write_id: int
+
+
+@dataclass(frozen=True)
+class LockOutcome:
+    """A lock decision: its state and, for the cache, what it covers and the log's head when granted."""
+
+    lock_id: int
+    state: int                                     # hms.LockState
+    scopes: tuple[tuple[str, str | None], ...] = field(default=())  # (db, table); table None: whole database
+    event_head: int = 0                            # newest event id committed before an ACQUIRED grant
+    blocked_by: int = 0                            # of a WAITING lock: the lock it waits for
+
+
+@dataclass(frozen=True)
+class PartitionBatch:
+    """One batch of a table's partitions in id order (the batch API; handler/partitions.py)."""
+
+    items: list[Partition] | list[str]   # partitions or names, in partition id order
+    next_id: int               # where the next batch starts; -1 when the range is done
+    min_id: int                # the table's partition ids now; -1 when it has none
+    max_id: int
