@@ -1,0 +1,1 @@
+"""Talking to an upstream Hive Metastore: hmsproxy in front of an existing HMS."""
