@@ -31,7 +31,13 @@ from hmsproxy.handler.quick_stats import (
 )
 from hmsproxy.handler.tables import is_external, is_view
 from hmsproxy.idl import hms
-from hmsproxy.names import make_partition_name, parse_partition_name, partition_exists_message, unescape_path_name
+from hmsproxy.names import (
+    make_partition_name,
+    parse_partition_name,
+    partition_exists_message,
+    partition_missing_message,
+    unescape_path_name,
+)
 from hmsproxy.partition_filter import FilterError, FilterTypeMismatch, compile_filter
 from hmsproxy.partitions_to_add import check_new_and_distinct
 from hmsproxy.warehouse import join
@@ -396,16 +402,11 @@ class PartitionCalls:
         except hms.NoSuchObjectException as exc:
             raise hms.InvalidOperationException(message=exc.message) from None
         props = env_properties(env)
-        prepared, olds = [], []
-        for part in new_parts or []:
-            if part is None or part.sd is None:
-                raise hms.InvalidOperationException(message="partition and its storage descriptor must be given")
+        olds = self._partitions_to_alter(catalog, db, table, new_parts or [])
+        prepared = []
+        for part, (values, old) in zip(new_parts, olds):
             part = copy.deepcopy(part)
-            try:
-                part.values = check_partition_values(table, part.values)
-                old = self.ctx.store.get_partition(catalog, db, table.tableName, part.values)
-            except (hms.MetaException, hms.NoSuchObjectException) as exc:
-                raise hms.InvalidOperationException(message=f"alter is not possible: {exc.message}") from None
+            part.values = values
             part.dbName, part.tableName, part.catName = db, table.tableName, catalog
             part.createTime = old.createTime
             part.sd.location = checked_location(part.sd.location, hms.InvalidOperationException) or old.sd.location
@@ -416,9 +417,37 @@ class PartitionCalls:
                                    env=props)
             strip_marker(part.parameters)
             prepared.append(part)
-            olds.append(old)
-        with emitting(*(messages.alter_partition(table, old, new) for old, new in zip(olds, prepared))):
+        with emitting(*(messages.alter_partition(table, old, new) for (_, old), new in zip(olds, prepared))):
             self.ctx.store.alter_partitions(catalog, db, table.tableName, prepared)
+
+    def _partitions_to_alter(self, catalog: str, db: str, table: Any,
+                             new_parts: Sequence[Any]) -> list[tuple[list[str], Any]]:
+        """The checked values of each new partition and the stored one it replaces, read in one call; the first
+        part that cannot be altered (malformed, bad values, missing) refuses the whole call, as in Hive."""
+        keys = [k.name for k in table.partitionKeys or []]
+        values: list[list[str] | Exception] = []
+        for part in new_parts:
+            if part is None or part.sd is None:
+                values.append(hms.InvalidOperationException(
+                    message="partition and its storage descriptor must be given"))
+                continue
+            try:
+                values.append(check_partition_values(table, part.values))
+            except hms.MetaException as exc:
+                values.append(hms.InvalidOperationException(message=f"alter is not possible: {exc.message}"))
+        names = [make_partition_name(keys, v) for v in values if not isinstance(v, Exception)]
+        stored = {make_partition_name(keys, p.values): p
+                  for p in self.ctx.store.get_partitions_by_names(catalog, db, table.tableName, names)} if names else {}
+        olds = []
+        for checked in values:
+            if isinstance(checked, Exception):
+                raise checked
+            old = stored.get(make_partition_name(keys, checked))
+            if old is None:
+                raise hms.InvalidOperationException(
+                    message=f"alter is not possible: {partition_missing_message(checked)}")
+            olds.append((checked, old))
+        return olds
 
     def rename_partition(self, db_name: str, tbl_name: str, part_vals: Sequence[str], new_part: Any) -> None:
         self._rename_partition(db_name, tbl_name, None, part_vals, new_part)
