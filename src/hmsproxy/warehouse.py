@@ -17,6 +17,7 @@ import logging
 import os
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from hmsproxy.burst_log import BurstLog
@@ -157,6 +158,10 @@ class Warehouse:
         os.rename(src, dst)
         return True
 
+    def changes(self) -> DirectoryWork:
+        """The directory work of one write, to be undone if the write fails (see DirectoryWork)."""
+        return DirectoryWork(self)
+
     def quick_stats(self, location: str | None) -> dict[str, str] | None:
         """numFiles / totalSize of the data files under a directory (hidden `_`/`.` files skipped), as HMS
         computes them; None when the directory cannot be read, or holds more than `quick_stats_max_files`
@@ -184,3 +189,39 @@ class Warehouse:
                     continue
                 files += 1
         return {"numFiles": str(files), "totalSize": str(size)}
+
+
+class DirectoryWork:
+    """The directories one write creates and moves before its store call, undone (newest first) when the block
+    it is used in fails, so a refused write leaves no directory behind nor one moved away:
+
+        with warehouse.changes() as work:
+            work.mkdirs(location)
+            store.create_table(table)
+    """
+
+    def __init__(self, warehouse: Warehouse) -> None:
+        self._warehouse = warehouse
+        self._undo: list[Callable[[], object]] = []
+
+    def mkdirs(self, location: str | None) -> bool:
+        """Creates the directory; True if it did not exist before (and then removing it is the undo)."""
+        made = self._warehouse.mkdirs(location)
+        if made:
+            self._undo.append(lambda: self._warehouse.remove(location))
+        return made
+
+    def move(self, source: str | None, target: str | None) -> bool:
+        """Warehouse.move, and moving it back is the undo."""
+        moved = self._warehouse.move(source, target)
+        if moved:
+            self._undo.append(lambda: self._warehouse.move(target, source))
+        return moved
+
+    def __enter__(self) -> DirectoryWork:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        if exc_type is not None:
+            for undo in reversed(self._undo):
+                undo()

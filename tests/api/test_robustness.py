@@ -11,7 +11,7 @@ from hmsclient.genthrift.hive_metastore import ttypes as A
 
 from api.builders import connect_hive as hive_client
 from api.builders import connect_thrift as thrift_client
-from api.builders import database, partition, path_of, table, unique
+from api.builders import database, partition, path_of, table, unique, write_file
 from hmsproxy.idl import hms
 
 
@@ -135,6 +135,27 @@ def test_failing_add_partitions_leaves_nothing_behind(client, db):
         client.add_partitions(batch)
     assert client.get_partition_names(db, "p", -1) == ["ds=existing"]
     assert sorted(p.name for p in table_dir.iterdir()) == before
+
+
+def test_a_rename_refused_after_its_data_moved_moves_the_data_back(client, backend_server):
+    """A rename moves the table's directory first; a compare-and-set the new table cannot satisfy is refused
+    after that, and the directory must be back where the table still points."""
+    name = unique()
+    client.create_database(database(hms, name))
+    try:
+        client.create_table(table(hms, name, "t"))
+        location = client.get_table(name, "t").sd.location
+        write_file(location)
+        renamed = table(hms, name, "u")
+        context = hms.EnvironmentContext(properties={"expected_parameter_key": "metadata_location",
+                                                     "expected_parameter_value": "v1"})
+        with pytest.raises(hms.MetaException, match="expected key metadata_location is not set"):
+            client.alter_table_with_environment_context(name, "t", renamed, context)
+        assert (path_of(location) / "data.txt").exists()
+        assert client.get_table(name, "t").sd.location == location
+        assert not path_of(location).with_name("u").exists()
+    finally:
+        client.drop_database(name, True, True)
 
 
 def test_failing_create_database_removes_its_directory(client, backend_server):

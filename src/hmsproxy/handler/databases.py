@@ -41,14 +41,9 @@ class DatabaseCalls:
             catalogName=catalog, createTime=now(),
             managedLocationUri=checked_location(database.managedLocationUri, hms.InvalidObjectException),
         )
-        made = self.ctx.warehouse.mkdirs(location)
-        try:
-            with emitting(messages.create_database(stored)):
-                self.ctx.store.create_database(stored)
-        except BaseException:
-            if made:
-                self.ctx.warehouse.remove(location)
-            raise
+        with self.ctx.warehouse.changes() as work, emitting(messages.create_database(stored)):
+            work.mkdirs(location)
+            self.ctx.store.create_database(stored)
 
     def get_database(self, name: str) -> Any:
         catalog, db_name = split_catalog(name)

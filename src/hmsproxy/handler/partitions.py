@@ -40,7 +40,7 @@ from hmsproxy.names import (
 )
 from hmsproxy.partition_filter import FilterError, FilterTypeMismatch, compile_filter
 from hmsproxy.partitions_to_add import check_new_and_distinct
-from hmsproxy.warehouse import join
+from hmsproxy.warehouse import DirectoryWork, join
 
 MAX_BATCH_SIZE = 10_000
 PATH_COMPONENT = re.compile(r"([^/]+)=([^/]+)")  # key=value; the key runs to the last '='
@@ -89,7 +89,7 @@ class PartitionCalls:
 
     # ---- add ---------------------------------------------------------------------------------------
 
-    def _prepare_partition(self, table: Any, part: Any, env: dict[str, str]) -> tuple[Any, bool]:
+    def _prepare_partition(self, table: Any, part: Any, env: dict[str, str], work: DirectoryWork) -> Any:
         """Fills defaults (location, SD, times), creates the directory, computes quick stats.
         Returns the partition and whether its directory was created here."""
         part = copy.deepcopy(part)
@@ -104,13 +104,12 @@ class PartitionCalls:
         part.createTime = now()
         part.lastAccessTime = part.lastAccessTime or 0
         part.parameters.setdefault(DDL_TIME, str(part.createTime))
-        made = False
         if not is_view(table):
-            made = self.ctx.warehouse.mkdirs(part.sd.location)
+            made = work.mkdirs(part.sd.location)
             update_quick_stats(self.ctx.warehouse, part.parameters, part.sd.location, new_dir=made, force=False,
                                env=env)
         strip_marker(part.parameters)
-        return part, made
+        return part
 
     def _add_partitions(self, db: str, tbl: str, cat: str | None, parts: Sequence[Any], if_not_exists: bool,
                         env: Any = None) -> list[Any]:
@@ -133,22 +132,11 @@ class PartitionCalls:
         names = [self._name(table, check_partition_values(table, p.values)) for p in parts]
         existing = self._existing_names(catalog, db_name, table, names)
         check_new_and_distinct(names, parts, existing, if_not_exists)
-        made: list[str] = []
-        prepared: list[Any] = []
-        try:
-            for name, part in zip(names, parts):
-                if name in existing:
-                    continue
-                ready, created = self._prepare_partition(table, part, props)
-                prepared.append(ready)
-                if created:
-                    made.append(ready.sd.location)
+        with self.ctx.warehouse.changes() as work:
+            prepared = [self._prepare_partition(table, part, props, work)
+                        for name, part in zip(names, parts) if name not in existing]
             with emitting(messages.add_partition(table, prepared)) if prepared else contextlib.nullcontext():
                 return self.ctx.store.add_partitions(catalog, db_name, table.tableName, prepared, if_not_exists)
-        except BaseException:
-            for location in made:
-                self.ctx.warehouse.remove(location)
-            raise
 
     def _existing_names(self, catalog: str, db_name: str, table: Any, names: Sequence[str]) -> set[str]:
         """Which of these partitions exist (looked up by name: adding to a huge table stays cheap)."""
@@ -486,23 +474,18 @@ class PartitionCalls:
         else:
             part.sd.location = join(table.sd.location, self._name(table, part.values))
             move = (old.sd.location, part.sd.location)
-        moved = False
-        if move:
-            try:
-                moved = self.ctx.warehouse.move(*move)
-            except (FileExistsError, PermissionError) as exc:
-                raise hms.InvalidOperationException(message=str(exc)) from None
-        # HMS computes them when the new partition lacks them, but before it moves the data (0 files, 0
-        # bytes); here after the move, so that they are true (README: Hive 2.3 or Hive 4)
-        update_quick_stats(self.ctx.warehouse, part.parameters, part.sd.location, new_dir=False, force=False,
-                           env={})
-        try:
+        with self.ctx.warehouse.changes() as work:
+            if move:
+                try:
+                    work.move(*move)
+                except (FileExistsError, PermissionError) as exc:
+                    raise hms.InvalidOperationException(message=str(exc)) from None
+            # HMS computes them when the new partition lacks them, but before it moves the data (0 files, 0
+            # bytes); here after the move, so that they are true (README: Hive 2.3 or Hive 4)
+            update_quick_stats(self.ctx.warehouse, part.parameters, part.sd.location, new_dir=False, force=False,
+                               env={})
             with emitting(messages.alter_partition(table, old, part)):
                 self.ctx.store.rename_partition(catalog, db, table.tableName, old_values, part)
-        except BaseException:
-            if moved and move:
-                self.ctx.warehouse.move(move[1], move[0])
-            raise
         return None
 
     # ---- drop --------------------------------------------------------------------------------------

@@ -115,24 +115,19 @@ class TableCalls:
         table.createTime = now()
         table.parameters.setdefault(DDL_TIME, str(table.createTime))
         table.id = None
-        made = False
-        if is_view(table):
-            table.sd.location = checked_location(table.sd.location, hms.InvalidObjectException) or None
-        else:
-            table.sd.location = checked_location(table.sd.location, hms.InvalidObjectException) or \
-                Warehouse.default_table_location(database.locationUri, table.tableName)
-            made = self.ctx.warehouse.mkdirs(table.sd.location)
-            if not table.partitionKeys:
-                update_quick_stats(self.ctx.warehouse, table.parameters, table.sd.location, new_dir=made,
-                                   force=False, env=env_properties(env))
-            strip_marker(table.parameters)
-        try:
+        with self.ctx.warehouse.changes() as work:
+            if is_view(table):
+                table.sd.location = checked_location(table.sd.location, hms.InvalidObjectException) or None
+            else:
+                table.sd.location = checked_location(table.sd.location, hms.InvalidObjectException) or \
+                    Warehouse.default_table_location(database.locationUri, table.tableName)
+                made = work.mkdirs(table.sd.location)
+                if not table.partitionKeys:
+                    update_quick_stats(self.ctx.warehouse, table.parameters, table.sd.location, new_dir=made,
+                                       force=False, env=env_properties(env))
+                strip_marker(table.parameters)
             with emitting(messages.create_table(table)):
                 self.ctx.store.create_table(table)
-        except BaseException:
-            if made:
-                self.ctx.warehouse.remove(table.sd.location)
-            raise
 
     # ---- read --------------------------------------------------------------------------------------
 
@@ -289,39 +284,34 @@ class TableCalls:
         table.sd.location = checked_location(table.sd.location, hms.InvalidOperationException) or old.sd.location
         renamed = (table.dbName, table.tableName) != (db_name, tbl_name)
         moves: tuple[str, str] | None = None
-        moved = False
-        if renamed and not is_view(old) and not is_external(old) and table.sd.location == old.sd.location:
-            try:
-                target_db = self.ctx.store.get_database(catalog, table.dbName) if table.dbName != db_name else None
-            except hms.NoSuchObjectException:
-                raise hms.InvalidOperationException(
-                    message=f"Unable to change partition or table. Database {table.dbName} does not exist") from None
-            old_db_location = self._db_location(catalog, db_name)
-            # HiveAlterHandler moves the data only from its default place (<database>/<table>); a location
-            # the user chose stays where it is, and so does the table's location
-            if old.sd.location == Warehouse.default_table_location(old_db_location, tbl_name):
-                db_location = target_db.locationUri if target_db else old_db_location
-                table.sd.location = Warehouse.default_table_location(db_location, table.tableName)
-                moves = (old.sd.location, table.sd.location)
+        with self.ctx.warehouse.changes() as work:
+            if renamed and not is_view(old) and not is_external(old) and table.sd.location == old.sd.location:
                 try:
-                    moved = self.ctx.warehouse.move(old.sd.location, table.sd.location)
-                except (FileExistsError, PermissionError) as exc:
-                    raise hms.InvalidOperationException(message=str(exc)) from None
-        props = env_properties(env)
-        expected = _expected_parameter(props, table)
-        # HiveAlterHandler computes them on a plain alter, never on a rename
-        if not renamed and not is_view(table) and not table.partitionKeys \
-                and props.get(DO_NOT_UPDATE_STATS, "").lower() != "true":
-            update_quick_stats(self.ctx.warehouse, table.parameters, table.sd.location, new_dir=False, force=True,
-                               env=props)
-        strip_marker(table.parameters)
-        try:
+                    target_db = self.ctx.store.get_database(catalog, table.dbName) if table.dbName != db_name else None
+                except hms.NoSuchObjectException:
+                    raise hms.InvalidOperationException(message=f"Unable to change partition or table. "
+                                                                f"Database {table.dbName} does not exist") from None
+                old_db_location = self._db_location(catalog, db_name)
+                # HiveAlterHandler moves the data only from its default place (<database>/<table>); a location
+                # the user chose stays where it is, and so does the table's location
+                if old.sd.location == Warehouse.default_table_location(old_db_location, tbl_name):
+                    db_location = target_db.locationUri if target_db else old_db_location
+                    table.sd.location = Warehouse.default_table_location(db_location, table.tableName)
+                    moves = (old.sd.location, table.sd.location)
+                    try:
+                        work.move(old.sd.location, table.sd.location)
+                    except (FileExistsError, PermissionError) as exc:
+                        raise hms.InvalidOperationException(message=str(exc)) from None
+            props = env_properties(env)
+            expected = _expected_parameter(props, table)
+            # HiveAlterHandler computes them on a plain alter, never on a rename
+            if not renamed and not is_view(table) and not table.partitionKeys \
+                    and props.get(DO_NOT_UPDATE_STATS, "").lower() != "true":
+                update_quick_stats(self.ctx.warehouse, table.parameters, table.sd.location, new_dir=False, force=True,
+                                   env=props)
+            strip_marker(table.parameters)
             with emitting(messages.alter_table(old, table, write_id=table.writeId if table.writeId > 0 else None)):
                 self.ctx.store.alter_table(catalog, db_name, tbl_name, table, moves, cascade, expected)
-        except BaseException:
-            if moved and moves:
-                self.ctx.warehouse.move(moves[1], moves[0])
-            raise
 
     def _db_location(self, catalog: str, db_name: str) -> str:
         return self.ctx.store.get_database(catalog, db_name).locationUri
