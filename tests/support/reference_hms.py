@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -9,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -124,3 +126,17 @@ def start_reference_hms_on_mariadb(workdir: Path, url: str, properties: dict[str
     env = {"REF_HMS_JDBC": f"jdbc:mysql://127.0.0.1:3306/{name}", "REF_HMS_USER": JAVA_DB_USER,
            "REF_HMS_PASS": JAVA_DB_USER, "REF_HMS_PROPS": xml}
     return start_reference_hms(workdir, env=env, attempts=1, timeout=300)
+
+
+@contextlib.contextmanager
+def reference_hms_or_skip(workdir: Path, *, txn: bool = False) -> Iterator[RunningServer]:
+    """The reference HMS (with Hive's transaction tables when `txn`), stopped afterwards; the test is skipped
+    with the reason where Java is missing or the server cannot start."""
+    if shutil.which("java") is None:
+        pytest.skip("the reference Hive Metastore needs Java 17 (`java` is not on PATH)")
+    try:
+        server = start_reference_hms(workdir, txn=txn)
+    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+        pytest.skip(f"the reference Hive Metastore did not start: {exc}")
+    with server:
+        yield server

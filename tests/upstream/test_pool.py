@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -15,7 +13,7 @@ from thriftpy2.thrift import TApplicationException, TDecodeException
 from hmsproxy.idl import hms
 from hmsproxy.upstream import pool as pool_module
 from hmsproxy.upstream.pool import UpstreamPool, UpstreamUnavailable
-from support.reference_hms import free_port, start_reference_hms
+from support.reference_hms import free_port, reference_hms_or_skip
 from support.running import RunningServer
 from support.tcp_proxy import TcpProxy
 
@@ -24,13 +22,7 @@ SLACK_S = 1.5   # scheduling and a connect or two on loopback, on top of a time 
 
 @pytest.fixture(scope="module")
 def hive(tmp_path_factory) -> Iterator[RunningServer]:
-    if shutil.which("java") is None:
-        pytest.skip("the reference Hive Metastore needs Java 17 (`java` is not on PATH)")
-    try:
-        server = start_reference_hms(tmp_path_factory.mktemp("upstream-hive"))
-    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
-        pytest.skip(f"the reference Hive Metastore did not start: {exc}")
-    with server:
+    with reference_hms_or_skip(tmp_path_factory.mktemp("upstream-hive")) as server:
         yield server
 
 

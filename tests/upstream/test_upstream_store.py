@@ -4,8 +4,6 @@ direct thriftpy2 client reads from the same upstream."""
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 
@@ -20,7 +18,7 @@ from hmsproxy.upstream import store as store_module
 from hmsproxy.upstream.pool import UpstreamPool
 from hmsproxy.upstream.store import UpstreamStore, upstream_store
 from support.hmsproxy_server import start_hmsproxy
-from support.reference_hms import start_reference_hms
+from support.reference_hms import reference_hms_or_skip
 from support.running import RunningServer
 from support.tcp_proxy import TcpProxy
 
@@ -33,13 +31,7 @@ SLACK_S = 1.5   # scheduling and a connect or two on loopback, on top of a time 
 
 @pytest.fixture(scope="module")
 def hive(tmp_path_factory) -> Iterator[RunningServer]:
-    if shutil.which("java") is None:
-        pytest.skip("the reference Hive Metastore needs Java 17 (`java` is not on PATH)")
-    try:
-        server = start_reference_hms(tmp_path_factory.mktemp("upstream-store-hive"), txn=True)
-    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
-        pytest.skip(f"the reference Hive Metastore did not start: {exc}")
-    with server:
+    with reference_hms_or_skip(tmp_path_factory.mktemp("upstream-store-hive"), txn=True) as server:
         yield server
 
 
