@@ -4,10 +4,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-import thriftpy2.rpc
-from hmsclient import hmsclient
 
-from hmsproxy.idl import hms
+from api.builders import connect_hive, connect_thrift
 from support.databases import BACKENDS, fresh_database
 from support.hive_schema import load_hive_script
 from support.hmsproxy_server import start_hmsproxy
@@ -35,20 +33,10 @@ def backend_server(request, tmp_path_factory) -> Iterator[RunningServer]:
             server.stop()
 
 
-def thrift_client(server: RunningServer):
-    return thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, server.host, server.port, timeout=60000)
-
-
-def hive_client(server: RunningServer) -> hmsclient.HMSClient:
-    client = hmsclient.HMSClient(host=server.host, port=server.port)
-    client.open()
-    return client
-
-
 @pytest.fixture
 def client(backend_server):
     """A thriftpy2 client (our IDL) to the backend server."""
-    c = thrift_client(backend_server)
+    c = connect_thrift(backend_server)
     yield c
     c.close()
 
@@ -56,6 +44,6 @@ def client(backend_server):
 @pytest.fixture
 def hclient(backend_server):
     """An hmsclient (Apache Thrift, generated from Hive's own IDL) to the backend server."""
-    c = hive_client(backend_server)
+    c = connect_hive(backend_server)
     yield c
     c.close()

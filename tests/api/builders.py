@@ -26,12 +26,19 @@ def cols(T: Any, spec: Sequence[tuple[str, str]]) -> list[Any]:
 
 
 def sd(T: Any, columns: Sequence[tuple[str, str]] = (("id", "int"), ("name", "string")),
-       location: str | None = None) -> Any:
+       location: str | None = None, *, input_format: str = TEXT_INPUT, output_format: str = TEXT_OUTPUT,
+       serde: str = LAZY_SERDE, serde_params: dict[str, str] | None = None) -> Any:
+    """A text table's storage descriptor; `serde_params` defaults to {"serialization.format": "1"}."""
+    serde_params = {"serialization.format": "1"} if serde_params is None else dict(serde_params)
     return T.StorageDescriptor(
-        cols=cols(T, columns), location=location, inputFormat=TEXT_INPUT, outputFormat=TEXT_OUTPUT,
+        cols=cols(T, columns), location=location, inputFormat=input_format, outputFormat=output_format,
         compressed=False, numBuckets=-1,
-        serdeInfo=T.SerDeInfo(name=None, serializationLib=LAZY_SERDE, parameters={"serialization.format": "1"}),
+        serdeInfo=T.SerDeInfo(name=None, serializationLib=serde, parameters=serde_params),
         bucketCols=[], sortCols=[], parameters={}, skewedInfo=None, storedAsSubDirectories=False)
+
+
+# Placeholder formats and serde for tests where they do not matter (the stores keep them as given).
+PLACEHOLDER_FORMATS: dict[str, Any] = {"input_format": "i", "output_format": "o", "serde": "s", "serde_params": {}}
 
 
 def database(T: Any, name: str, location: str | None = None, params: dict[str, str] | None = None,
@@ -69,12 +76,13 @@ def write_file(location: str, name: str = "data.txt", content: bytes = b"1,a\n2,
     return target
 
 
-def connect_thrift(server: Any) -> Any:
-    """A new thriftpy2 client (our IDL) on its own connection."""
+def connect_thrift(server: Any, *, timeout_ms: int = 60000, **options: Any) -> Any:
+    """A new thriftpy2 client (our IDL) on its own connection; `options` go to thriftpy2's make_client."""
     import thriftpy2.rpc
 
     from hmsproxy.idl import hms
-    return thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, server.host, server.port, timeout=60000)
+    return thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, server.host, server.port, timeout=timeout_ms,
+                                     **options)
 
 
 def connect_hive(server: Any) -> Any:

@@ -21,6 +21,7 @@ from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from hmsclient.genthrift.hive_metastore import ttypes as A
 from thrift.Thrift import TException
 
+from api.builders import sd
 from hmsproxy.handler.service import SECRET_KEY_PARTS
 from hmsproxy.hiveconf import hiveconf_defaults
 from hmsproxy.java_map_order import string_hash
@@ -84,12 +85,7 @@ def same_answer(servers, calls: Callable[[Any, str], Any], db: str | None = None
 
 
 def _sd(columns: list[tuple[str, str]]) -> A.StorageDescriptor:
-    return A.StorageDescriptor(
-        cols=[A.FieldSchema(name=n, type=t) for n, t in columns],
-        inputFormat="org.apache.hadoop.mapred.TextInputFormat",
-        outputFormat="org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
-        serdeInfo=A.SerDeInfo(serializationLib="org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe", parameters={}),
-        parameters={}, bucketCols=[], sortCols=[], compressed=False, numBuckets=-1)
+    return sd(A, columns, serde_params={})
 
 
 ALL_TYPES = [("a", "int"), ("s", "string"), ("d", "double"), ("b", "boolean"), ("dec", "decimal(10,2)"),

@@ -9,9 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import thriftpy2.rpc
 
-from api.builders import partition, table
+from api.builders import connect_thrift, partition, table
 from hmsproxy.idl import hms
 from support.hmsproxy_server import start_hmsproxy_process
 from support.running import RunningServer
@@ -36,10 +35,6 @@ def server(tmp_path) -> Iterator[tuple[RunningServer, list[Path]]]:
         running.stop()
 
 
-def _client(server: RunningServer):
-    return thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, server.host, server.port, timeout=60000)
-
-
 def _survive(canaries: list[Path]) -> None:
     missing = [str(c) for c in canaries if not c.exists()]
     assert not missing, f"deleted: {missing}"
@@ -47,7 +42,7 @@ def _survive(canaries: list[Path]) -> None:
 
 def test_relative_locations_are_refused_everywhere(server):
     running, canaries = server
-    client = _client(running)
+    client = connect_thrift(running)
     client.create_database(hms.Database(name="d", parameters={}))
     client.create_table(table(hms, "d", "p", part_keys=[("ds", "string")]))
     client.add_partition(partition(hms, client.get_table("d", "p"), ["a"]))
@@ -76,7 +71,7 @@ def test_relative_locations_are_refused_everywhere(server):
 def test_drops_and_truncates_never_take_what_the_server_runs_from(server):
     running, canaries = server
     workdir = running.workdir
-    client = _client(running)
+    client = connect_thrift(running)
     (workdir / "sub").mkdir()
     # never "/" or anything outside tmp_path: were the guard broken, this test must not harm the machine
     dangerous = {"cwd": workdir, "parent": workdir.parent, "db": workdir / "db", "warehouse": running.warehouse,
@@ -108,7 +103,7 @@ def test_a_renamed_managed_table_stays_at_the_location_its_user_chose(server, tm
     chosen = tmp_path / "chosen"
     chosen.mkdir()
     (chosen / "part-0").write_text("rows")
-    client = _client(running)
+    client = connect_thrift(running)
     client.create_database(hms.Database(name="d", parameters={}))
     client.create_table(table(hms, "d", "mine", location=f"file:{chosen}"))
     client.create_table(table(hms, "d", "default_place"))
@@ -126,7 +121,7 @@ def test_a_renamed_managed_table_stays_at_the_location_its_user_chose(server, tm
 
 def test_quick_stats_skip_a_dangling_symlink(server):
     running, _ = server
-    client = _client(running)
+    client = connect_thrift(running)
     client.create_database(hms.Database(name="d", parameters={}))
     client.create_table(table(hms, "d", "t"))
     directory = running.warehouse / "d.db" / "t"

@@ -22,15 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-import thriftpy2.rpc
-from hmsclient import hmsclient
 from hmsclient.genthrift.hive_metastore import ttypes as A
 from thrift.Thrift import TApplicationException, TException
 
-from hmsproxy.idl import hms
+from api.builders import connect_hive, connect_thrift
 from support.hmsproxy_server import start_hmsproxy
 from support.reference_hms import start_reference_hms
-from support.running import RunningServer
 
 LT, LL, LS, OP = A.LockType, A.LockLevel, A.LockState, A.DataOperationType
 UNKNOWN = 10**12  # a lock or transaction id neither server handed out
@@ -172,12 +169,6 @@ def _probe_first_ids(client: Any) -> tuple[list[int], list[int]]:
     return locks, list(txns)
 
 
-def _hive_client(server: RunningServer) -> Any:
-    client = hmsclient.HMSClient(host=server.host, port=server.port)
-    client.open()
-    return client
-
-
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory) -> Iterator[Pair]:
     if shutil.which("java") is None:
@@ -189,9 +180,8 @@ def pair(tmp_path_factory) -> Iterator[Pair]:
     with ExitStack() as stack:
         stack.enter_context(reference)
         ours = stack.enter_context(start_hmsproxy(tmp_path_factory.mktemp("hmsproxy")))
-        hive_client, our_client = (stack.enter_context(closing(_hive_client(server))) for server in (reference, ours))
-        own_idl = stack.enter_context(closing(
-            thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, ours.host, ours.port, timeout=60000)))
+        hive_client, our_client = (stack.enter_context(closing(connect_hive(server))) for server in (reference, ours))
+        own_idl = stack.enter_context(closing(connect_thrift(ours)))
         yield Pair(Side("hive", hive_client, hive_client.get_open_txns, _probe_first_ids(hive_client)),
                    Side("hmsproxy", our_client, own_idl.get_open_txns, _probe_first_ids(our_client)))
 

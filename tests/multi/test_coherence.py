@@ -30,6 +30,7 @@ import pytest
 import thriftpy2.rpc
 from thriftpy2.thrift import TException
 
+from api.builders import PLACEHOLDER_FORMATS, sd
 from hmsproxy.idl import hms
 from support.hmsproxy_server import start_hmsproxy_process
 from support.instances import connect, instances_on_one_database
@@ -53,10 +54,7 @@ Key = tuple[str, str]   # database, table
 # ---- requests ---------------------------------------------------------------------------------------
 
 def _sd(location: str | None) -> Any:
-    return hms.StorageDescriptor(cols=[hms.FieldSchema(name="a", type="int")], location=location,
-                                 inputFormat="i", outputFormat="o",
-                                 serdeInfo=hms.SerDeInfo(serializationLib="s", parameters={}), parameters={},
-                                 bucketCols=[], sortCols=[], compressed=False, numBuckets=-1)
+    return sd(hms, [("a", "int")], location, **PLACEHOLDER_FORMATS)
 
 
 @dataclass

@@ -9,9 +9,9 @@ import uuid
 from functools import partial
 
 import pytest
-import thriftpy2.rpc
 from sqlalchemy import create_engine, text
 
+from api.builders import PLACEHOLDER_FORMATS, connect_thrift, sd
 from hmsproxy.client import reader_snapshot
 from hmsproxy.idl import hms
 from hmsproxy.txn.write_ids import ValidWriteIdList
@@ -41,18 +41,9 @@ def instances(request, tmp_path_factory):
                 server.stop()
 
 
-def connect(server):
-    return thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, server.host, server.port, timeout=60000)
-
-
-def _sd():
-    return hms.StorageDescriptor(cols=[hms.FieldSchema(name="a", type="int")], inputFormat="i", outputFormat="o",
-                                 serdeInfo=hms.SerDeInfo(serializationLib="s", parameters={}), parameters={},
-                                 bucketCols=[], sortCols=[], compressed=False, numBuckets=-1)
-
-
 def _table(db, name, params=None):
-    return hms.Table(tableName=name, dbName=db, sd=_sd(), partitionKeys=[], parameters=dict(params or {}),
+    return hms.Table(tableName=name, dbName=db, sd=sd(hms, [("a", "int")], **PLACEHOLDER_FORMATS), partitionKeys=[],
+                     parameters=dict(params or {}),
                      tableType="EXTERNAL_TABLE")
 
 
@@ -78,7 +69,7 @@ def _param(client, db, name, key):
 def db(instances):
     _, (a, _, _), _ = instances
     name = f"db_{uuid.uuid4().hex[:8]}"
-    client = connect(a)
+    client = connect_thrift(a)
     client.create_database(hms.Database(name=name, parameters={}))
     client.close()
     return name
@@ -86,7 +77,7 @@ def db(instances):
 
 def test_a_change_through_one_instance_is_visible_through_the_others(instances, db):
     _, (a, b, c), _ = instances
-    ca, cb, cc = connect(a), connect(b), connect(c)
+    ca, cb, cc = connect_thrift(a), connect_thrift(b), connect_thrift(c)
     eventually(lambda: db in cb.get_all_databases(), "database created through A, listed by B")
     ca.create_table(_table(db, "t", {"version": "1"}))
     eventually(lambda: _param(cb, db, "t", "version") == "1", "table created through A, read through B")
@@ -116,7 +107,7 @@ def _snapshot(client, table: str) -> str:
 
 def test_snapshot_reads_through_another_instance_are_never_stale(instances, db):
     _, (a, b, _), hive_version = instances
-    ca, cb = connect(a), connect(b)
+    ca, cb = connect_thrift(a), connect_thrift(b)
     ca.create_table(_table(db, "acid", {"transactional": "true", "version": "0"}))
     if hive_version == "2.3.0":  # its layout has no write ids, so no snapshot of them: refused, declared
         with pytest.raises(hms.MetaException, match=r"Hive's schema 2\.3\.0, which has no place for table write ids"):
@@ -150,7 +141,7 @@ def test_snapshot_reads_through_another_instance_are_never_stale(instances, db):
 
 def test_rename_and_recreate_under_the_same_name(instances, db):
     _, (a, b, _), _ = instances
-    ca, cb = connect(a), connect(b)
+    ca, cb = connect_thrift(a), connect_thrift(b)
     ca.create_table(_table(db, "t", {"generation": "first"}))
     first, _ = eventually(lambda: _param(cb, db, "t", "generation") == "first" and cb.get_table(db, "t"), "first t")
     renamed = ca.get_table(db, "t")
@@ -175,7 +166,7 @@ def test_event_ids_are_gap_free_and_unique_under_concurrent_writers(instances, d
     errors: list[BaseException] = []
 
     def write(server, prefix):
-        client = connect(server)
+        client = connect_thrift(server)
         try:
             for i in range(per_thread):
                 client.create_table(_table(db, f"{prefix}_{i}"))
@@ -205,7 +196,7 @@ def test_event_ids_are_gap_free_and_unique_under_concurrent_writers(instances, d
     engine.dispose()
     assert ids == list(range(ids[0], ids[0] + len(ids)))
     assert created == per_thread * len(threads)
-    client = connect(servers[0])
+    client = connect_thrift(servers[0])
     events = client.get_next_notification(hms.NotificationEventRequest(lastEvent=0, dbName=db,
                                                                        eventTypeSkipList=["CREATE_DATABASE"])).events
     assert [e.eventType for e in events] == ["CREATE_TABLE"] * created
@@ -219,7 +210,7 @@ def test_a_rename_onto_a_name_dropped_elsewhere_is_read_back_at_once(backend, tm
     back through A must answer the renamed table, not the stale entry (found by test_coherence)."""
     slow_poll = ("--poll-interval-s", "3600")  # A never applies B's drop before the rename
     with instances_on_one_database(backend, tmp_path, 2, *slow_poll) as (_, (a, b)):
-        ca, cb = connect(a), connect(b)
+        ca, cb = connect_thrift(a), connect_thrift(b)
         ca.create_database(hms.Database(name="d", parameters={}))
         ca.create_table(_table("d", "t", {"generation": "dropped"}))
         assert ca.get_table("d", "t").parameters["generation"] == "dropped"  # cached in A

@@ -17,6 +17,7 @@ from hmsclient import hmsclient
 from hmsclient.genthrift.hive_metastore import ttypes as A
 from sqlalchemy import create_engine, text
 
+from api.builders import sd
 from support.cli import run_hmsproxy
 from support.databases import fresh_database
 from support.hive_schema import load_hive_script
@@ -32,12 +33,7 @@ TABLES, PARTITIONS, BATCH, TXNS = 3, 24, 6, 4
 
 
 def _sd() -> A.StorageDescriptor:
-    return A.StorageDescriptor(cols=[A.FieldSchema(name="a", type="int"), A.FieldSchema(name="b", type="string")],
-                               inputFormat="org.apache.hadoop.mapred.TextInputFormat",
-                               outputFormat="org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
-                               serdeInfo=A.SerDeInfo(serializationLib="org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe",
-                                                     parameters={"field.delim": ","}),
-                               parameters={}, bucketCols=[], sortCols=[], compressed=False, numBuckets=-1)
+    return sd(A, [("a", "int"), ("b", "string")], serde_params={"field.delim": ","})
 
 
 def _table(db: str, name: str) -> A.Table:

@@ -7,19 +7,14 @@ from __future__ import annotations
 import time
 
 import pytest
-import thriftpy2.rpc
 
-from api.builders import table
+from api.builders import connect_thrift, table
 from hmsproxy.idl import hms
 from support.databases import fresh_database
 from support.hmsproxy_server import start_hmsproxy_process
 from support.tcp_proxy import TcpProxy
 
 STATEMENT_TIMEOUT_S = 3
-
-
-def _client(server):
-    return thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, server.host, server.port, timeout=60000)
 
 
 @pytest.mark.parametrize("backend, port", [("mariadb", 3306), ("postgres", 5432)])
@@ -30,7 +25,7 @@ def test_a_black_holed_database_fails_calls_in_bounded_time_and_the_server_recov
                                         "--db-statement-timeout-s", str(STATEMENT_TIMEOUT_S),
                                         "--db-connect-timeout-s", "2")
         try:
-            client = _client(server)
+            client = connect_thrift(server)
             client.create_database(hms.Database(name="d", parameters={}))
             client.create_table(table(hms, "d", "t"))
             assert client.get_table("d", "t").tableName == "t"

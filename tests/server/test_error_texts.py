@@ -8,21 +8,17 @@ import re
 import sqlite3
 
 import pytest
-import thriftpy2.rpc
 
+from api.builders import connect_thrift
 from hmsproxy.idl import hms
 from support.hmsproxy_server import start_hmsproxy_process
-
-
-def _client(server):
-    return thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, server.host, server.port, timeout=30000)
 
 
 def test_a_failing_database_is_reported_without_its_details_and_logged_once_per_burst(tmp_path):
     database = tmp_path / "metastore.db"
     server = start_hmsproxy_process(tmp_path / "server", f"sqlite:///{database}")
     try:
-        client = _client(server)
+        client = connect_thrift(server, timeout_ms=30000)
         client.create_database(hms.Database(name="d", parameters={}))
         with sqlite3.connect(database) as broken:   # the table vanishes behind the server's back
             broken.execute('DROP TABLE "FUNCS"')
@@ -48,7 +44,7 @@ def test_a_failing_database_is_reported_without_its_details_and_logged_once_per_
 def test_calls_hmsproxy_does_not_serve_and_calls_not_in_the_idl_are_named(tmp_path):
     server = start_hmsproxy_process(tmp_path, f"sqlite:///{tmp_path / 'm.db'}")
     try:
-        client = _client(server)
+        client = connect_thrift(server, timeout_ms=30000)
         with pytest.raises(hms.MetaException) as refusal:
             client.get_primary_keys(hms.PrimaryKeysRequest(db_name="default", tbl_name="t"))
         assert refusal.value.message == "get_primary_keys is not supported by hmsproxy"

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 import thriftpy2.rpc
 
-from api.builders import partition, table
+from api.builders import connect_thrift, partition, table
 from hmsproxy.idl import hms
 from support.hmsproxy_server import start_hmsproxy_process
 from support.running import RunningServer
@@ -32,7 +32,7 @@ BOUND_S = 10.0
 @pytest.fixture
 def server(tmp_path) -> Iterator[RunningServer]:
     running = start_hmsproxy_process(tmp_path / "server", f"sqlite:///{tmp_path / 'metastore.db'}")
-    client = _client(running)
+    client = connect_thrift(running)
     client.create_database(hms.Database(name="d", parameters={}))
     client.create_table(table(hms, "d", "t", part_keys=[("k", "string")]))
     client.create_table(table(hms, "d", LONG))
@@ -45,10 +45,6 @@ def server(tmp_path) -> Iterator[RunningServer]:
         running.stop()
 
 
-def _client(server: RunningServer, timeout_s: float = 60):
-    return thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, server.host, server.port, timeout=int(timeout_s * 1000))
-
-
 def _while_measuring_others(server: RunningServer, hostile) -> tuple[float, list[float], BaseException | None]:
     """Runs `hostile(client)` while another client times get_database calls; returns the hostile call's
     duration, the other client's latencies and what the hostile call raised (None if it answered)."""
@@ -56,7 +52,7 @@ def _while_measuring_others(server: RunningServer, hostile) -> tuple[float, list
     latencies: list[float] = []
 
     def measure() -> None:
-        other = _client(server)
+        other = connect_thrift(server)
         while not done.is_set():
             started = time.monotonic()
             other.get_database("d")
@@ -66,7 +62,7 @@ def _while_measuring_others(server: RunningServer, hostile) -> tuple[float, list
     probe = threading.Thread(target=measure)
     probe.start()
     started, error = time.monotonic(), None
-    attacker = _client(server, timeout_s=BOUND_S)
+    attacker = connect_thrift(server, timeout_ms=int(BOUND_S * 1000))
     try:
         hostile(attacker)
     except Exception as exc:  # a declared MetaException is fine; a timeout shows in the duration
@@ -87,7 +83,7 @@ def test_a_crafted_like_filter_is_answered_at_once_and_others_keep_being_served(
         server, lambda c: c.get_partitions_by_filter("d", "t", f'k like "{HOSTILE_LIKE}"', -1))
     assert error is None and elapsed < BOUND_S, (elapsed, error)
     assert latencies and _p99(latencies) <= 1.0
-    client = _client(server)  # and the matcher still means what HMS means
+    client = connect_thrift(server)  # and the matcher still means what HMS means
     with_a_4 = client.get_partitions_by_filter("d", "t", f'k like "{"a.*" * 12}4.*"', -1)
     assert sorted(p.values[0] for p in with_a_4) == sorted(LONG + str(i) for i in range(50) if "4" in str(i))
     assert client.get_partitions_by_filter("d", "t", 'k like "a.*[0-9]"', -1) == []   # '[' is literal, as in HMS
@@ -98,14 +94,14 @@ def test_a_crafted_name_pattern_is_answered_at_once_and_others_keep_being_served
     elapsed, latencies, error = _while_measuring_others(server, lambda c: c.get_tables("d", HOSTILE_NAME))
     assert error is None and elapsed < BOUND_S, (elapsed, error)
     assert latencies and _p99(latencies) <= 1.0
-    client = _client(server)
+    client = connect_thrift(server)
     assert client.get_tables("d", "a*" * 12) == [LONG]
     client.close()
 
 
 def test_sigterm_stops_the_server_within_10_s_while_it_is_busy(server):
     def hammer() -> None:
-        client = _client(server)
+        client = connect_thrift(server)
         try:
             for _ in range(10_000):
                 client.get_partitions_by_filter("d", "t", f'k like "{HOSTILE_LIKE}"', -1)
@@ -116,7 +112,7 @@ def test_sigterm_stops_the_server_within_10_s_while_it_is_busy(server):
     threads = [threading.Thread(target=hammer, daemon=True) for _ in range(4)]
     for thread in threads:
         thread.start()
-    busy = _client(server)   # the server is busy once a call of another client waits behind the hostile ones
+    busy = connect_thrift(server)   # the server is busy once a call of another client waits behind the hostile ones
     busy.get_database("d")
     busy.close()
     started = time.monotonic()
@@ -151,7 +147,7 @@ def test_clients_listing_large_tables_do_not_starve_the_others(server):
     """Four client processes pull a 5,000-partition table (listing and full-scan filter) without pause; a
     fifth client's get_database keeps a p99 within 1 s: the server's threads share the interpreter in slices
     (GIL switch interval), so CPU-heavy calls cannot hold every other client hostage."""
-    client = _client(server)
+    client = connect_thrift(server)
     client.create_table(table(hms, "d", "big", part_keys=[("k", "string")]))
     parent = client.get_table("d", "big")
     for start in range(0, 5000, 1000):

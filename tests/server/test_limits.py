@@ -8,23 +8,16 @@ import struct
 from pathlib import Path
 
 import pytest
-import thriftpy2.rpc
 from thriftpy2.transport import TTransportException
 
+from api.builders import PLACEHOLDER_FORMATS, connect_thrift, sd
 from hmsproxy.idl import hms
 from support.databases import fresh_database
 from support.hmsproxy_server import start_hmsproxy, start_hmsproxy_process
 
 
-def connect(server):
-    return thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, server.host, server.port, timeout=60000)
-
-
 def _sd(location=None):
-    return hms.StorageDescriptor(cols=[hms.FieldSchema(name="a", type="string")], location=location,
-                                 inputFormat="i", outputFormat="o", compressed=False, numBuckets=-1,
-                                 serdeInfo=hms.SerDeInfo(serializationLib="s", parameters={}), parameters={},
-                                 bucketCols=[], sortCols=[])
+    return sd(hms, [("a", "string")], location, **PLACEHOLDER_FORMATS)
 
 
 def _partitioned(client, count):
@@ -41,7 +34,7 @@ def _partitioned(client, count):
 @pytest.mark.parametrize("cache", [True, False])
 def test_listings_over_the_partition_limit_are_refused_not_truncated(tmp_path, cache):
     server = start_hmsproxy(tmp_path, partition_request_limit=100, cache=cache)
-    client = connect(server)
+    client = connect_thrift(server)
     try:
         _partitioned(client, 150)
         for call in (lambda: client.get_partitions("d", "t", -1),
@@ -65,7 +58,7 @@ def test_listings_over_the_partition_limit_are_refused_not_truncated(tmp_path, c
 @pytest.mark.parametrize("cache", [True, False])
 def test_a_reply_over_the_maximum_message_size_is_refused(tmp_path, cache):
     server = start_hmsproxy(tmp_path, max_message_bytes=256 * 1024, cache=cache)
-    client = connect(server)
+    client = connect_thrift(server)
     try:
         _partitioned(client, 1500)   # 1,500 small partitions: a listing well over 256 KB
         with pytest.raises(hms.MetaException, match="maximum message size"):
@@ -108,12 +101,12 @@ def test_oversized_and_hostile_requests_are_dropped_without_the_server_growing(t
                         assert raw.recv(1) == b""   # closed, no reply
                     except ConnectionResetError:
                         pass
-            client = connect(server)
+            client = connect_thrift(server)
             big = hms.Database(name="big", description="x" * (2 * 1024 * 1024), parameters={})
             with pytest.raises((TTransportException, ConnectionError)):
                 client.create_database(big)            # a real client's oversized request, dropped too
             client.close()
-            client = connect(server)
+            client = connect_thrift(server)
             assert client.get_all_databases() == ["default"]   # nothing half-written, still serving
             client.close()
             assert _rss(pid) - before < 64 * 1024 * 1024
@@ -131,7 +124,7 @@ def test_quick_stats_skip_a_data_directory_over_the_bound(tmp_path):
             (directory / f"f{i}").write_text("x")
     server = start_hmsproxy_process(tmp_path / "server", f"sqlite:///{tmp_path / 'metastore.db'}",
                                     "--quick-stats-max-files", "10")
-    client = connect(server)
+    client = connect_thrift(server)
     try:
         client.create_database(hms.Database(name="d", parameters={}))
         for name, directory in (("small", small), ("large", large)):

@@ -3,9 +3,9 @@ import socket
 import urllib.request
 
 import pytest
-import thriftpy2.rpc
 from thriftpy2.transport import TCyFramedTransportFactory, TTransportException
 
+from api.builders import connect_thrift
 from hmsproxy.idl import hms
 from support.hmsproxy_server import start_hmsproxy
 
@@ -16,8 +16,8 @@ def capped_server(tmp_path):
     yield server
     server.stop()
 
-def _client(server, **kwargs):
-    return thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, server.host, server.port, timeout=10000, **kwargs)
+def _client(server, **options):
+    return connect_thrift(server, timeout_ms=10000, **options)
 
 def test_connections_beyond_the_cap_are_closed_cleanly_and_served_again_later(capped_server):
     first, second = _client(capped_server), _client(capped_server)

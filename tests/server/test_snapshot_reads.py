@@ -7,8 +7,8 @@ import socket
 import urllib.request
 
 import pytest
-import thriftpy2.rpc
 
+from api.builders import connect_thrift
 from hmsproxy.client import reader_snapshot
 from hmsproxy.idl import hms
 from support.hmsproxy_server import start_hmsproxy
@@ -24,7 +24,7 @@ class Probe:
     """A client plus the server's counters, read from /metrics."""
 
     def __init__(self, server, metrics_port: int) -> None:
-        self.client = thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, server.host, server.port, timeout=30000)
+        self.client = connect_thrift(server, timeout_ms=30000)
         self.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
 
     def counter(self, name: str, **labels: str) -> float:
@@ -119,7 +119,7 @@ def test_reads_without_a_snapshot_go_to_the_database(probe):
 
 def test_strict_mode_refuses_a_transactional_read_without_a_snapshot(tmp_path):
     server = start_hmsproxy(tmp_path, strict_snapshots=True)
-    c = thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, server.host, server.port, timeout=30000)
+    c = connect_thrift(server, timeout_ms=30000)
     try:
         c.create_database(hms.Database(name="acid_db", parameters={}))
         sd = hms.StorageDescriptor(cols=[hms.FieldSchema(name="a", type="int")], inputFormat="i", outputFormat="o",

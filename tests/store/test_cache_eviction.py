@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from api.builders import PLACEHOLDER_FORMATS, sd
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore, entry_from_bundle
@@ -14,10 +15,7 @@ from hmsproxy.store.sql.store import SqlStore
 
 
 def _sd(location):
-    return hms.StorageDescriptor(cols=[hms.FieldSchema(name="c", type="string")], location=location,
-                                 inputFormat="i", outputFormat="o", compressed=False, numBuckets=-1,
-                                 serdeInfo=hms.SerDeInfo(serializationLib="s", parameters={}), bucketCols=[],
-                                 sortCols=[], parameters={}, storedAsSubDirectories=False)
+    return sd(hms, [("c", "string")], location, **PLACEHOLDER_FORMATS)
 
 
 @pytest.fixture
