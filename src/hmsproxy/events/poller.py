@@ -22,7 +22,7 @@ from typing import Any
 from hmsproxy.events.unlogged_writes import UnloggedWrites
 from hmsproxy.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
-from hmsproxy.store.cache.sync import apply_event
+from hmsproxy.store.cache.sync import AllocationsSeen, apply_event
 
 log = logging.getLogger(__name__)
 BATCH = 1000
@@ -47,6 +47,7 @@ class Poller:
         self._stop = threading.Event()
         self._started = threading.Event()
         self._applying = threading.Lock()
+        self._allocations = AllocationsSeen()
         self._thread = threading.Thread(target=self._run, name="notification-poller", daemon=True)
         self._last_clean = 0.0
         self._unlogged = unlogged  # None once it found something, or when not looking
@@ -140,7 +141,7 @@ class Poller:
         understand): nothing then tells what the event changed, and only reloading everything is safe. Retrying
         it would stop the poller at that event for good."""
         try:
-            apply_event(self.store, event)
+            apply_event(self.store, event, self._allocations)
             return True
         except ValueError as exc:
             log.warning("event %d (%s) cannot be read (%s): reloading the cache", event.eventId, event.eventType, exc)
