@@ -71,6 +71,16 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--db-statement-timeout-s", help="longest wait for one database statement's answer; "
                                                         "a database that stops answering fails calls after it "
                                                         "(default 60s)")
+    serve.add_argument("--upstream", help="serve in front of an existing HMS instead of a database: its Thrift URIs, "
+                                          "comma-separated for failover (thrift://host:9083,thrift://host2:9083)")
+    serve.add_argument("--upstream-framed", action="store_const", const=True,
+                       help="speak the framed transport to the upstream (default: unframed, as HMS)")
+    serve.add_argument("--upstream-refresh-s", help="how often the cache is revalidated against an upstream that "
+                                                    "keeps no notification log (default 60s)")
+    serve.add_argument("--upstream-connections", type=int, help="most connections to the upstream at once "
+                                                                "(default 16)")
+    serve.add_argument("--upstream-call-timeout-s", help="longest one call to the upstream may take, failover "
+                                                         "included (default 300s)")
     serve.add_argument("--db-latency-ms", type=float, help="benchmarks only: delay added to every database round trip")
     schema = commands.add_parser("schema", help="create or inspect the metastore schema")
     schema.add_argument("action", choices=["init", "info", "validate", "upgrade"])

@@ -80,6 +80,11 @@ class Settings:
     max_request_objects: int = 1_000_000
     max_large_requests: int = 4
     quick_stats_max_files: int = 100_000
+    upstream: str = ""                    # thrift://host:9083[,thrift://host2:9083]: serve in front of that HMS
+    upstream_framed: bool = False
+    upstream_refresh_s: float = 60.0
+    upstream_connections: int = 16
+    upstream_call_timeout_s: float = 300.0
 
     @property
     def warehouse_path(self) -> Path:
@@ -123,7 +128,8 @@ def _coerce(name: str, value: Any) -> Any:
     if name in ("cache_max_bytes", "max_message_bytes"):
         return _size(name, value)
     if name in ("txn_timeout_s", "txn_reaper_interval_s", "check_lock_wait_s", "client_idle_timeout_s",
-                "unlogged_check_s", "request_timeout_s", "db_connect_timeout_s", "db_statement_timeout_s"):
+                "unlogged_check_s", "request_timeout_s", "db_connect_timeout_s", "db_statement_timeout_s",
+                "upstream_refresh_s", "upstream_call_timeout_s"):
         return _duration(name, value)
     if field_type == "float":
         try:
@@ -209,4 +215,7 @@ def resolve(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) 
     merged.update(from_environment(environ))
     given = {k: v for k, v in flags.items() if v is not None and k not in ("config", "hive_site")}
     merged.update(_normalise_keys(given, "command line"))
-    return dataclasses.replace(Settings(), **merged)
+    settings = dataclasses.replace(Settings(), **merged)
+    if settings.upstream and not settings.cache:
+        raise ValueError("--upstream serves through the cache: it cannot be combined with --no-cache")
+    return settings

@@ -77,6 +77,21 @@ class Metrics:
                                            "Cached transactional tables with write ids not committed yet",
                                            registry=self.registry)
 
+        self.upstream_calls = Counter("hmsproxy_upstream_calls", "Calls to the upstream HMS (serve --upstream), "
+                                      "by method and outcome (ok, declared_error, failed)", ["method", "outcome"],
+                                      registry=self.registry)
+        self.upstream_latency = Histogram("hmsproxy_upstream_call_seconds", "Time of one call to the upstream HMS, "
+                                          "by method", ["method"], buckets=LATENCY_BUCKETS, registry=self.registry)
+        self.upstream_up = Gauge("hmsproxy_upstream_up", "1 while the upstream HMS answers; 0 while only cached reads "
+                                 "are answered", registry=self.registry)
+        self.upstream_revalidated = Counter("hmsproxy_upstream_stale_found", "Cached objects found out of date by "
+                                            "revalidation against an upstream without a notification log, by kind",
+                                            ["kind"], registry=self.registry)
+
+    def observe_upstream(self, method: str, seconds: float, outcome: str) -> None:
+        self.upstream_calls.labels(method, outcome).inc()
+        self.upstream_latency.labels(method).observe(seconds)
+
     def observe(self, method: str, outcome: str, seconds: float) -> None:
         self.requests.labels(method, outcome).inc()
         self.latency.labels(method).observe(seconds)
@@ -86,9 +101,10 @@ class Metrics:
 
 
 class MetricsServer:
-    """A small HTTP server on its own thread; `ready` decides what /readyz answers."""
+    """A small HTTP server on its own thread; `ready` decides what /readyz answers: whether the server is ready,
+    and a line that says more (a degraded state), or ""."""
 
-    def __init__(self, metrics: Metrics, host: str, port: int, ready: Callable[[], bool]) -> None:
+    def __init__(self, metrics: Metrics, host: str, port: int, ready: Callable[[], tuple[bool, str]]) -> None:
         handler = _make_handler(metrics, ready)
         self.httpd = ThreadingHTTPServer((host, port), handler)
         self.httpd.daemon_threads = True
@@ -103,7 +119,7 @@ class MetricsServer:
         self.httpd.server_close()
 
 
-def _make_handler(metrics: Metrics, ready: Callable[[], bool]) -> type[BaseHTTPRequestHandler]:
+def _make_handler(metrics: Metrics, ready: Callable[[], tuple[bool, str]]) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             if self.path.split("?")[0] == "/metrics":
@@ -111,8 +127,9 @@ def _make_handler(metrics: Metrics, ready: Callable[[], bool]) -> type[BaseHTTPR
             elif self.path == "/healthz":
                 self._send(200, b"ok\n", "text/plain")
             elif self.path == "/readyz":
-                is_ready = ready()
-                self._send(200 if is_ready else 503, b"ready\n" if is_ready else b"not ready\n", "text/plain")
+                is_ready, detail = ready()
+                body = ("ready" if is_ready else "not ready") + (f": {detail}" if detail else "") + "\n"
+                self._send(200 if is_ready else 503, body.encode(), "text/plain")
             else:
                 self._send(404, b"not found\n", "text/plain")
 

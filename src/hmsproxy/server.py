@@ -4,8 +4,10 @@ from __future__ import annotations
 import functools
 import logging
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.engine import make_url
 
@@ -27,6 +29,7 @@ from hmsproxy.store.sql.database import Database, init_schema, schema_version
 from hmsproxy.store.sql.store import SqlStore
 from hmsproxy.thrift_server import ThriftServer
 from hmsproxy.txn.reaper import Reaper
+from hmsproxy.upstream.serving import UpstreamParts, start_upstream
 from hmsproxy.warehouse import Warehouse, to_uri
 
 log = logging.getLogger(__name__)
@@ -106,7 +109,8 @@ class RunningServer:
     store: RawStore
     loader: Loader | None
     poller: Poller | None
-    reaper: Reaper
+    reaper: Reaper | None
+    upstream: UpstreamParts | None = None
 
     @property
     def port(self) -> int:
@@ -114,13 +118,17 @@ class RunningServer:
 
     def stop(self) -> None:
         self.thrift.stop()
-        self.reaper.stop()
+        if self.reaper is not None:
+            self.reaper.stop()
+        if self.metrics_server is not None:
+            self.metrics_server.stop()
+        if self.upstream is not None:
+            self.upstream.stop()
+            return
         if self.poller is not None:
             self.poller.stop()
         if self.loader is not None:
             self.loader.stop()
-        if self.metrics_server is not None:
-            self.metrics_server.stop()
         self.store.close()
 
 
@@ -136,12 +144,32 @@ def _server_files(settings: Settings) -> tuple[Path, ...]:
     return (Path.cwd(),) + ((database_file,) if database_file and str(database_file) != ":memory:" else ())
 
 
+def _thrift_server(settings: Settings, handler: Any, metrics: Metrics) -> ThriftServer:
+    return ThriftServer(lambda: MetastoreProcessor(handler, metrics, settings.max_message_bytes), settings.host,
+                        settings.port, framed=settings.framed, max_connections=settings.max_connections,
+                        max_message_bytes=settings.max_message_bytes, metrics=metrics,
+                        idle_timeout_s=settings.client_idle_timeout_s, request_timeout_s=settings.request_timeout_s,
+                        max_depth=settings.max_request_depth, max_objects=settings.max_request_objects,
+                        max_large_requests=settings.max_large_requests)
+
+
+def _metrics_server(settings: Settings, metrics: Metrics, ready: Callable[[], tuple[bool, str]]
+                    ) -> MetricsServer | None:
+    if not settings.metrics_port:
+        return None
+    metrics_server = MetricsServer(metrics, settings.host, settings.metrics_port, ready=ready)
+    metrics_server.start()
+    return metrics_server
+
+
 def start(settings: Settings) -> RunningServer:
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
+    metrics = Metrics()
+    if settings.upstream:
+        return _start_in_front(settings, metrics)
     warehouse = Warehouse(settings.warehouse_path, keep=_server_files(settings),
                           quick_stats_max_files=settings.quick_stats_max_files)
     warehouse.root.mkdir(parents=True, exist_ok=True)
-    metrics = Metrics()
     sql_store = open_store(settings, warehouse)
     store: RawStore = sql_store
     loader: Loader | None = None
@@ -150,22 +178,28 @@ def start(settings: Settings) -> RunningServer:
         store, loader, poller = cached(sql_store, settings, metrics)
     context = HandlerContext(store=store, warehouse=warehouse, server_conf=server_conf(settings), started_at=now(),
                              partition_request_limit=settings.partition_request_limit)
-    handler = Handler(context)
     reaper = Reaper(store.reap_expired, settings.txn_reaper_interval_s)
-    thrift = ThriftServer(lambda: MetastoreProcessor(handler, metrics, settings.max_message_bytes), settings.host,
-                          settings.port, framed=settings.framed, max_connections=settings.max_connections,
-                          max_message_bytes=settings.max_message_bytes, metrics=metrics,
-                          idle_timeout_s=settings.client_idle_timeout_s, request_timeout_s=settings.request_timeout_s,
-                          max_depth=settings.max_request_depth, max_objects=settings.max_request_objects,
-                          max_large_requests=settings.max_large_requests)
-    metrics_server = None
-    if settings.metrics_port:
-        ready = loader.complete.is_set if loader else (lambda: True)
-        metrics_server = MetricsServer(metrics, settings.host, settings.metrics_port, ready=ready)
-        metrics_server.start()
+    thrift = _thrift_server(settings, Handler(context), metrics)
+    complete = loader.complete if loader else None
+    metrics_server = _metrics_server(settings, metrics, lambda: (complete is None or complete.is_set(), ""))
     thrift.start()
     reaper.start()
     log.info("hmsproxy serving thrift://%s:%d (%s, cache %s), warehouse %s, metrics %s", settings.host, thrift.port,
              "framed" if settings.framed else "unframed", "on" if settings.cache else "off", warehouse.root,
              f"http://{settings.host}:{metrics_server.port}/metrics" if metrics_server else "off")
     return RunningServer(thrift, metrics_server, store, loader, poller, reaper)
+
+
+def _start_in_front(settings: Settings, metrics: Metrics) -> RunningServer:
+    """hmsproxy in front of an upstream HMS: it stores nothing, so it has no database, warehouse or reaper."""
+    parts = start_upstream(settings, metrics)
+    context = HandlerContext(store=parts.store, warehouse=Warehouse(settings.warehouse_path),
+                             server_conf=server_conf(settings), started_at=now(),
+                             partition_request_limit=settings.partition_request_limit)
+    thrift = _thrift_server(settings, parts.handler(Handler(context)), metrics)
+    metrics_server = _metrics_server(settings, metrics, parts.readiness)
+    thrift.start()
+    log.info("hmsproxy serving thrift://%s:%d (%s) in front of %s, metrics %s", settings.host, thrift.port,
+             "framed" if settings.framed else "unframed", settings.upstream,
+             f"http://{settings.host}:{metrics_server.port}/metrics" if metrics_server else "off")
+    return RunningServer(thrift, metrics_server, parts.store, parts.loader, parts.poller, None, parts)

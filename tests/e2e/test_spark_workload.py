@@ -28,6 +28,7 @@ from support.databases import fresh_database  # noqa: E402
 from support.hive_schema import load_hive_script  # noqa: E402
 from support.hmsproxy_server import start_hmsproxy  # noqa: E402
 from support.reference_hms import start_reference_hms  # noqa: E402
+from support.running import RunningServer  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
@@ -89,11 +90,18 @@ def reference_run(reference_server, tmp_path_factory) -> dict:
     return run_workload(reference_server, tmp_path_factory.mktemp("workload-reference"))
 
 
-@pytest.fixture(scope="module", params=["cache-on", "cache-off", "hive-2.3.0-in-place"])
+@pytest.fixture(scope="module", params=["cache-on", "cache-off", "hive-2.3.0-in-place", "in-front-of-java"])
 def metastore_under_test(request, tmp_path_factory):
     """The metastore the workload is checked against: hmsproxy with its cache on, and with it off (on its own
-    SQLite database); and, cache on, serving in place a MariaDB database that Hive's own 2.3.0 script laid out."""
+    SQLite database); cache on, serving in place a MariaDB database that Hive's own 2.3.0 script laid out; and
+    `serve --upstream` in front of a Java HMS of its own (the warehouse is that HMS's)."""
     workdir = tmp_path_factory.mktemp(f"hmsproxy-{request.param}")
+    if request.param == "in-front-of-java":
+        with start_reference_hms(workdir / "java") as java:
+            front = start_hmsproxy(workdir / "front", upstream=java.uri)
+            yield RunningServer(host=front.host, port=front.port, warehouse=java.warehouse, _stop=front.stop)
+            front.stop()
+        return
     with fresh_database("mariadb" if request.param.startswith("hive") else "sqlite", workdir) as url:
         if request.param.startswith("hive"):
             load_hive_script("mariadb", url, "2.3.0")

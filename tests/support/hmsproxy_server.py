@@ -30,14 +30,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_hmsproxy_process(workdir: Path, db_url: str, *extra_args: str, attempts: int = 3) -> RunningServer:
+def start_hmsproxy_process(workdir: Path, db_url: str, *extra_args: str, attempts: int = 3,
+                           ports: tuple[int, int] | None = None) -> RunningServer:
     """`hmsproxy serve` as its own process (for several instances on one database); stopped with SIGTERM.
     The metrics port is in `metrics_port` on the returned server. Started again on other ports when one
-    of the two free ports it picked was taken before the server could bind it."""
+    of the two free ports it picked was taken before the server could bind it; `ports` (Thrift, metrics)
+    starts it on those (a restart where the last one ran), once."""
     workdir.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("HMSPROXY_")}
-    for attempt in range(attempts):
-        port, metrics_port = _free_port(), _free_port()
+    for attempt in range(1 if ports else attempts):
+        port, metrics_port = ports or (_free_port(), _free_port())
         log_path = workdir / f"hmsproxy-{port}.log"
         with open(log_path, "w") as log:  # the child writes to its own copy of the file descriptor
             process = subprocess.Popen(
@@ -52,7 +54,7 @@ def start_hmsproxy_process(workdir: Path, db_url: str, *extra_args: str, attempt
             time.sleep(0.05)  # waiting for a child process to open its ports
         if process.poll() is None:
             break
-        if "Address already in use" not in log_path.read_text() or attempt == attempts - 1:
+        if "Address already in use" not in log_path.read_text() or ports or attempt == attempts - 1:
             raise RuntimeError(f"hmsproxy did not start: {log_path.read_text()[-2000:]}")
 
     def stop() -> None:

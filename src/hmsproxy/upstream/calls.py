@@ -56,7 +56,7 @@ class UpstreamCalls:
         try:
             return self.pool.call(method, *args, idempotent=not write)
         except UpstreamUnavailable as exc:
-            raise _unavailable(exc, write) from None
+            raise unavailable(exc, write) from None
 
     def close(self) -> None:
         self.pool.close()
@@ -68,7 +68,8 @@ def _failed(method: str, exc: TApplicationException) -> Exception:
     return hms.MetaException(message=f"the upstream HMS failed in {method}: {exc}")
 
 
-def _unavailable(exc: UpstreamUnavailable, write: bool) -> Exception:
+def unavailable(exc: UpstreamUnavailable, write: bool) -> Exception:
+    """The MetaException a client gets when no upstream answered (see the module docstring)."""
     if write and exc.maybe_applied:
         detail = _RETRIED_BY_HIVE.sub(r"\1 failure", str(exc))
         return hms.MetaException(message=f"the upstream HMS did not answer, and the write may have been "

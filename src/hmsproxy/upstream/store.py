@@ -507,6 +507,8 @@ class UpstreamStore:
         claimed that new is at least that new). 0 without a log. Two calls, one of up to VERSION_WINDOW events
         (Hive 2.3 does not filter them): not for every read."""
         head = self.current_event_id()
+        if head == 0:
+            return 0
         newest = max(0, head - VERSION_WINDOW)
         for event in self._events(newest, VERSION_WINDOW, head, db=db_name, tables=[tbl_name]):
             newest = event.eventId

@@ -212,6 +212,29 @@ class CachedStore(CachedStatistics, CachedTransactions):
         if self.policy.allows(key[1], key[2]):
             self.request_load(key)
 
+    def settle(self, key: TableKey) -> None:
+        """After a write the delegate made itself (hmsproxy in front of an upstream HMS): drops the table's entry
+        and sets its place in the name index from the delegate now, so that this instance's next listing shows
+        the write; the entry reloads in the background. When the delegate cannot say, the catalog's listings go
+        to the delegate until the next prewarm rather than answer from an index that may be stale."""
+        try:
+            table = self.delegate.get_table(*key)
+        except hms.NoSuchObjectException:
+            table = None
+        except Exception:
+            with self.cache.writing(key):
+                self.cache.drop_table(key)
+                self.cache.complete_catalogs.discard(key[0])
+            raise
+        with self.cache.writing(key):
+            self.cache.drop_table(key)
+            if table is None:
+                self.cache.unindex_table(key)
+            else:
+                self.cache.index_table(key, table)
+        if table is not None and self.policy.allows(key[1], key[2]):
+            self.request_load(key)
+
     def _read_then_install(self, cat: str, read: Callable[[], R], install: Callable[[R], T]) -> T:
         """Reads from the database, then installs under the cache lock; reads again if a write in the catalog
         overlapped the reads (they may be older than what the cache holds by then)."""

@@ -164,6 +164,24 @@ class SharedCache:
         with self.lock:
             return int(self.tables.currsize)
 
+    def entries(self) -> list[tuple[TableKey, TableEntry]]:
+        """Every cached table entry, as of now (a copy: the cache may change while the caller looks)."""
+        with self.lock:
+            return list(self.tables.items())
+
+    def databases_in(self, cat: str) -> dict[str, Any]:
+        with self.lock:
+            return {db: database for (c, db), database in self.databases.items() if c == cat}
+
+    def tables_indexed(self, cat: str) -> set[TableKey]:
+        with self.lock:
+            return {(c, db, tbl) for (c, db), names in self.table_index.items() if c == cat for tbl in names}
+
+    def functions_in(self, cat: str) -> dict[tuple[str, str], Any]:
+        with self.lock:
+            return {(db, name): f for (c, db), by_name in self.functions.items() if c == cat
+                    for name, f in by_name.items()}
+
     # ---- name index --------------------------------------------------------------------------------
 
     def index_table(self, key: TableKey, table: Any) -> None:

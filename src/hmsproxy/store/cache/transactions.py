@@ -92,19 +92,22 @@ class CachedTransactions:
 
     def lock(self, components: Sequence[Any], txn_id: int | None, user: str, host: str,
              agent: str | None) -> LockOutcome:
-        return self._synchronised(self.delegate.lock(components, txn_id, user, host, agent))
+        return self.synchronise(self.delegate.lock(components, txn_id, user, host, agent))
 
     def check_lock(self, lock_id: int) -> LockOutcome:
-        return self._synchronised(self.delegate.check_lock(lock_id))
+        return self.synchronise(self.delegate.check_lock(lock_id))
 
-    def _synchronised(self, outcome: LockOutcome) -> LockOutcome:
+    def synchronise(self, outcome: LockOutcome) -> LockOutcome:
         """Makes a grant a synchronisation point for this cache (see the module docstring)."""
-        if outcome.state != hms.LockState.ACQUIRED or self.catch_up(outcome.event_head):
-            return outcome
-        for db, table in outcome.scopes:
-            for key in [("hive", db, table)] if table else list(self.cache.table_keys(("hive", db))):
-                self.invalidate(key)  # dropped; the reload reads the database after the grant
+        if outcome.state == hms.LockState.ACQUIRED and not self.catch_up(outcome.event_head):
+            self.drop_covered(outcome.scopes)
         return outcome
+
+    def drop_covered(self, scopes: Sequence[tuple[str, str | None]]) -> None:
+        """Drops the entries of what a lock covers (a table, or a whole database); reloads read after the grant."""
+        for db, table in scopes:
+            for key in [("hive", db, table)] if table else list(self.cache.table_keys(("hive", db))):
+                self.invalidate(key)
 
     def unlock(self, lock_id: int) -> None:
         self.delegate.unlock(lock_id)

@@ -1,0 +1,131 @@
+"""The handler of `hmsproxy serve --upstream`: cached reads here, everything else forwarded to the upstream HMS.
+
+The reads the cache can answer (databases, tables, partitions, statistics, functions) go to the ordinary handler,
+whose store is the CachedStore over an UpstreamStore. Every other call, writes first of all, is sent upstream as the
+client sent it and its answer (or declared exception) returned as the upstream gave it: the upstream validates,
+decides defaults, creates directories, writes its notification log, runs transactions and locks. Only once it has
+acknowledged a write does the cache read again what the write named (effects.py), so a client reads its own writes
+through this instance. A granted lock is a synchronisation point, as in the database mode: the cache applies the
+upstream's log up to the grant, or, without a log, drops what the lock covers.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from hmsproxy.handler import Handler
+from hmsproxy.idl import hms
+from hmsproxy.store.cache.cached_store import CachedStore
+from hmsproxy.store.domain import LockOutcome
+from hmsproxy.upstream.calls import unavailable
+from hmsproxy.upstream.effects import CacheEffects, cache_effects
+from hmsproxy.upstream.pool import UpstreamPool, UpstreamUnavailable
+
+log = logging.getLogger(__name__)
+
+# Reads the cache answers; the rest of the IDL is forwarded.
+CACHED_READS = frozenset({
+    "get_catalog", "get_catalogs",
+    "get_database", "get_database_req", "get_databases", "get_all_databases",
+    "get_table", "get_table_req", "get_tables", "get_tables_by_type", "get_all_tables", "get_table_meta",
+    "get_table_objects_by_name", "get_table_objects_by_name_req", "get_table_names_by_filter",
+    "get_fields", "get_fields_req", "get_fields_with_environment_context",
+    "get_schema", "get_schema_req", "get_schema_with_environment_context",
+    "get_partition", "get_partition_req", "get_partition_by_name", "get_partition_with_auth",
+    "get_partitions", "get_partitions_req", "get_partitions_with_auth", "get_partitions_ps",
+    "get_partitions_ps_with_auth", "get_partitions_ps_with_auth_req", "get_partitions_by_names",
+    "get_partitions_by_names_req", "get_partitions_by_filter", "get_partitions_by_expr", "get_num_partitions_by_filter",
+    "get_partition_names", "get_partition_names_ps", "get_partition_names_ps_req",
+    "get_partitions_batch", "get_partition_names_batch",
+    "get_table_column_statistics", "get_partition_column_statistics", "get_table_statistics_req",
+    "get_partitions_statistics_req", "get_aggr_stats_for",
+    "get_function", "get_functions", "get_all_functions",
+    "partition_name_has_valid_characters", "partition_name_to_spec", "partition_name_to_vals",
+})
+# Answered here as the ordinary server does: the session (set_ugi, meta confs) is this connection's, and an fb303
+# shutdown is a client closing its connection, which must never reach the upstream.
+SESSION_CALLS = frozenset({
+    "set_ugi", "getMetaConf", "setMetaConf", "shutdown", "getName", "getVersion", "getStatus", "getStatusDetails",
+    "getCounters", "getCounter", "setOption", "getOption", "getOptions", "getCpuProfile", "aliveSince", "reinitialize",
+})
+# Forwarded calls that change nothing, so a failed attempt may be sent again (the pool fails over).
+IDEMPOTENT_PREFIXES = ("get_", "show_", "check_lock", "isPartitionMarkedForEvent")
+LOCKS_REMEMBERED = 10_000   # lock id -> what it covers, for a later check_lock's grant
+
+
+class ForwardingHandler:
+    """Has a method for every call of the IDL (the processor dispatches by name): the local handler's for cached
+    reads and session calls, a forwarder for the rest."""
+
+    def __init__(self, local: Handler, pool: UpstreamPool, cache: CachedStore, *,
+                 event_head: Callable[[], int]) -> None:
+        self._pool = pool
+        self._cache = cache
+        self._event_head = event_head     # the upstream's newest event id (0 without a log)
+        self._lock_scopes: OrderedDict[int, tuple[tuple[str, str | None], ...]] = OrderedDict()
+        self._lock_scopes_guard = threading.Lock()
+        for api in hms.ThriftHiveMetastore.thrift_services:
+            if api in CACHED_READS or api in SESSION_CALLS:
+                if hasattr(local, api):
+                    setattr(self, api, getattr(local, api))
+            else:
+                names = [spec[1] for _, spec in sorted(getattr(hms.ThriftHiveMetastore, api + "_args")
+                                                       .thrift_spec.items())]
+                setattr(self, api, functools.partial(self._forward, api, names))
+
+    def _forward(self, api: str, arg_names: list[str], *args: Any) -> Any:
+        idempotent = api.startswith(IDEMPOTENT_PREFIXES)
+        try:
+            answer = self._pool.call(api, *args, idempotent=idempotent)
+        except UpstreamUnavailable as exc:
+            raise unavailable(exc, write=not idempotent) from None
+        arguments = dict(zip(arg_names, args))
+        if api in ("lock", "check_lock"):
+            self._lock_answered(api, arguments, answer)
+        else:
+            self._apply(cache_effects(api, arguments))
+        return answer
+
+    def _apply(self, effects: CacheEffects) -> None:
+        """Reads again what the acknowledged write named. A failure here (the upstream gone right after
+        answering) leaves the entries dropped, never stale, and is not the client's failure: its write is done."""
+        steps: list[Callable[[], None]] = [
+            *(functools.partial(self._cache.refresh_database, cat, db) for cat, db in effects.databases),
+            *(functools.partial(self._cache.refresh_function, cat, db, name) for cat, db, name in effects.functions),
+            *(functools.partial(self._cache.settle, key) for key in effects.settle),
+            *(functools.partial(self._cache.invalidate, key) for key in effects.changed)]
+        for step in steps:
+            try:
+                step()
+            except Exception as exc:
+                log.warning("could not read back a forwarded write (%s): the cache is emptied and prewarmed again "
+                            "when the upstream answers", exc)
+                self._cache.cache.clear()
+                return
+
+    def _lock_answered(self, api: str, arguments: dict[str, Any], answer: Any) -> None:
+        """Remembers what a lock covers; when it is granted, the cache catches up with everything committed before
+        the grant (the log's head read after it), or drops what the lock covers."""
+        if api == "lock":
+            request = arguments["rqst"]
+            scopes = tuple((c.dbname.lower(), c.tablename.lower() if c.tablename else None)
+                           for c in request.component or [] if c.dbname)
+            with self._lock_scopes_guard:
+                self._lock_scopes[answer.lockid] = scopes
+                while len(self._lock_scopes) > LOCKS_REMEMBERED:
+                    self._lock_scopes.popitem(last=False)
+        else:
+            with self._lock_scopes_guard:
+                scopes = self._lock_scopes.get(arguments["rqst"].lockid, ())
+        if answer.state != hms.LockState.ACQUIRED:
+            return
+        try:
+            head = self._event_head()
+        except Exception:   # no head to catch up to: what the lock covers is dropped instead
+            self._cache.drop_covered(scopes)
+            return
+        self._cache.synchronise(LockOutcome(answer.lockid, answer.state, scopes, head))

@@ -1,0 +1,401 @@
+"""`hmsproxy serve --upstream`: hmsproxy in front of a real Java Hive Metastore 2.3.10 (no notification log, with its
+transaction tables) and in front of another hmsproxy (with a notification log).
+
+What is checked: the upstream's answers and errors reach the client unchanged; writes through the front are the
+upstream's and read back at once; reads are served from the cache; other clients' writes to the upstream become
+visible within the refresh interval (no log) or the poll interval (log); a granted lock is a synchronisation point;
+transactions pass through; an upstream that goes away leaves cached reads answering, fails writes within a bound
+with a MetaException, says so in /readyz and a metric, and is used again by itself when it is back."""
+from __future__ import annotations
+
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from thriftpy2.thrift import TException
+
+from api.builders import connect_thrift, database, partition, table, unique
+from hmsproxy import server as hmsproxy_server
+from hmsproxy.client import reader_snapshot
+from hmsproxy.config import Settings
+from hmsproxy.idl import hms
+from support.hmsproxy_server import start_hmsproxy_process
+from support.reference_hms import free_port, reference_hms_or_skip
+from support.running import RunningServer
+from support.scrape import metric, wait_for
+from support.tcp_proxy import TcpProxy
+
+REFRESH_S = 1.0     # the fronts' revalidation interval in the visibility tests
+POLL_S = 0.2        # the front's poll interval of an upstream with a log
+SLACK_S = 5.0       # scheduling, reloads and a connect or two on loopback, on top of a bound
+ACQUIRED = hms.LockState.ACQUIRED
+
+
+class Front:
+    """hmsproxy in this process in front of `upstream`; `running` gives the test its parts (the refresher)."""
+
+    def __init__(self, workdir: Path, upstream: str, **overrides: object) -> None:
+        settings = Settings(host="127.0.0.1", port=0, metrics_port=free_port(), warehouse=str(workdir / "unused"),
+                            upstream=upstream, **overrides)  # type: ignore[arg-type]
+        self.running = hmsproxy_server.start(settings)
+        self.server = RunningServer(host="127.0.0.1", port=self.running.port, warehouse=workdir,
+                                    metrics_port=self.running.metrics_server.port if self.running.metrics_server
+                                    else None)
+        wait_for(self.running.loader.complete.is_set, "the front's prewarm")
+
+    def readyz(self) -> tuple[int, str]:
+        answer = urllib.request.urlopen(f"http://127.0.0.1:{self.server.metrics_port}/readyz", timeout=10)
+        return answer.status, answer.read().decode()
+
+    def hits(self, method: str) -> float:
+        return metric(self.server, "hmsproxy_cache_lookups_total", method=method, result="hit")
+
+    def stop(self) -> None:
+        self.running.stop()
+
+
+@pytest.fixture(scope="module")
+def hive(tmp_path_factory) -> Iterator[RunningServer]:
+    with reference_hms_or_skip(tmp_path_factory.mktemp("front-hive"), txn=True) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def front(hive, tmp_path_factory) -> Iterator[Front]:
+    running = Front(tmp_path_factory.mktemp("front"), hive.uri, upstream_refresh_s=REFRESH_S)
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def still_front(hive, tmp_path_factory) -> Iterator[Front]:
+    """A front that revalidates only when a test asks (its interval is an hour)."""
+    running = Front(tmp_path_factory.mktemp("still-front"), hive.uri, upstream_refresh_s=3600.0)
+    yield running
+    running.stop()
+
+
+@pytest.fixture()
+def via_front(front):
+    client = connect_thrift(front.server)
+    yield client
+    client.close()
+
+
+@pytest.fixture()
+def direct(hive):
+    client = connect_thrift(hive)
+    yield client
+    client.close()
+
+
+def partitioned(db: str, name: str):
+    return table(hms, db, name, part_keys=[("ds", "string")])
+
+
+def error_of(call, client) -> tuple[str, str]:
+    try:
+        call(client)
+    except TException as exc:
+        return type(exc).__name__, getattr(exc, "message", "")
+    raise AssertionError("the call succeeded")
+
+
+# ---- in front of the Java HMS ---------------------------------------------------------------------------------------
+
+
+def test_writes_through_the_front_are_the_upstreams_and_read_back_at_once(front, via_front, direct):
+    db = unique("fw")
+    via_front.create_database(database(hms, db))
+    via_front.create_table(partitioned(db, "events"))
+    tbl = direct.get_table(db, "events")
+    via_front.add_partitions([partition(hms, tbl, [f"2026-11-{d:02}"]) for d in range(1, 6)])
+    altered = via_front.get_table(db, "events")
+    altered.parameters["owner_team"] = "data"
+    via_front.alter_table(db, "events", altered)
+
+    assert via_front.get_all_tables(db) == direct.get_all_tables(db) == ["events"]
+    assert via_front.get_database(db) == direct.get_database(db)
+    assert via_front.get_table(db, "events") == direct.get_table(db, "events")   # createTime, location: Java's
+    assert via_front.get_table(db, "events").parameters["owner_team"] == "data"
+    assert via_front.get_partitions(db, "events", -1) == direct.get_partitions(db, "events", -1)
+    assert via_front.get_partition_names(db, "events", -1) == [f"ds=2026-11-{d:02}" for d in range(1, 6)]
+
+    via_front.drop_partition(db, "events", ["2026-11-01"], False)
+    assert via_front.get_partition_names(db, "events", -1) == direct.get_partition_names(db, "events", -1)
+    via_front.drop_table(db, "events", False)
+    assert via_front.get_all_tables(db) == [] == direct.get_all_tables(db)
+    with pytest.raises(hms.NoSuchObjectException):
+        via_front.get_table(db, "events")
+
+
+def test_the_upstreams_declared_errors_reach_the_client_unchanged(via_front, direct):
+    db, missing = unique("err"), unique("nodb")
+    direct.create_database(database(hms, db))
+    direct.create_table(partitioned(db, "t"))
+    calls = {
+        "missing table": lambda c: c.get_table(db, "nope"),
+        "missing database": lambda c: c.get_database(missing),
+        "table exists": lambda c: c.create_table(partitioned(db, "t")),
+        "database exists": lambda c: c.create_database(database(hms, db)),
+        "table in a missing database": lambda c: c.create_table(partitioned(missing, "t")),
+        "missing partition dropped": lambda c: c.drop_partition(db, "t", ["x"], False),
+        "partition of a missing table": lambda c: c.get_partition(db, "nope", ["x"]),
+    }
+    for what, call in calls.items():
+        assert error_of(call, via_front) == error_of(call, direct), what
+
+
+def test_reads_are_answered_from_the_cache(front, via_front, direct):
+    db = unique("hit")
+    via_front.create_database(database(hms, db))
+    via_front.create_table(partitioned(db, "t"))
+    wait_for(lambda: front.running.store.cache.get_table(("hive", db, "t")) is not None, "the table's reload")
+    before = front.hits("get_table")
+    for _ in range(5):
+        assert via_front.get_table(db, "t") == direct.get_table(db, "t")
+    assert front.hits("get_table") - before == 5
+
+
+def test_other_clients_writes_become_visible_within_the_refresh_interval(front, via_front, direct):
+    db = unique("ext")
+    direct.create_database(database(hms, db))
+    direct.create_table(partitioned(db, "t"))
+    tbl = direct.get_table(db, "t")
+    bound = REFRESH_S + SLACK_S
+    wait_for(lambda: via_front.get_all_tables(db) == ["t"], "a table created upstream", timeout=bound)
+    wait_for(lambda: front.running.store.cache.get_table(("hive", db, "t")) is not None, "the table's reload")
+
+    direct.add_partitions([partition(hms, tbl, ["a"]), partition(hms, tbl, ["b"])])
+    wait_for(lambda: via_front.get_partition_names(db, "t", -1) == ["ds=a", "ds=b"], "partitions added upstream",
+             timeout=bound)
+    changed = direct.get_table(db, "t")
+    changed.parameters["note"] = "written past the proxy"
+    direct.alter_table(db, "t", changed)
+    wait_for(lambda: via_front.get_table(db, "t").parameters.get("note") == "written past the proxy",
+             "a table altered upstream", timeout=bound)
+    direct.drop_table(db, "t", False)
+    wait_for(lambda: via_front.get_all_tables(db) == [], "a table dropped upstream", timeout=bound)
+    assert metric(front.server, "hmsproxy_upstream_stale_found_total") >= 3
+
+
+def test_revalidation_drops_exactly_what_changed_upstream(still_front, direct):
+    db = unique("reval")
+    direct.create_database(database(hms, db))
+    direct.create_table(partitioned(db, "t"))
+    direct.create_table(table(hms, db, "plain"))
+    refresher = still_front.running.upstream.refresher
+    refresher.revalidate_once()                     # learns of the new database and tables
+    wait_for(lambda: all(still_front.running.store.cache.get_table(("hive", db, name)) is not None
+                         for name in ("t", "plain")), "the tables' reloads")
+    assert refresher.revalidate_once() == 0          # nothing changed: nothing is dropped
+
+    client = connect_thrift(still_front.server)
+    changed = direct.get_table(db, "plain")
+    changed.parameters["k"] = "v"
+    direct.alter_table(db, "plain", changed)
+    assert "k" not in client.get_table(db, "plain").parameters   # cached, and no log tells the front
+    assert refresher.revalidate_once() == 1
+    assert client.get_table(db, "plain").parameters["k"] == "v"
+    direct.add_partitions([partition(hms, direct.get_table(db, "t"), ["x"])])
+    assert refresher.revalidate_once() == 1
+    assert client.get_partition_names(db, "t", -1) == ["ds=x"]
+    client.close()
+
+
+def test_a_granted_lock_is_a_synchronisation_point(still_front, direct):
+    db = unique("lock")
+    direct.create_database(database(hms, db))
+    direct.create_table(table(hms, db, "t"))
+    still_front.running.upstream.refresher.revalidate_once()
+    client = connect_thrift(still_front.server)
+    wait_for(lambda: still_front.running.store.cache.get_table(("hive", db, "t")) is not None, "the table's load")
+    changed = direct.get_table(db, "t")
+    changed.parameters["version"] = "2"
+    direct.alter_table(db, "t", changed)
+    assert "version" not in client.get_table(db, "t").parameters    # the cache has not seen it yet
+
+    component = hms.LockComponent(type=hms.LockType.EXCLUSIVE, level=hms.LockLevel.TABLE, dbname=db, tablename="t")
+    lock = client.lock(hms.LockRequest(component=[component], user="iceberg", hostname="test"))
+    assert lock.state == ACQUIRED
+    assert client.get_table(db, "t").parameters["version"] == "2"   # read under the lock: the upstream's state
+    client.unlock(hms.UnlockRequest(lockid=lock.lockid))
+    client.close()
+
+
+def test_transactions_are_the_upstreams(via_front, direct):
+    opened = via_front.open_txns(hms.OpenTxnRequest(num_txns=2, user="alice", hostname="test")).txn_ids
+    open_upstream = {t.id for t in direct.get_open_txns_info().open_txns if t.state == hms.TxnState.OPEN}
+    assert set(opened) <= open_upstream
+    via_front.commit_txn(hms.CommitTxnRequest(txnid=opened[0]))
+    via_front.abort_txn(hms.AbortTxnRequest(txnid=opened[1]))
+    states = {t.id: t.state for t in direct.get_open_txns_info().open_txns}
+    assert opened[0] not in states and states.get(opened[1]) == hms.TxnState.ABORTED
+    with pytest.raises(hms.NoSuchTxnException):
+        via_front.commit_txn(hms.CommitTxnRequest(txnid=max(opened) + 1000))
+
+
+def test_an_unreachable_upstream_leaves_cached_reads_and_fails_writes_within_the_bound(hive, tmp_path):
+    relay = TcpProxy(hive.port)
+    call_timeout_s = 3.0
+    front = Front(tmp_path, f"thrift://127.0.0.1:{relay.port}", upstream_refresh_s=REFRESH_S,
+                  upstream_call_timeout_s=call_timeout_s)
+    direct = connect_thrift(hive)
+    client = connect_thrift(front.server)
+    try:
+        db = unique("down")
+        client.create_database(database(hms, db))
+        client.create_table(table(hms, db, "t"))
+        wait_for(lambda: front.running.store.cache.get_table(("hive", db, "t")) is not None, "the table's load")
+        cached = client.get_table(db, "t")
+        assert metric(front.server, "hmsproxy_upstream_up") == 1
+
+        relay.cut()
+        assert client.get_table(db, "t") == cached                  # answered from the cache
+        started = time.monotonic()
+        with pytest.raises(hms.MetaException, match="upstream"):
+            client.create_database(database(hms, unique("refused")))
+        assert time.monotonic() - started < call_timeout_s + SLACK_S
+        status, body = front.readyz()
+        assert status == 200 and "unreachable" in body
+        assert metric(front.server, "hmsproxy_upstream_up") == 0
+
+        relay.restore()
+        wait_for(lambda: "unreachable" not in front.readyz()[1], "the upstream seen again", timeout=SLACK_S * 2)
+        relay.stall()                                               # a black hole: the call's time bound ends it
+        started = time.monotonic()
+        with pytest.raises(hms.MetaException, match="upstream"):
+            client.create_database(database(hms, unique("stalled")))
+        assert time.monotonic() - started < call_timeout_s + SLACK_S
+
+        relay.restore()
+        wait_for(lambda: "unreachable" not in front.readyz()[1], "the upstream seen again", timeout=SLACK_S * 2)
+        again = unique("back")
+        client.create_database(database(hms, again))
+        assert direct.get_database(again).name == again
+        assert metric(front.server, "hmsproxy_upstream_up") == 1
+    finally:
+        client.close()
+        direct.close()
+        front.stop()
+        relay.close()
+
+
+# ---- in front of another hmsproxy (an upstream with a notification log) ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def proxy_upstream(tmp_path_factory) -> Iterator[RunningServer]:
+    workdir = tmp_path_factory.mktemp("upstream-hmsproxy")
+    server = start_hmsproxy_process(workdir, f"sqlite:///{workdir / 'metastore.db'}")
+    client = connect_thrift(server)
+    client.create_database(database(hms, unique("first")))   # its log has an event: a front follows it from start
+    client.close()
+    yield server
+    server.stop()
+
+
+def test_in_front_of_hmsproxy_other_writes_arrive_through_its_log(proxy_upstream, tmp_path):
+    front = Front(tmp_path, proxy_upstream.uri, poll_interval_s=POLL_S)
+    direct = connect_thrift(proxy_upstream)
+    client = connect_thrift(front.server)
+    try:
+        assert front.running.upstream.following.is_set()   # it follows the upstream's log ...
+        db = unique("log")
+        direct.create_database(database(hms, db))
+        direct.create_table(partitioned(db, "t"))
+        bound = POLL_S + SLACK_S
+        wait_for(lambda: client.get_all_tables(db) == ["t"], "a table created upstream", timeout=bound)
+        wait_for(lambda: front.running.store.cache.get_table(("hive", db, "t")) is not None, "the table's load")
+        direct.add_partitions([partition(hms, direct.get_table(db, "t"), ["a"])])
+        wait_for(lambda: client.get_partition_names(db, "t", -1) == ["ds=a"], "a partition added upstream",
+                 timeout=bound)
+        assert metric(front.server, "hmsproxy_upstream_stale_found_total") == 0   # ... and revalidates nothing
+        assert metric(front.server, "hmsproxy_notification_last_applied_event_id") > 0
+    finally:
+        client.close()
+        direct.close()
+        front.stop()
+
+
+def test_snapshot_reads_of_a_transactional_table_use_the_upstreams_write_ids(proxy_upstream, tmp_path):
+    """Commits made past the front are never hidden from a snapshot that includes them, and once the front has
+    applied the upstream's commit event, such snapshots are answered from its cache again."""
+    front = Front(tmp_path, proxy_upstream.uri, poll_interval_s=POLL_S)
+    direct = connect_thrift(proxy_upstream)
+    client = connect_thrift(front.server)
+    try:
+        db = unique("acid")
+        direct.create_database(database(hms, db))
+        direct.create_table(table(hms, db, "t", params={"transactional": "true",
+                                                        "transactional_properties": "insert_only"}))
+        wait_for(lambda: "t" in client.get_all_tables(db), "the table through the front", timeout=POLL_S + SLACK_S)
+        for _ in range(3):
+            [txn] = direct.open_txns(hms.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids
+            [alloc] = direct.allocate_table_write_ids(hms.AllocateTableWriteIdsRequest(
+                dbName=db, tableName="t", txnIds=[txn])).txnToWriteIds
+            written = direct.get_table(db, "t")
+            written.parameters["version"] = str(alloc.writeId)
+            direct.alter_table_req(hms.AlterTableRequest(dbName=db, tableName="t", table=written,
+                                                         writeId=alloc.writeId))
+            direct.commit_txn(hms.CommitTxnRequest(txnid=txn))
+            snapshot = str(reader_snapshot(client, f"{db}.t"))       # at once: no waiting for the front
+            request = hms.GetTableRequest(dbName=db, tblName="t", validWriteIdList=snapshot)
+            assert client.get_table_req(request).table.parameters["version"] == str(alloc.writeId)
+        # a write that changes no metadata (data files only): only the commit's event tells the front it is valid
+        [txn] = direct.open_txns(hms.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids
+        [open_write] = direct.allocate_table_write_ids(hms.AllocateTableWriteIdsRequest(
+            dbName=db, tableName="t", txnIds=[txn])).txnToWriteIds
+
+        def cached_as_open() -> bool:
+            entry = front.running.store.cache.get_table(("hive", db, "t"))
+            return entry is not None and open_write.writeId in entry.write_ids.open_ids
+
+        client.get_table(db, "t")   # (re)loads the table if it is not cached
+        wait_for(cached_as_open, "the front's entry with the write id open")
+        direct.commit_txn(hms.CommitTxnRequest(txnid=txn))
+        request = hms.GetTableRequest(dbName=db, tblName="t", validWriteIdList=str(reader_snapshot(client, f"{db}.t")))
+        hits = front.hits("get_table_req")
+        wait_for(lambda: client.get_table_req(request).table.parameters["version"] == str(alloc.writeId)
+                 and front.hits("get_table_req") > hits, "a snapshot read answered from the cache again",
+                 timeout=POLL_S + SLACK_S)
+    finally:
+        client.close()
+        direct.close()
+        front.stop()
+
+
+def test_an_upstream_killed_and_restarted_is_used_again_by_itself(tmp_path):
+    db_url = f"sqlite:///{tmp_path / 'upstream.db'}"
+    upstream = start_hmsproxy_process(tmp_path / "upstream", db_url)
+    ports = (upstream.port, upstream.metrics_port or 0)
+    front = Front(tmp_path / "front", upstream.uri, poll_interval_s=POLL_S)
+    client = connect_thrift(front.server)
+    try:
+        db = unique("killed")
+        client.create_database(database(hms, db))
+        client.create_table(table(hms, db, "t"))
+        wait_for(lambda: front.running.store.cache.get_table(("hive", db, "t")) is not None, "the table's load")
+        cached = client.get_table(db, "t")
+
+        upstream.stop()                                            # SIGTERM: the process is gone
+        assert client.get_table(db, "t") == cached
+        with pytest.raises(hms.MetaException, match="upstream"):
+            client.create_table(table(hms, db, "refused"))
+        wait_for(lambda: "unreachable" in front.readyz()[1], "readiness saying the upstream is gone")
+
+        upstream = start_hmsproxy_process(tmp_path / "upstream", db_url, ports=ports)
+        wait_for(lambda: "unreachable" not in front.readyz()[1], "the upstream seen again", timeout=SLACK_S * 2)
+        client.create_table(table(hms, db, "after"))
+        assert client.get_all_tables(db) == ["after", "t"]
+        direct = connect_thrift(upstream)
+        direct.create_table(table(hms, db, "external"))
+        direct.close()
+        wait_for(lambda: "external" in client.get_all_tables(db), "a write upstream after the restart",
+                 timeout=POLL_S + SLACK_S)
+    finally:
+        client.close()
+        front.stop()
+        upstream.stop()
