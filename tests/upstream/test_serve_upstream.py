@@ -8,6 +8,8 @@ transactions pass through; an upstream that goes away leaves cached reads answer
 with a MetaException, says so in /readyz and a metric, and is used again by itself when it is back."""
 from __future__ import annotations
 
+import os
+import signal
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -22,7 +24,7 @@ from hmsproxy.client import reader_snapshot
 from hmsproxy.config import Settings
 from hmsproxy.idl import hms
 from support.hmsproxy_server import start_hmsproxy_process
-from support.reference_hms import free_port, reference_hms_or_skip
+from support.reference_hms import free_port, reference_hms_or_skip, start_reference_hms
 from support.running import RunningServer
 from support.scrape import metric, wait_for
 from support.tcp_proxy import TcpProxy
@@ -281,6 +283,56 @@ def test_an_unreachable_upstream_leaves_cached_reads_and_fails_writes_within_the
         direct.close()
         front.stop()
         relay.close()
+
+
+def test_the_java_hms_killed_and_restarted_is_used_again_by_itself(tmp_path):
+    """The process is killed (SIGKILL, no goodbye) and started again on its Derby database; the relay stands for
+    the address clients keep using."""
+    with reference_hms_or_skip(tmp_path / "java", txn=True) as java:
+        relay = TcpProxy(java.port)
+        front = Front(tmp_path / "front", f"thrift://127.0.0.1:{relay.port}", upstream_refresh_s=REFRESH_S)
+        client = connect_thrift(front.server)
+        try:
+            db = unique("java_killed")
+            client.create_database(database(hms, db))
+            client.create_table(table(hms, db, "t"))
+            wait_for(lambda: front.running.store.cache.get_table(("hive", db, "t")) is not None, "the table's load")
+            cached = client.get_table(db, "t")
+
+            os.kill(int((tmp_path / "java" / "hms.pid").read_text()), signal.SIGKILL)
+            assert client.get_table(db, "t") == cached
+            with pytest.raises(hms.MetaException, match="upstream"):
+                client.create_table(table(hms, db, "refused"))
+            wait_for(lambda: metric(front.server, "hmsproxy_upstream_up") == 0, "the upstream seen gone")
+
+            restarted = start_reference_hms(tmp_path / "java", txn=True)
+            relay.target_port = restarted.port
+            try:
+                wait_for(lambda: "unreachable" not in front.readyz()[1], "the upstream seen again",
+                         timeout=SLACK_S * 2)
+                client.create_table(table(hms, db, "after"))
+                assert client.get_all_tables(db) == ["after", "t"]
+                assert client.get_table(db, "t") == cached        # the Derby database survived the kill
+            finally:
+                restarted.stop()
+        finally:
+            client.close()
+            front.stop()
+            relay.close()
+
+
+def test_failover_to_the_next_listed_upstream(hive, tmp_path):
+    gone = free_port()   # nothing listens there
+    front = Front(tmp_path, f"thrift://127.0.0.1:{gone},{hive.uri}", upstream_refresh_s=REFRESH_S)
+    client = connect_thrift(front.server)
+    try:
+        db = unique("failover")
+        client.create_database(database(hms, db))
+        assert client.get_database(db) == connect_thrift(hive).get_database(db)
+        assert metric(front.server, "hmsproxy_upstream_calls_total", method="create_database", outcome="ok") == 1
+    finally:
+        client.close()
+        front.stop()
 
 
 # ---- in front of another hmsproxy (an upstream with a notification log) ---------------------------------------------
