@@ -84,8 +84,8 @@ def cached(store: SqlStore, settings: Settings, metrics: Metrics) -> tuple[RawSt
     loader = Loader(cached_store, metrics)
     cached_store.request_load = loader.request
     metrics.cache_bytes.set_function(cache.bytes_used)
-    metrics.cache_objects.labels("table").set_function(lambda: len(cache.tables))
-    metrics.cache_objects.labels("database").set_function(lambda: len(cache.databases))
+    metrics.cache_objects.labels("table").set_function(cache.table_count)
+    metrics.cache_objects.labels("database").set_function(cache.database_count)
     metrics.cache_pending_entries.set_function(cache.pending_entries)
     for kind in ("generations", "key_locks"):
         metrics.cache_bookkeeping.labels(kind).set_function(functools.partial(_bookkeeping_entries, cache, kind))

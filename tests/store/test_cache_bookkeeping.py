@@ -54,7 +54,7 @@ def test_create_drop_and_misses_over_new_tables_leave_bounded_bookkeeping(store)
     assert sizes["generations"] <= KEPT + 1
     assert sizes["key_locks"] == 0
     assert cached.loads_in_flight() == 0
-    assert len(cache.tables) == 0
+    assert cache.table_count() == 0
 
 
 def test_a_load_that_overlapped_a_write_is_dropped_even_when_generations_were_forgotten(store):

@@ -51,7 +51,7 @@ def test_lru_eviction_keeps_within_the_bound_and_answers_stay_right(stores):
     plain, store, cache, metrics, requested = stores
     for name in ("t0", "t1", "t2", "t3"):
         store.load_table(("hive", "d", name))
-        assert cache.bytes_used() <= cache.tables.maxsize
+        assert cache.bytes_used() <= cache.max_bytes
     assert metrics.registry.get_sample_value("hmsproxy_cache_evictions_total") >= 2
     assert cache.get_table(("hive", "d", "t0")) is None          # least recently used went first
     assert cache.get_table(("hive", "d", "t3")) is not None
@@ -67,7 +67,7 @@ def test_a_table_larger_than_the_bound_is_never_cached_and_not_reloaded_again_an
     _plain, store, cache, _metrics, requested = stores
     store.load_table(("hive", "d", "huge"))
     assert cache.get_table(("hive", "d", "huge")) is None
-    assert ("hive", "d", "huge") in cache.oversized
+    assert cache.is_oversized(("hive", "d", "huge"))
     assert len(store.get_partition_names("hive", "d", "huge")) == 3000
     assert ("hive", "d", "huge") not in requested
 

@@ -67,7 +67,7 @@ class Refresher:
 
     def prewarm_if_needed(self) -> bool:
         """Prewarms again when the first prewarm has ended and the cache is not whole; True if it did."""
-        if not self._prewarmed() or DEFAULT_CATALOG in self.store.cache.complete_catalogs:
+        if not self._prewarmed() or self.store.cache.is_complete(DEFAULT_CATALOG):
             return False
         log.info("the cache is not whole (the upstream was unreachable): prewarming again")
         self._prewarm_again()

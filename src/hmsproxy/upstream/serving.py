@@ -76,8 +76,8 @@ def start_upstream(settings: Settings, metrics: Metrics) -> UpstreamParts:
     loader = Loader(store, metrics)
     store.request_load = loader.request
     metrics.cache_bytes.set_function(cache.bytes_used)
-    metrics.cache_objects.labels("table").set_function(lambda: len(cache.tables))
-    metrics.cache_objects.labels("database").set_function(lambda: len(cache.databases))
+    metrics.cache_objects.labels("table").set_function(cache.table_count)
+    metrics.cache_objects.labels("database").set_function(cache.database_count)
     poller = Poller(store, metrics, interval_s=settings.poll_interval_s, event_ttl_s=settings.event_ttl_s,
                     start_after=loader.start_after, reload_everything=loader.prewarm_again)
     has_log = _log_head(upstream, settings.upstream) > 0

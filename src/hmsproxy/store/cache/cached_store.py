@@ -100,8 +100,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
             self._count(kind, usable)
             return entry if usable else None
         self._count(kind, False)
-        known = tbl in self.cache.table_index.get((cat, db), {})
-        if known and self.policy.allows(db, tbl) and key not in self.cache.oversized:
+        if self.cache.is_indexed(key) and self.policy.allows(db, tbl) and not self.cache.is_oversized(key):
             self.request_load(key)
         return None
 
@@ -224,7 +223,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
         except Exception:
             with self.cache.writing(key):
                 self.cache.drop_table(key)
-                self.cache.complete_catalogs.discard(key[0])
+                self.cache.mark_incomplete(key[0])
             raise
         with self.cache.writing(key):
             self.cache.drop_table(key)
@@ -239,10 +238,10 @@ class CachedStore(CachedStatistics, CachedTransactions):
         """Reads from the database, then installs under the cache lock; reads again if a write in the catalog
         overlapped the reads (they may be older than what the cache holds by then)."""
         while True:
-            generation = self.cache.catalog_generations.get(cat, 0)
+            generation = self.cache.catalog_generation(cat)
             value = read()
             with self.cache.lock:
-                if self.cache.catalog_generations.get(cat, 0) == generation:
+                if self.cache.catalog_generation(cat) == generation:
                     return install(value)
 
     def refresh_database(self, cat: str, name: str) -> None:
@@ -251,17 +250,14 @@ class CachedStore(CachedStatistics, CachedTransactions):
         before it learnt of the database, and their events, being its own, are not applied again."""
         def read() -> tuple[Any, dict[str, tuple[str, str | None]], dict[str, Any]]:
             database = self.delegate.get_database(cat, name)
-            if (cat, name) in self.cache.table_index:
+            if self.cache.knows_tables_of((cat, name)):
                 return database, {}, {}
             tables = {t: (kind, comment) for db, t, kind, comment in self.delegate.get_table_meta(cat) if db == name}
             return database, tables, {f.functionName: f for f in self.delegate.get_functions(cat, name)}
 
         def install(read_back: tuple[Any, dict[str, tuple[str, str | None]], dict[str, Any]]) -> None:
             database, tables, functions = read_back
-            self.cache.bump_catalog(cat)
-            self.cache.databases[(cat, name)] = database
-            self.cache.table_index.setdefault((cat, name), tables)
-            self.cache.functions.setdefault((cat, name), functions)
+            self.cache.put_database((cat, name), database, tables, functions)
 
         try:
             self._read_then_install(cat, read, install)
@@ -269,14 +265,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
             self.forget_database(cat, name)
 
     def forget_database(self, cat: str, name: str) -> None:
-        with self.cache.lock:
-            self.cache.bump_catalog(cat)
-            for key in [*self.cache.table_keys((cat, name))]:
-                self.cache.drop_table(key)
-                self.cache.bump(key)
-            self.cache.databases.pop((cat, name), None)
-            self.cache.table_index.pop((cat, name), None)
-            self.cache.functions.pop((cat, name), None)
+        self.cache.forget_database((cat, name))
 
     def refresh_function(self, cat: str, db: str, name: str) -> None:
         def read() -> Any:
@@ -286,14 +275,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
                 return None
 
         def install(function: Any) -> None:
-            self.cache.bump_catalog(cat)
-            functions = self.cache.functions.get((cat, db))
-            if functions is None:
-                return
-            if function is None:
-                functions.pop(name, None)
-            else:
-                functions[name] = function
+            self.cache.put_function((cat, db), name, function)
 
         self._read_then_install(cat, read, install)
 
@@ -307,15 +289,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
         def install(read_back: tuple[dict[str, Any], list[tuple[str, str, str, str | None]], list[Any]]
                     ) -> list[tuple[str, str, str, str | None]]:
             databases, meta, functions = read_back
-            for name, database in databases.items():
-                self.cache.databases[(cat, name)] = database
-                self.cache.table_index[(cat, name)] = {}
-                self.cache.functions[(cat, name)] = {}
-            for db, tbl, kind, comment in meta:
-                self.cache.table_index[(cat, db)][tbl] = (kind, comment)
-            for function in functions:
-                self.cache.functions[(cat, function.dbName)][function.functionName] = function
-            self.cache.complete_catalogs.add(cat)
+            self.cache.install_catalog(cat, databases, meta, functions)
             return meta
 
         meta = self._read_then_install(cat, read, install)
@@ -333,21 +307,18 @@ class CachedStore(CachedStatistics, CachedTransactions):
         self.delegate.create_database(database)
         key = (database.catalogName, database.name)
         with self.cache.lock:
-            self.cache.bump_catalog(database.catalogName)
-            self.cache.databases[key] = self.delegate.kept(canonical.database(database))
-            self.cache.table_index[key] = {}
-            self.cache.functions[key] = {}
+            self.cache.forget_database(key)   # what the name may have held before, dropped elsewhere
+            self.cache.put_database(key, self.delegate.kept(canonical.database(database)), {}, {})
 
     def get_database(self, cat: str, name: str) -> Any:
-        database = None if self.passing_through else self.cache.databases.get((cat, name))
+        database = None if self.passing_through else self.cache.database((cat, name))
         self._count("database", database is not None)
         return database if database is not None else self.delegate.get_database(cat, name)
 
     def get_database_names(self, cat: str) -> list[str]:
-        if cat in self.cache.complete_catalogs and not self.passing_through:
+        if self.cache.is_complete(cat) and not self.passing_through:
             self._count("database", True)
-            with self.cache.lock:
-                return sorted(db for c, db in self.cache.databases if c == cat)
+            return self.cache.database_names(cat)
         self._count("database", False)
         return self.delegate.get_database_names(cat)
 
@@ -355,26 +326,18 @@ class CachedStore(CachedStatistics, CachedTransactions):
         self.delegate.alter_database(cat, name, database)
         with self.cache.lock:
             self.cache.bump_catalog(cat)
-            old = self.cache.databases.get((cat, name))
+            old = self.cache.database((cat, name))
             if old is not None:
                 new = canonical.database(old)
                 new.parameters = canonical.database(database).parameters
                 new.ownerName, new.ownerType = database.ownerName, canonical.database(database).ownerType
-                self.cache.databases[(cat, name)] = new
+                self.cache.put_database((cat, name), new)
 
     def drop_database(self, cat: str, name: str, cascade: bool) -> list[DroppedTable]:
         key: DbKey = (cat, name)
-        with self.cache.lock:
-            table_keys = [(cat, name, t) for t in self.cache.table_index.get(key, {})]
+        tables = self.cache.table_names(key) or []
         dropped = self.delegate.drop_database(cat, name, cascade)
-        with self.cache.lock:
-            for table_key in table_keys + list(self.cache.table_keys(key)):
-                self.cache.drop_table(table_key)
-                self.cache.bump(table_key)
-            self.cache.bump_catalog(cat)
-            self.cache.databases.pop(key, None)
-            self.cache.table_index.pop(key, None)
-            self.cache.functions.pop(key, None)
+        self.cache.forget_database(key, tables)
         return dropped
 
     # ---- tables ------------------------------------------------------------------------------------
@@ -406,7 +369,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
         return self.delegate.get_table_bundle(cat, db_name, tbl_name, partition_sink)
 
     def get_table_objects(self, cat: str, db_name: str, tbl_names: Sequence[str]) -> list[Any]:
-        if self.passing_through or (cat, db_name) not in self.cache.table_index:
+        if self.passing_through or not self.cache.knows_tables_of((cat, db_name)):
             self._count("table", False)
             return self.delegate.get_table_objects(cat, db_name, tbl_names)
         tables = []
@@ -418,22 +381,16 @@ class CachedStore(CachedStatistics, CachedTransactions):
         return tables
 
     def get_table_names(self, cat: str, db_name: str, table_type: str | None = None) -> list[str]:
-        names = None if self.passing_through else self.cache.table_index.get((cat, db_name))
-        if names is None:
-            self._count("table_names", False)
-            return self.delegate.get_table_names(cat, db_name, table_type)
-        self._count("table_names", True)
-        with self.cache.lock:
-            return sorted(n for n, (kind, _) in names.items() if table_type is None or kind == table_type)
+        names = None if self.passing_through else self.cache.table_names((cat, db_name), table_type)
+        self._count("table_names", names is not None)
+        return names if names is not None else self.delegate.get_table_names(cat, db_name, table_type)
 
     def get_table_meta(self, cat: str) -> list[tuple[str, str, str, str | None]]:
-        if self.passing_through or cat not in self.cache.complete_catalogs:
+        if self.passing_through or not self.cache.is_complete(cat):
             self._count("table_names", False)
             return self.delegate.get_table_meta(cat)
         self._count("table_names", True)
-        with self.cache.lock:
-            return sorted((db, name, kind, comment) for (c, db), names in self.cache.table_index.items() if c == cat
-                          for name, (kind, comment) in names.items())
+        return self.cache.table_meta(cat)
 
     def alter_table(self, cat: str, db_name: str, tbl_name: str, new_table: Any,
                     partition_location_moves: tuple[str, str] | None = None, cascade: bool = False,
@@ -565,42 +522,29 @@ class CachedStore(CachedStatistics, CachedTransactions):
 
     def create_function(self, function: Any) -> None:
         self.delegate.create_function(function)
-        with self.cache.lock:
-            self.cache.bump_catalog(function.catName)
-            functions = self.cache.functions.get((function.catName, function.dbName))
-            if functions is not None:
-                functions[function.functionName] = canonical.function(function, function.catName)
+        self.cache.put_function((function.catName, function.dbName), function.functionName,
+                                canonical.function(function, function.catName))
 
     def get_function(self, cat: str, db_name: str, name: str) -> Any:
-        function = None if self.passing_through else self.cache.functions.get((cat, db_name), {}).get(name)
+        function = None if self.passing_through else self.cache.function((cat, db_name), name)
         self._count("function", function is not None)
         return function if function is not None else self.delegate.get_function(cat, db_name, name)
 
     def get_functions(self, cat: str, db_name: str | None = None) -> list[Any]:
-        if self.passing_through or cat not in self.cache.complete_catalogs or (
-                db_name is not None and (cat, db_name) not in self.cache.functions):
-            self._count("function", False)
-            return self.delegate.get_functions(cat, db_name)
-        self._count("function", True)
-        with self.cache.lock:
-            found = [f for (c, db), functions in self.cache.functions.items()
-                     if c == cat and (db_name is None or db == db_name) for f in functions.values()]
-        return sorted(found, key=lambda f: (f.dbName, f.functionName))
+        found = None if self.passing_through or not self.cache.is_complete(cat) else \
+            self.cache.functions_of(cat, db_name)
+        self._count("function", found is not None)
+        return found if found is not None else self.delegate.get_functions(cat, db_name)
 
     def alter_function(self, cat: str, db_name: str, name: str, function: Any) -> None:
         self.delegate.alter_function(cat, db_name, name, function)
         with self.cache.lock:
-            self.cache.bump_catalog(cat)
-            self.cache.functions.get((cat, db_name), {}).pop(name, None)
-            target = self.cache.functions.get((cat, function.dbName))
-            if target is not None:
-                target[function.functionName] = canonical.function(function, cat)
+            self.cache.put_function((cat, db_name), name, None)
+            self.cache.put_function((cat, function.dbName), function.functionName, canonical.function(function, cat))
 
     def drop_function(self, cat: str, db_name: str, name: str) -> None:
         self.delegate.drop_function(cat, db_name, name)
-        with self.cache.lock:
-            self.cache.bump_catalog(cat)
-            self.cache.functions.get((cat, db_name), {}).pop(name, None)
+        self.cache.put_function((cat, db_name), name, None)
 
     # ---- always answered by the store below: batched partition listings (one indexed range read per batch,
     # for tables too large to list at once), the time statistics were written (asked only by the

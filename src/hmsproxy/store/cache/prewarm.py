@@ -112,7 +112,7 @@ class Loader:
             self.started.set()
         total, done, partitions = len(tables), 0, 0
         self.metrics.prewarm_tables.labels("total").set(total)
-        log.info("prewarm: %d databases, %d tables to load", len(self.store.cache.databases), total)
+        log.info("prewarm: %d databases, %d tables to load", self.store.cache.database_count(), total)
         last_report = started
         while (key := self._next()) is not None:
             partitions += self._load(key)

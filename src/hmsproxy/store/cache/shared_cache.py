@@ -15,7 +15,7 @@ while a write holds or awaits it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -68,17 +68,17 @@ class SharedCache:
     def __init__(self, max_bytes: int, on_evict: Callable[[TableKey], None] = lambda key: None,
                  generations_kept: int = GENERATIONS_KEPT) -> None:
         self.lock = threading.RLock()
-        self.databases: dict[DbKey, Any] = {}
-        self.complete_catalogs: set[str] = set()
-        self.table_index: dict[DbKey, dict[str, tuple[str, str | None]]] = {}   # name -> (type, comment)
-        self.functions: dict[DbKey, dict[str, Any]] = {}
-        self.tables = _TableLRU(max_bytes, on_evict)
-        self.oversized: set[TableKey] = set()   # tables larger than the whole memory bound: never cached
+        self._databases: dict[DbKey, Any] = {}
+        self._complete_catalogs: set[str] = set()
+        self._table_index: dict[DbKey, dict[str, tuple[str, str | None]]] = {}   # name -> (type, comment)
+        self._functions: dict[DbKey, dict[str, Any]] = {}
+        self._tables = _TableLRU(max_bytes, on_evict)
+        self._oversized: set[TableKey] = set()   # tables larger than the whole memory bound: never cached
         self._generations: dict[TableKey, int] = {}
         self._generations_kept = generations_kept
         self._writes = 0              # every bump takes the next number, so a generation never repeats
         self._generation_floor = 0    # the generation of every table forgotten (or never written)
-        self.catalog_generations: dict[str, int] = {}   # bumped by every write in a catalog
+        self._catalog_generations: dict[str, int] = {}   # bumped by every write in a catalog
         self._epoch = 0
         self._key_locks: dict[TableKey, _KeyLock] = {}
 
@@ -86,7 +86,7 @@ class SharedCache:
 
     def get_table(self, key: TableKey) -> TableEntry | None:
         with self.lock:
-            return self.tables.get(key)
+            return self._tables.get(key)
 
     def generation(self, key: TableKey) -> tuple[int, int]:
         """Changes with every write to the table and with every clear()."""
@@ -117,7 +117,7 @@ class SharedCache:
     def bump_catalog(self, cat: str) -> None:
         """A catalog load that overlapped this write must start again (its name lists may miss it)."""
         with self.lock:
-            self.catalog_generations[cat] = self.catalog_generations.get(cat, 0) + 1
+            self._catalog_generations[cat] = self._catalog_generations.get(cat, 0) + 1
 
     def put_table(self, key: TableKey, entry: TableEntry, loaded_at_generation: tuple[int, int] | None = None) -> bool:
         """Stores an entry; a load (with its starting generation) is dropped if a write came in between.
@@ -126,10 +126,10 @@ class SharedCache:
             if loaded_at_generation is not None and self.generation(key) != loaded_at_generation:
                 return False
             try:
-                self.tables[key] = entry
+                self._tables[key] = entry
             except ValueError:  # larger than the memory bound: stays uncached
-                self.tables.pop(key, None)
-                self.oversized.add(key)
+                self._tables.pop(key, None)
+                self._oversized.add(key)
                 return False
             return True
 
@@ -137,64 +137,189 @@ class SharedCache:
         """Forgets everything (the log this cache followed has a gap); loads in flight are dropped."""
         with self.lock:
             self._epoch += 1
-            for cat in list(self.catalog_generations):
+            for cat in list(self._catalog_generations):
                 self.bump_catalog(cat)
-            self.databases.clear()
-            self.complete_catalogs.clear()
-            self.table_index.clear()
-            self.functions.clear()
-            self.tables.clear()
-            self.oversized.clear()
+            self._databases.clear()
+            self._complete_catalogs.clear()
+            self._table_index.clear()
+            self._functions.clear()
+            self._tables.clear()
+            self._oversized.clear()
 
     def drop_table(self, key: TableKey) -> None:
         with self.lock:
-            self.tables.pop(key, None)
-            self.oversized.discard(key)
+            self._tables.pop(key, None)
+            self._oversized.discard(key)
 
     def table_keys(self, db: DbKey) -> Iterator[TableKey]:
         with self.lock:
-            return iter([k for k in self.tables if k[:2] == db])
+            return iter([k for k in self._tables if k[:2] == db])
 
     def pending_entries(self) -> int:
         """Cached transactional tables that have write ids not committed yet."""
         with self.lock:
-            return sum(1 for e in self.tables.values() if e.write_ids is not None and e.write_ids.open_ids)
+            return sum(1 for e in self._tables.values() if e.write_ids is not None and e.write_ids.open_ids)
 
     def bytes_used(self) -> int:
         with self.lock:
-            return int(self.tables.currsize)
+            return int(self._tables.currsize)
 
     def entries(self) -> list[tuple[TableKey, TableEntry]]:
         """Every cached table entry, as of now (a copy: the cache may change while the caller looks)."""
         with self.lock:
-            return list(self.tables.items())
+            return list(self._tables.items())
 
     def databases_in(self, cat: str) -> dict[str, Any]:
         with self.lock:
-            return {db: database for (c, db), database in self.databases.items() if c == cat}
+            return {db: database for (c, db), database in self._databases.items() if c == cat}
 
     def tables_indexed(self, cat: str) -> set[TableKey]:
         with self.lock:
-            return {(c, db, tbl) for (c, db), names in self.table_index.items() if c == cat for tbl in names}
+            return {(c, db, tbl) for (c, db), names in self._table_index.items() if c == cat for tbl in names}
 
     def functions_in(self, cat: str) -> dict[tuple[str, str], Any]:
         with self.lock:
-            return {(db, name): f for (c, db), by_name in self.functions.items() if c == cat
+            return {(db, name): f for (c, db), by_name in self._functions.items() if c == cat
                     for name, f in by_name.items()}
+
+    @property
+    def max_bytes(self) -> int:
+        return int(self._tables.maxsize)
+
+    def table_count(self) -> int:
+        with self.lock:
+            return len(self._tables)
+
+    def is_oversized(self, key: TableKey) -> bool:
+        with self.lock:
+            return key in self._oversized
+
+    # ---- databases, functions and the name index ---------------------------------------------------
+    # A database's table names and functions are known (not None) once the database is: a catalog is complete
+    # when all of its databases are known, and only then answers listings of databases, tables and functions.
+
+    def catalog_generation(self, cat: str) -> int:
+        with self.lock:
+            return self._catalog_generations.get(cat, 0)
+
+    def is_complete(self, cat: str) -> bool:
+        with self.lock:
+            return cat in self._complete_catalogs
+
+    def mark_incomplete(self, cat: str) -> None:
+        """Listings of the catalog go to the store until the next prewarm (the index may have missed a write)."""
+        with self.lock:
+            self._complete_catalogs.discard(cat)
+
+    def install_catalog(self, cat: str, databases: dict[str, Any], meta: Sequence[tuple[str, str, str, str | None]],
+                        functions: Sequence[Any]) -> None:
+        """A prewarm's read of a whole catalog; the catalog is complete from now on."""
+        with self.lock:
+            for name, database in databases.items():
+                self._databases[(cat, name)] = database
+                self._table_index[(cat, name)] = {}
+                self._functions[(cat, name)] = {}
+            for db, tbl, kind, comment in meta:
+                self._table_index[(cat, db)][tbl] = (kind, comment)
+            for function in functions:
+                self._functions[(cat, function.dbName)][function.functionName] = function
+            self._complete_catalogs.add(cat)
+
+    def put_database(self, key: DbKey, database: Any, tables: dict[str, tuple[str, str | None]] | None = None,
+                     functions: dict[str, Any] | None = None) -> None:
+        """A database created or changed. Its table names and functions, when given, are what a database new to
+        the cache starts with (empty for a created one); a database already known keeps its own."""
+        with self.lock:
+            self.bump_catalog(key[0])
+            self._databases[key] = database
+            if tables is not None:
+                self._table_index.setdefault(key, tables)
+            if functions is not None:
+                self._functions.setdefault(key, functions)
+
+    def forget_database(self, key: DbKey, tables: Sequence[str] = ()) -> None:
+        """A dropped database: everything of it, and the entries of `tables` too (named by a caller that read
+        them before the drop), are forgotten and their loads in flight dropped."""
+        with self.lock:
+            for table_key in [*((*key, t) for t in tables), *self.table_keys(key)]:
+                self.drop_table(table_key)
+                self.bump(table_key)
+            self.bump_catalog(key[0])
+            self._databases.pop(key, None)
+            self._table_index.pop(key, None)
+            self._functions.pop(key, None)
+
+    def database(self, key: DbKey) -> Any | None:
+        with self.lock:
+            return self._databases.get(key)
+
+    def database_names(self, cat: str) -> list[str]:
+        with self.lock:
+            return sorted(db for c, db in self._databases if c == cat)
+
+    def database_count(self) -> int:
+        with self.lock:
+            return len(self._databases)
+
+    def knows_tables_of(self, key: DbKey) -> bool:
+        with self.lock:
+            return key in self._table_index
+
+    def table_names(self, key: DbKey, table_type: str | None = None) -> list[str] | None:
+        """The database's tables (of one type), sorted; None when the database's names are not known."""
+        with self.lock:
+            names = self._table_index.get(key)
+            if names is None:
+                return None
+            return sorted(n for n, (kind, _) in names.items() if table_type is None or kind == table_type)
+
+    def is_indexed(self, key: TableKey) -> bool:
+        with self.lock:
+            return key[2] in self._table_index.get(key[:2], {})
+
+    def table_meta(self, cat: str) -> list[tuple[str, str, str, str | None]]:
+        with self.lock:
+            return sorted((db, name, kind, comment) for (c, db), names in self._table_index.items() if c == cat
+                          for name, (kind, comment) in names.items())
+
+    def function(self, key: DbKey, name: str) -> Any | None:
+        with self.lock:
+            return self._functions.get(key, {}).get(name)
+
+    def functions_of(self, cat: str, db: str | None = None) -> list[Any] | None:
+        """The functions of a catalog, or of one database; None when that database's are not known."""
+        with self.lock:
+            if db is not None and (cat, db) not in self._functions:
+                return None
+            found = [f for (c, d), functions in self._functions.items() if c == cat and (db is None or d == db)
+                     for f in functions.values()]
+        return sorted(found, key=lambda f: (f.dbName, f.functionName))
+
+    def put_function(self, key: DbKey, name: str, function: Any | None) -> None:
+        """A function created, changed (`function`) or dropped (None), in a database whose functions are known."""
+        with self.lock:
+            self.bump_catalog(key[0])
+            functions = self._functions.get(key)
+            if functions is None:
+                return
+            if function is None:
+                functions.pop(name, None)
+            else:
+                functions[name] = function
 
     # ---- name index --------------------------------------------------------------------------------
 
     def index_table(self, key: TableKey, table: Any) -> None:
         with self.lock:
             self.bump_catalog(key[0])
-            names = self.table_index.get(key[:2])
+            names = self._table_index.get(key[:2])
             if names is not None:
                 names[key[2]] = (table.tableType, (table.parameters or {}).get("comment"))
 
     def unindex_table(self, key: TableKey) -> None:
         with self.lock:
             self.bump_catalog(key[0])
-            names = self.table_index.get(key[:2])
+            names = self._table_index.get(key[:2])
             if names is not None:
                 names.pop(key[2], None)
 

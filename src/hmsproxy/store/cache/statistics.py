@@ -27,7 +27,7 @@ class CachedStatistics:
     delegate: RawStore
     cache: SharedCache
     _update_entry: Callable[[TableKey, Callable[[TableEntry], TableEntry]], None]
-    _read: Callable[..., Any]   # CachedStore._read
+    _read: Callable[[str, str, str, str, Callable[[TableEntry], Any], Callable[[], Any]], Any]   # CachedStore._read
 
     def update_table_column_statistics(self, cat: str, stats: Any) -> None:
         desc = stats.statsDesc
