@@ -26,7 +26,7 @@ from hmsproxy.idl import hms
 from hmsproxy.names import filter_by_pattern
 from hmsproxy.partition_filter import FilterError
 from hmsproxy.table_filter import TableFilterRefused, compile_table_filter
-from hmsproxy.warehouse import Warehouse
+from hmsproxy.warehouse import DirectoryWork, Warehouse
 
 log = logging.getLogger(__name__)
 
@@ -283,25 +283,8 @@ class TableCalls:
         table.parameters.setdefault(DDL_TIME, str(now()))
         table.sd.location = checked_location(table.sd.location, hms.InvalidOperationException) or old.sd.location
         renamed = (table.dbName, table.tableName) != (db_name, tbl_name)
-        moves: tuple[str, str] | None = None
         with self.ctx.warehouse.changes() as work:
-            if renamed and not is_view(old) and not is_external(old) and table.sd.location == old.sd.location:
-                try:
-                    target_db = self.ctx.store.get_database(catalog, table.dbName) if table.dbName != db_name else None
-                except hms.NoSuchObjectException:
-                    raise hms.InvalidOperationException(message=f"Unable to change partition or table. "
-                                                                f"Database {table.dbName} does not exist") from None
-                old_db_location = self._db_location(catalog, db_name)
-                # HiveAlterHandler moves the data only from its default place (<database>/<table>); a location
-                # the user chose stays where it is, and so does the table's location
-                if old.sd.location == Warehouse.default_table_location(old_db_location, tbl_name):
-                    db_location = target_db.locationUri if target_db else old_db_location
-                    table.sd.location = Warehouse.default_table_location(db_location, table.tableName)
-                    moves = (old.sd.location, table.sd.location)
-                    try:
-                        work.move(old.sd.location, table.sd.location)
-                    except (FileExistsError, PermissionError) as exc:
-                        raise hms.InvalidOperationException(message=str(exc)) from None
+            moves = self._rename_move(catalog, old, table, work) if renamed else None
             props = env_properties(env)
             expected = _expected_parameter(props, table)
             # HiveAlterHandler computes them on a plain alter, never on a rename
@@ -312,6 +295,28 @@ class TableCalls:
             strip_marker(table.parameters)
             with emitting(messages.alter_table(old, table, write_id=table.writeId if table.writeId > 0 else None)):
                 self.ctx.store.alter_table(catalog, db_name, tbl_name, table, moves, cascade, expected)
+
+    def _rename_move(self, catalog: str, old: Any, table: Any, work: DirectoryWork) -> tuple[str, str] | None:
+        """A renamed managed table's directory move, done in `work` (undone if the rename fails); sets the new
+        location. HiveAlterHandler moves the data only from its default place (<database>/<table>): a location
+        the user chose stays where it is, as do views, external tables and a location the alter changes."""
+        if is_view(old) or is_external(old) or table.sd.location != old.sd.location:
+            return None
+        try:
+            target_db = self.ctx.store.get_database(catalog, table.dbName) if table.dbName != old.dbName else None
+        except hms.NoSuchObjectException:
+            raise hms.InvalidOperationException(message=f"Unable to change partition or table. "
+                                                        f"Database {table.dbName} does not exist") from None
+        old_db_location = self._db_location(catalog, old.dbName)
+        if old.sd.location != Warehouse.default_table_location(old_db_location, old.tableName):
+            return None
+        db_location = target_db.locationUri if target_db else old_db_location
+        table.sd.location = Warehouse.default_table_location(db_location, table.tableName)
+        try:
+            work.move(old.sd.location, table.sd.location)
+        except (FileExistsError, PermissionError) as exc:
+            raise hms.InvalidOperationException(message=str(exc)) from None
+        return old.sd.location, table.sd.location
 
     def _db_location(self, catalog: str, db_name: str) -> str:
         return self.ctx.store.get_database(catalog, db_name).locationUri
