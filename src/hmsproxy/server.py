@@ -1,7 +1,6 @@
 """Assembles a running metastore: database, store, handler, Thrift server and metrics endpoint."""
 from __future__ import annotations
 
-import functools
 import logging
 import sys
 from collections.abc import Callable
@@ -20,10 +19,8 @@ from hmsproxy.handler.common import now
 from hmsproxy.hiveconf import hiveconf_defaults
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics, MetricsServer
-from hmsproxy.store.cache.cached_store import CachedStore
-from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.prewarm import Loader
-from hmsproxy.store.cache.shared_cache import SharedCache
+from hmsproxy.store.cache.wiring import cache_over
 from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.sql.database import Database, init_schema, schema_version
 from hmsproxy.store.sql.store import SqlStore
@@ -72,24 +69,9 @@ def open_store(settings: Settings, warehouse: Warehouse) -> SqlStore:
     return store
 
 
-def _bookkeeping_entries(cache: SharedCache, kind: str) -> int:
-    return cache.bookkeeping_entries()[kind]
-
-
 def cached(store: SqlStore, settings: Settings, metrics: Metrics) -> tuple[RawStore, Loader, Poller]:
     """Wraps the store in the cache, starts prewarming it and following the notification log."""
-    cache = SharedCache(settings.cache_max_bytes, on_evict=lambda key: metrics.cache_evictions.inc())
-    policy = CachePolicy.from_patterns(settings.cache_whitelist, settings.cache_blacklist)
-    cached_store = CachedStore(store, cache, policy, metrics, strict_snapshots=settings.strict_snapshots)
-    loader = Loader(cached_store, metrics)
-    cached_store.request_load = loader.request
-    metrics.cache_bytes.set_function(cache.bytes_used)
-    metrics.cache_objects.labels("table").set_function(cache.table_count)
-    metrics.cache_objects.labels("database").set_function(cache.database_count)
-    metrics.cache_pending_entries.set_function(cache.pending_entries)
-    for kind in ("generations", "key_locks"):
-        metrics.cache_bookkeeping.labels(kind).set_function(functools.partial(_bookkeeping_entries, cache, kind))
-    metrics.cache_bookkeeping.labels("loads_in_flight").set_function(cached_store.loads_in_flight)
+    cached_store, loader = cache_over(store, settings, metrics)
     unlogged = UnloggedWrites(store, metrics, lambda found: cached_store.pass_through()) \
         if settings.unlogged_check_s > 0 else None
     poller = Poller(cached_store, metrics, interval_s=settings.poll_interval_s, event_ttl_s=settings.event_ttl_s,

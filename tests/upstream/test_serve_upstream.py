@@ -47,6 +47,17 @@ class Front:
                                     else None)
         wait_for(self.running.loader.complete.is_set, "the front's prewarm")
 
+    def wait_cached(self, db: str, name: str) -> None:
+        wait_for(lambda: self.running.store.cache.get_table(("hive", db, name)) is not None, f"{db}.{name} cached")
+
+    def new_cached_table(self, client, prefix: str) -> tuple[str, object]:
+        """A new database with a table `t`, created through the front; its name and the table once cached."""
+        db = unique(prefix)
+        client.create_database(database(hms, db))
+        client.create_table(table(hms, db, "t"))
+        self.wait_cached(db, "t")
+        return db, client.get_table(db, "t")
+
     def readyz(self) -> tuple[int, str]:
         answer = urllib.request.urlopen(f"http://127.0.0.1:{self.server.metrics_port}/readyz", timeout=10)
         return answer.status, answer.read().decode()
@@ -154,7 +165,7 @@ def test_reads_are_answered_from_the_cache(front, via_front, direct):
     db = unique("hit")
     via_front.create_database(database(hms, db))
     via_front.create_table(partitioned(db, "t"))
-    wait_for(lambda: front.running.store.cache.get_table(("hive", db, "t")) is not None, "the table's reload")
+    front.wait_cached(db, "t")
     before = front.hits("get_table")
     for _ in range(5):
         assert via_front.get_table(db, "t") == direct.get_table(db, "t")
@@ -168,7 +179,7 @@ def test_other_clients_writes_become_visible_within_the_refresh_interval(front, 
     tbl = direct.get_table(db, "t")
     bound = REFRESH_S + SLACK_S
     wait_for(lambda: via_front.get_all_tables(db) == ["t"], "a table created upstream", timeout=bound)
-    wait_for(lambda: front.running.store.cache.get_table(("hive", db, "t")) is not None, "the table's reload")
+    front.wait_cached(db, "t")
 
     direct.add_partitions([partition(hms, tbl, ["a"]), partition(hms, tbl, ["b"])])
     wait_for(lambda: via_front.get_partition_names(db, "t", -1) == ["ds=a", "ds=b"], "partitions added upstream",
@@ -213,7 +224,7 @@ def test_a_granted_lock_is_a_synchronisation_point(still_front, direct):
     direct.create_table(table(hms, db, "t"))
     still_front.running.upstream.refresher.revalidate_once()
     client = connect_thrift(still_front.server)
-    wait_for(lambda: still_front.running.store.cache.get_table(("hive", db, "t")) is not None, "the table's load")
+    still_front.wait_cached(db, "t")
     changed = direct.get_table(db, "t")
     changed.parameters["version"] = "2"
     direct.alter_table(db, "t", changed)
@@ -247,11 +258,7 @@ def test_an_unreachable_upstream_leaves_cached_reads_and_fails_writes_within_the
     direct = connect_thrift(hive)
     client = connect_thrift(front.server)
     try:
-        db = unique("down")
-        client.create_database(database(hms, db))
-        client.create_table(table(hms, db, "t"))
-        wait_for(lambda: front.running.store.cache.get_table(("hive", db, "t")) is not None, "the table's load")
-        cached = client.get_table(db, "t")
+        db, cached = front.new_cached_table(client, "down")
         assert metric(front.server, "hmsproxy_upstream_up") == 1
 
         relay.cut()
@@ -293,11 +300,7 @@ def test_the_java_hms_killed_and_restarted_is_used_again_by_itself(tmp_path):
         front = Front(tmp_path / "front", f"thrift://127.0.0.1:{relay.port}", upstream_refresh_s=REFRESH_S)
         client = connect_thrift(front.server)
         try:
-            db = unique("java_killed")
-            client.create_database(database(hms, db))
-            client.create_table(table(hms, db, "t"))
-            wait_for(lambda: front.running.store.cache.get_table(("hive", db, "t")) is not None, "the table's load")
-            cached = client.get_table(db, "t")
+            db, cached = front.new_cached_table(client, "java_killed")
 
             os.kill(int((tmp_path / "java" / "hms.pid").read_text()), signal.SIGKILL)
             assert client.get_table(db, "t") == cached
@@ -360,7 +363,7 @@ def test_in_front_of_hmsproxy_other_writes_arrive_through_its_log(proxy_upstream
         direct.create_table(partitioned(db, "t"))
         bound = POLL_S + SLACK_S
         wait_for(lambda: client.get_all_tables(db) == ["t"], "a table created upstream", timeout=bound)
-        wait_for(lambda: front.running.store.cache.get_table(("hive", db, "t")) is not None, "the table's load")
+        front.wait_cached(db, "t")
         direct.add_partitions([partition(hms, direct.get_table(db, "t"), ["a"])])
         wait_for(lambda: client.get_partition_names(db, "t", -1) == ["ds=a"], "a partition added upstream",
                  timeout=bound)
@@ -426,11 +429,7 @@ def test_an_upstream_killed_and_restarted_is_used_again_by_itself(tmp_path):
     front = Front(tmp_path / "front", upstream.uri, poll_interval_s=POLL_S)
     client = connect_thrift(front.server)
     try:
-        db = unique("killed")
-        client.create_database(database(hms, db))
-        client.create_table(table(hms, db, "t"))
-        wait_for(lambda: front.running.store.cache.get_table(("hive", db, "t")) is not None, "the table's load")
-        cached = client.get_table(db, "t")
+        db, cached = front.new_cached_table(client, "killed")
 
         upstream.stop()                                            # SIGTERM: the process is gone
         assert client.get_table(db, "t") == cached

@@ -16,9 +16,8 @@ from hmsproxy.events.poller import Poller
 from hmsproxy.handler import Handler
 from hmsproxy.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
-from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.prewarm import Loader
-from hmsproxy.store.cache.shared_cache import SharedCache
+from hmsproxy.store.cache.wiring import cache_over
 from hmsproxy.upstream.forwarding import ForwardingHandler
 from hmsproxy.upstream.pool import UpstreamPool
 from hmsproxy.upstream.refresher import Refresher
@@ -70,14 +69,7 @@ def start_upstream(settings: Settings, metrics: Metrics) -> UpstreamParts:
                         call_timeout_s=settings.upstream_call_timeout_s, observe=metrics.observe_upstream)
     metrics.upstream_up.set_function(lambda: 1.0 if pool.healthy else 0.0)
     upstream = UpstreamStore(pool)
-    cache = SharedCache(settings.cache_max_bytes, on_evict=lambda key: metrics.cache_evictions.inc())
-    policy = CachePolicy.from_patterns(settings.cache_whitelist, settings.cache_blacklist)
-    store = CachedStore(upstream, cache, policy, metrics, strict_snapshots=settings.strict_snapshots)
-    loader = Loader(store, metrics)
-    store.request_load = loader.request
-    metrics.cache_bytes.set_function(cache.bytes_used)
-    metrics.cache_objects.labels("table").set_function(cache.table_count)
-    metrics.cache_objects.labels("database").set_function(cache.database_count)
+    store, loader = cache_over(upstream, settings, metrics)
     poller = Poller(store, metrics, interval_s=settings.poll_interval_s, event_ttl_s=settings.event_ttl_s,
                     start_after=loader.start_after, reload_everything=loader.prewarm_again)
     has_log = _log_head(upstream, settings.upstream) > 0
