@@ -17,6 +17,8 @@ class TcpProxy:
         self.open = True
         self._flowing = threading.Event()
         self._flowing.set()
+        self._replying = threading.Event()   # cleared: requests reach the target, its answers are held
+        self._replying.set()
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -36,13 +38,15 @@ class TcpProxy:
                 continue
             with self._lock:
                 self._connections += [client, upstream]
-            for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
+            for source, sink, gates in ((client, upstream, (self._flowing,)),
+                                        (upstream, client, (self._flowing, self._replying))):
+                threading.Thread(target=self._pipe, args=(source, sink, gates), daemon=True).start()
 
-    def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
+    def _pipe(self, source: socket.socket, sink: socket.socket, gates: tuple[threading.Event, ...]) -> None:
         try:
             while data := source.recv(65536):
-                self._flowing.wait()
+                for gate in gates:
+                    gate.wait()
                 sink.sendall(data)
         except OSError:
             pass
@@ -68,11 +72,18 @@ class TcpProxy:
         """Keeps every connection open and forwards nothing, new ones included: a black hole."""
         self._flowing.clear()
 
+    def hold_replies(self) -> None:
+        """Requests still reach the target, which acts on them; its answers are held back: a write applied whose
+        acknowledgement is lost."""
+        self._replying.clear()
+
     def restore(self) -> None:
         self.open = True
         self._flowing.set()
+        self._replying.set()
 
     def close(self) -> None:
         self._flowing.set()
+        self._replying.set()
         self.cut()
         self._listener.close()

@@ -13,12 +13,14 @@ import signal
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
+from hmsclient.genthrift.hive_metastore import ttypes as A
 from thriftpy2.thrift import TException
 
-from api.builders import connect_thrift, database, partition, table, unique
+from api.builders import connect_hive, connect_thrift, database, partition, table, unique
 from hmsproxy import server as hmsproxy_server
 from hmsproxy.client import reader_snapshot
 from hmsproxy.config import Settings
@@ -142,6 +144,24 @@ def test_writes_through_the_front_are_the_upstreams_and_read_back_at_once(front,
     assert via_front.get_all_tables(db) == [] == direct.get_all_tables(db)
     with pytest.raises(hms.NoSuchObjectException):
         via_front.get_table(db, "events")
+
+
+def test_hives_own_client_reads_through_the_front_what_it_reads_from_the_upstream(front, hive):
+    """hmsclient (generated from Hive's IDL with Apache Thrift) on both sides: the front's replies, cached or
+    forwarded, decode to what the Java HMS itself answers."""
+    with closing(connect_hive(front.server)) as ours, closing(connect_hive(hive)) as theirs:
+        db = unique("hmsclient")
+        ours.create_database(database(A, db))
+        ours.create_table(table(A, db, "t", part_keys=[("ds", "string")]))
+        ours.add_partitions([partition(A, theirs.get_table(db, "t"), [value]) for value in ("a", "b", "c")])
+        front.wait_cached(db, "t")
+        assert ours.get_table(db, "t") == theirs.get_table(db, "t")
+        assert ours.get_partitions(db, "t", -1) == theirs.get_partitions(db, "t", -1)
+        assert ours.get_partitions_by_filter(db, "t", 'ds >= "b"', -1) == \
+            theirs.get_partitions_by_filter(db, "t", 'ds >= "b"', -1)
+        assert ours.get_all_tables(db) == theirs.get_all_tables(db) == ["t"]
+        with pytest.raises(A.NoSuchObjectException):
+            ours.get_table(db, "nope")
 
 
 def test_the_upstreams_declared_errors_reach_the_client_unchanged(via_front, direct):
@@ -285,6 +305,32 @@ def test_an_unreachable_upstream_leaves_cached_reads_and_fails_writes_within_the
         client.create_database(database(hms, again))
         assert direct.get_database(again).name == again
         assert metric(front.server, "hmsproxy_upstream_up") == 1
+    finally:
+        client.close()
+        direct.close()
+        front.stop()
+        relay.close()
+
+
+def test_a_write_whose_acknowledgement_is_lost_leaves_no_stale_entry(hive, tmp_path):
+    """The upstream applies an alter but its answer never arrives: the client is told the write may have been
+    applied, and the cache drops what the write named instead of serving the old table until a refresh."""
+    relay = TcpProxy(hive.port)
+    front = Front(tmp_path, f"thrift://127.0.0.1:{relay.port}", upstream_refresh_s=3600.0,
+                  upstream_call_timeout_s=3.0)
+    direct = connect_thrift(hive)
+    client = connect_thrift(front.server)
+    try:
+        db, cached = front.new_cached_table(client, "lost_ack")
+        assert "after" not in cached.parameters
+        changed = direct.get_table(db, "t")
+        changed.parameters["after"] = "the lost acknowledgement"
+        relay.hold_replies()
+        with pytest.raises(hms.MetaException, match="may have been applied"):
+            client.alter_table(db, "t", changed)
+        assert direct.get_table(db, "t").parameters["after"] == "the lost acknowledgement"   # applied upstream
+        relay.restore()
+        assert client.get_table(db, "t").parameters.get("after") == "the lost acknowledgement"
     finally:
         client.close()
         direct.close()

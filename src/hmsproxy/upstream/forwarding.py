@@ -22,7 +22,7 @@ from hmsproxy.idl import hms
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.domain import LockOutcome
 from hmsproxy.upstream.calls import unavailable
-from hmsproxy.upstream.effects import CacheEffects, cache_effects
+from hmsproxy.upstream.effects import LOCK_CALLS, CacheEffects, cache_effects
 from hmsproxy.upstream.pool import UpstreamPool, UpstreamUnavailable
 
 log = logging.getLogger(__name__)
@@ -78,15 +78,19 @@ class ForwardingHandler:
                 setattr(self, api, functools.partial(self._forward, api, names))
 
     def _forward(self, api: str, arg_names: list[str], *args: Any) -> Any:
+        """A read's answer changes nothing here; a write's acknowledgement (or a write that may have been applied
+        without one) has the cache read again what it named."""
         idempotent = api.startswith(IDEMPOTENT_PREFIXES)
+        arguments = dict(zip(arg_names, args))
         try:
             answer = self._pool.call(api, *args, idempotent=idempotent)
         except UpstreamUnavailable as exc:
+            if exc.maybe_applied and not idempotent:
+                self._apply(cache_effects(api, arguments))
             raise unavailable(exc, write=not idempotent) from None
-        arguments = dict(zip(arg_names, args))
-        if api in ("lock", "check_lock"):
+        if api in LOCK_CALLS:
             self._lock_answered(api, arguments, answer)
-        else:
+        elif not idempotent:
             self._apply(cache_effects(api, arguments))
         return answer
 
