@@ -1,26 +1,24 @@
 """The handler of `hmsproxy serve --upstream`: cached reads here, everything else forwarded to the upstream HMS.
 
 The reads the cache can answer (databases, tables, partitions, statistics, functions) go to the ordinary handler,
-whose store is the CachedStore over an UpstreamStore. Every other call, writes first of all, is sent upstream as the
-client sent it and its answer (or declared exception) returned as the upstream gave it: the upstream validates,
+whose store is the CachedStore over an UpstreamStore; so do lock and check_lock, whose grants the cache takes as
+synchronisation points as in the database mode (store/cache/transactions.py: the upstream's log is applied up to the
+grant, or without a log what the lock covers is dropped). Every other call, writes first of all, is sent upstream as
+the client sent it and its answer (or declared exception) returned as the upstream gave it: the upstream validates,
 decides defaults, creates directories, writes its notification log, runs transactions and locks. Only once it has
 acknowledged a write does the cache read again what the write named (effects.py), so a client reads its own writes
-through this instance. A granted lock is a synchronisation point, as in the database mode: the cache applies the
-upstream's log up to the grant, or, without a log, drops what the lock covers.
+through this instance.
 """
 from __future__ import annotations
 
 import functools
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from hmsproxy.handler import Handler
 from hmsproxy.idl import hms
 from hmsproxy.store.cache.cached_store import CachedStore
-from hmsproxy.store.domain import LockOutcome
 from hmsproxy.upstream.calls import unavailable
 from hmsproxy.upstream.effects import LOCK_CALLS, CacheEffects, cache_effects
 from hmsproxy.upstream.pool import UpstreamPool, UpstreamUnavailable
@@ -53,23 +51,18 @@ SESSION_CALLS = frozenset({
     "getCounters", "getCounter", "setOption", "getOption", "getOptions", "getCpuProfile", "aliveSince", "reinitialize",
 })
 # Forwarded calls that change nothing, so a failed attempt may be sent again (the pool fails over).
-IDEMPOTENT_PREFIXES = ("get_", "show_", "check_lock", "isPartitionMarkedForEvent")
-LOCKS_REMEMBERED = 10_000   # lock id -> what it covers, for a later check_lock's grant
+IDEMPOTENT_PREFIXES = ("get_", "show_", "isPartitionMarkedForEvent")
 
 
 class ForwardingHandler:
     """Has a method for every call of the IDL (the processor dispatches by name): the local handler's for cached
-    reads and session calls, a forwarder for the rest."""
+    reads, locks and session calls, a forwarder for the rest."""
 
-    def __init__(self, local: Handler, pool: UpstreamPool, cache: CachedStore, *,
-                 event_head: Callable[[], int]) -> None:
+    def __init__(self, local: Handler, pool: UpstreamPool, cache: CachedStore) -> None:
         self._pool = pool
         self._cache = cache
-        self._event_head = event_head     # the upstream's newest event id (0 without a log)
-        self._lock_scopes: OrderedDict[int, tuple[tuple[str, str | None], ...]] = OrderedDict()
-        self._lock_scopes_guard = threading.Lock()
         for api in hms.ThriftHiveMetastore.thrift_services:
-            if api in CACHED_READS or api in SESSION_CALLS:
+            if api in CACHED_READS or api in SESSION_CALLS or api in LOCK_CALLS:
                 if hasattr(local, api):
                     setattr(self, api, getattr(local, api))
             else:
@@ -88,9 +81,7 @@ class ForwardingHandler:
             if exc.maybe_applied and not idempotent:
                 self._apply(cache_effects(api, arguments))
             raise unavailable(exc, write=not idempotent) from None
-        if api in LOCK_CALLS:
-            self._lock_answered(api, arguments, answer)
-        elif not idempotent:
+        if not idempotent:
             self._apply(cache_effects(api, arguments))
         return answer
 
@@ -110,26 +101,3 @@ class ForwardingHandler:
                             "when the upstream answers", exc)
                 self._cache.cache.clear()
                 return
-
-    def _lock_answered(self, api: str, arguments: dict[str, Any], answer: Any) -> None:
-        """Remembers what a lock covers; when it is granted, the cache catches up with everything committed before
-        the grant (the log's head read after it), or drops what the lock covers."""
-        if api == "lock":
-            request = arguments["rqst"]
-            scopes = tuple((c.dbname.lower(), c.tablename.lower() if c.tablename else None)
-                           for c in request.component or [] if c.dbname)
-            with self._lock_scopes_guard:
-                self._lock_scopes[answer.lockid] = scopes
-                while len(self._lock_scopes) > LOCKS_REMEMBERED:
-                    self._lock_scopes.popitem(last=False)
-        else:
-            with self._lock_scopes_guard:
-                scopes = self._lock_scopes.get(arguments["rqst"].lockid, ())
-        if answer.state != hms.LockState.ACQUIRED:
-            return
-        try:
-            head = self._event_head()
-        except Exception:   # no head to catch up to: what the lock covers is dropped instead
-            self._cache.drop_covered(scopes)
-            return
-        self._cache.synchronise(LockOutcome(answer.lockid, answer.state, scopes, head))

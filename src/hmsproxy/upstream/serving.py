@@ -37,7 +37,7 @@ class UpstreamParts:
     following: threading.Event     # set once the poller follows the upstream's log
 
     def handler(self, local: Handler) -> ForwardingHandler:
-        return ForwardingHandler(local, self.pool, self.store, event_head=self.store.delegate.current_event_id)
+        return ForwardingHandler(local, self.pool, self.store)
 
     def readiness(self) -> tuple[bool, str]:
         """Ready once prewarmed; an unreachable upstream is said, not counted against readiness: cached reads
