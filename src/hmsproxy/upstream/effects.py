@@ -9,7 +9,7 @@ the search is by shape and not by a per-method list that could miss a method.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +53,11 @@ def _lowered(value: Any) -> str | None:
     return value.lower() if isinstance(value, str) and value else None
 
 
+def _first_name(struct: Any, fields: Sequence[str]) -> str | None:
+    """The first of the struct's fields that holds a name, lower-cased."""
+    return next(filter(None, (_lowered(getattr(struct, f, None)) for f in fields)), None)
+
+
 def _catalog_and_db(db_name: str, struct: Any = None) -> tuple[str, str]:
     """Hive 3+ clients may write `@cat#db` in a database name, or carry the catalog in the struct."""
     if db_name.startswith("@") and "#" in db_name:
@@ -80,8 +85,7 @@ def _tables_in(value: Any, depth: int) -> Iterator[TableKey]:
     spec = getattr(value, "thrift_spec", None)
     if spec is None:
         return
-    db = next((_lowered(getattr(value, f, None)) for f in DB_FIELDS if _lowered(getattr(value, f, None))), None)
-    table = next((_lowered(getattr(value, f, None)) for f in TABLE_FIELDS if _lowered(getattr(value, f, None))), None)
+    db, table = _first_name(value, DB_FIELDS), _first_name(value, TABLE_FIELDS)
     if db and table:
         yield (*_catalog_and_db(db, value), table)
     for field in spec.values():

@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from hmsproxy.burst_log import BurstLog
 from hmsproxy.idl import hms
@@ -24,7 +24,7 @@ from hmsproxy.metrics import Metrics
 from hmsproxy.names import DEFAULT_CATALOG
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.shared_cache import TableEntry, TableKey
-from hmsproxy.store.domain import Table
+from hmsproxy.store.domain import Function, Table, TableMeta
 
 log = logging.getLogger(__name__)
 TABLES_PER_CALL = 100   # get_table_objects_by_name batch
@@ -90,21 +90,22 @@ class Refresher:
 
     def _databases(self) -> int:
         upstream = self.store.delegate
-        cached = self.store.cache.databases_in(DEFAULT_CATALOG)
+        cached = {db: self.store.cache.database((DEFAULT_CATALOG, db))
+                  for db in self.store.cache.database_names(DEFAULT_CATALOG)}
         names = set(upstream.get_database_names(DEFAULT_CATALOG))
         stale = [db for db in names | set(cached)
                  if db not in names or db not in cached or upstream.get_database(DEFAULT_CATALOG, db) != cached[db]]
         for db in stale:
             self.store.refresh_database(DEFAULT_CATALOG, db)
-        for key in self.store.cache.tables_indexed(DEFAULT_CATALOG):
+        for key in _keys(self.store.cache.table_meta(DEFAULT_CATALOG)):
             if key[1] in names - set(cached) and self.store.policy.allows(key[1], key[2]):
                 self.store.request_load(key)   # a new database's tables, as their creation events would
         self.metrics.upstream_revalidated.labels("database").inc(len(stale))
         return len(stale)
 
     def _functions(self) -> int:
-        cached = self.store.cache.functions_in(DEFAULT_CATALOG)
-        current = {(f.dbName, f.functionName): f for f in self.store.delegate.get_functions(DEFAULT_CATALOG)}
+        cached = _by_name(self.store.cache.functions_of(DEFAULT_CATALOG) or [])
+        current = _by_name(self.store.delegate.get_functions(DEFAULT_CATALOG))
         stale = [key for key in set(cached) | set(current) if cached.get(key) != current.get(key)]
         for db, name in stale:
             self.store.refresh_function(DEFAULT_CATALOG, db, name)
@@ -112,9 +113,8 @@ class Refresher:
         return len(stale)
 
     def _table_names(self) -> int:
-        indexed = self.store.cache.tables_indexed(DEFAULT_CATALOG)
-        current = {(DEFAULT_CATALOG, db, tbl) for db, tbl, _, _ in self.store.delegate.get_table_meta(DEFAULT_CATALOG)}
-        stale = indexed ^ current
+        stale = _keys(self.store.cache.table_meta(DEFAULT_CATALOG)) ^ _keys(self.store.delegate.get_table_meta(
+            DEFAULT_CATALOG))
         for key in stale:
             self.store.settle(key)
         self.metrics.upstream_revalidated.labels("table_name").inc(len(stale))
@@ -149,3 +149,11 @@ class Refresher:
             return tuple(self.store.delegate.get_partition_names(*key)) == entry.partitions.names
         except hms.NoSuchObjectException:
             return False
+
+
+def _keys(meta: Sequence[TableMeta]) -> set[TableKey]:
+    return {(DEFAULT_CATALOG, db, tbl) for db, tbl, _, _ in meta}
+
+
+def _by_name(functions: Sequence[Function]) -> dict[tuple[str, str], Function]:
+    return {(f.dbName, f.functionName): f for f in functions}

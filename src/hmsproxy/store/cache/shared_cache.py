@@ -169,19 +169,6 @@ class SharedCache:
         with self.lock:
             return list(self._tables.items())
 
-    def databases_in(self, cat: str) -> dict[str, Any]:
-        with self.lock:
-            return {db: database for (c, db), database in self._databases.items() if c == cat}
-
-    def tables_indexed(self, cat: str) -> set[TableKey]:
-        with self.lock:
-            return {(c, db, tbl) for (c, db), names in self._table_index.items() if c == cat for tbl in names}
-
-    def functions_in(self, cat: str) -> dict[tuple[str, str], Any]:
-        with self.lock:
-            return {(db, name): f for (c, db), by_name in self._functions.items() if c == cat
-                    for name, f in by_name.items()}
-
     @property
     def max_bytes(self) -> int:
         return int(self._tables.maxsize)
