@@ -19,7 +19,7 @@ import pytest
 
 from api.builders import partition, sd
 from hmsproxy.events import messages
-from hmsproxy.events.log import emitting as messages_emitted
+from hmsproxy.events.journal import Journal
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
@@ -457,8 +457,7 @@ def test_the_log_holds_an_event_for_each_write_made_through_the_metastore(store:
     """Writes the handler makes emit their events; a store in front of another metastore sees the events
     that metastore logs for the writes it is sent (here an hmsproxy upstream logs every write)."""
     start = store.current_event_id()
-    with messages_emitted(messages.create_database(_database("d"))):
-        store.create_database(_database("d"))
+    store.create_database(_database("d"), journal=Journal.of(messages.create_database(_database("d"))))
     events = store.get_events(start)
     assert [(e.eventType, e.dbName) for e in events] == [(messages.CREATE_DATABASE, "d")]
     assert store.current_event_id() == events[-1].eventId

@@ -1,17 +1,14 @@
-"""The notification log: events appended in the writing transaction itself, and read back in order.
+"""The notification log's SQL: events appended in the writing transaction itself (events/journal.py says
+which), and read back in order.
 
-A handler states the events of its write with `emitting(...)`; the store's write transaction appends
-them just before it commits, so an event exists exactly when its change does. Event ids come from the
-single NOTIFICATION_SEQUENCE row, bumped in one statement that keeps it locked until the commit: gap-free
-and unique across every instance writing to the database (writers queue on that row only for the end of
-their transaction).
+Event ids come from the single NOTIFICATION_SEQUENCE row, bumped in one statement that keeps it locked until
+the commit: gap-free and unique across every instance writing to the database (writers queue on that row
+only for the end of their transaction).
 """
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, select
@@ -20,54 +17,6 @@ from hmsproxy.events.messages import Event
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.layout import FULL, Layout
 from hmsproxy.store.sql.sequences import next_value, reserve
-
-_pending: contextvars.ContextVar[tuple[Event, ...]] = contextvars.ContextVar("pending_events", default=())
-_collecting: contextvars.ContextVar[list[Event] | None] = contextvars.ContextVar("collecting_events", default=None)
-_last_written: contextvars.ContextVar[int] = contextvars.ContextVar("last_written_event", default=0)
-
-
-@contextlib.contextmanager
-def emitting(*events: Event) -> Iterator[None]:
-    """The events the next write transaction in this block appends (one store write per block)."""
-    token = _pending.set(tuple(events))
-    try:
-        yield
-    finally:
-        _pending.reset(token)
-
-
-@contextlib.contextmanager
-def collecting() -> Iterator[list[Event]]:
-    """Used by a write transaction: the events to append, starting with those being emitted."""
-    emitted = _pending.get()
-    events = list(emitted)
-    _pending.set(())
-    token = _collecting.set(events)
-    try:
-        yield events
-    except BaseException:
-        _pending.set(emitted)  # a repeated attempt of the failed transaction appends them again
-        raise
-    finally:
-        _collecting.reset(token)
-
-
-def written(event_ids: Sequence[int]) -> None:
-    """Called after a write transaction committed its events (same thread)."""
-    _last_written.set(max(event_ids, default=0))
-
-
-def last_written() -> int:
-    """The newest event id the last write on this thread committed (the version it gave its table)."""
-    return _last_written.get()
-
-
-def log(event: Event) -> None:
-    """Adds an event the store built itself to the write transaction in progress."""
-    events = _collecting.get()
-    if events is None:
-        raise RuntimeError("events can only be logged inside a write transaction")
-    events.append(event)
 
 
 def append(conn: Connection, events: Sequence[Event], layout: Layout = FULL) -> list[int]:

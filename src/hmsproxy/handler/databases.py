@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hmsproxy.events import messages
-from hmsproxy.events.log import emitting
+from hmsproxy.events.journal import Journal
 from hmsproxy.handler.common import HandlerContext, checked_location, now, require_valid_name, split_catalog
 from hmsproxy.idl import hms
 from hmsproxy.names import filter_by_pattern
@@ -41,9 +41,9 @@ class DatabaseCalls:
             catalogName=catalog, createTime=now(),
             managedLocationUri=checked_location(database.managedLocationUri, hms.InvalidObjectException),
         )
-        with self.ctx.warehouse.changes() as work, emitting(messages.create_database(stored)):
+        with self.ctx.warehouse.changes() as work:
             work.mkdirs(location)
-            self.ctx.store.create_database(stored)
+            self.ctx.store.create_database(stored, journal=Journal.of(messages.create_database(stored)))
 
     def get_database(self, name: str) -> Any:
         catalog, db_name = split_catalog(name)
@@ -74,8 +74,8 @@ class DatabaseCalls:
             after.ownerName = db.ownerName
         if db.ownerType is not None:
             after.ownerType = db.ownerType
-        with emitting(messages.alter_database(before, after)):
-            self.ctx.store.alter_database(catalog, db_name, after)
+        self.ctx.store.alter_database(catalog, db_name, after,
+                                      journal=Journal.of(messages.alter_database(before, after)))
 
     def drop_database(self, name: str, deleteData: bool, cascade: bool) -> None:
         catalog, db_name = split_catalog(name)
@@ -99,8 +99,8 @@ class DatabaseCalls:
         tables = self.ctx.store.get_table_objects(catalog, db_name, self.ctx.store.get_table_names(catalog, db_name))
         functions = self.ctx.store.get_functions(catalog, db_name)
         events = [messages.drop_table(t) for t in tables] + [messages.drop_function(f) for f in functions]
-        with emitting(*events, messages.drop_database(database)):
-            dropped = self.ctx.store.drop_database(catalog, db_name, cascade)
+        dropped = self.ctx.store.drop_database(catalog, db_name, cascade,
+                                               journal=Journal.of(*events, messages.drop_database(database)))
         if delete_data:
             for item in dropped:
                 self._delete_table_data(item)

@@ -5,7 +5,7 @@ import copy
 from typing import Any
 
 from hmsproxy.events import messages
-from hmsproxy.events.log import emitting
+from hmsproxy.events.journal import Journal
 from hmsproxy.handler.common import ErrorType, HandlerContext, lower, now, require_valid_name, split_catalog
 from hmsproxy.idl import hms
 from hmsproxy.names import filter_by_pattern
@@ -28,8 +28,7 @@ class FunctionCalls:
         function = self._normalised(func)
         function.createTime = now()
         try:
-            with emitting(messages.create_function(function)):
-                self.ctx.store.create_function(function)
+            self.ctx.store.create_function(function, journal=Journal.of(messages.create_function(function)))
         except hms.AlreadyExistsException:  # Hive's text names the function as the client spelt it
             raise hms.AlreadyExistsException(message=f"Function {func.functionName} already exists") from None
 
@@ -50,8 +49,8 @@ class FunctionCalls:
         function = self._normalised(newFunc, hms.InvalidOperationException)
         old = self._existing(catalog, db_name, lower(funcName, "function"))
         function.createTime = old.createTime
-        with emitting(messages.drop_function(old), messages.create_function(function)):  # Hive has no alter event
-            self.ctx.store.alter_function(catalog, db_name, old.functionName, function)
+        changed = Journal.of(messages.drop_function(old), messages.create_function(function))  # Hive has no alter event
+        self.ctx.store.alter_function(catalog, db_name, old.functionName, function, journal=changed)
 
     def _existing(self, catalog: str, db_name: str, name: str) -> Any:
         try:
@@ -62,5 +61,5 @@ class FunctionCalls:
     def drop_function(self, dbName: str, funcName: str) -> None:
         catalog, db_name = split_catalog(dbName)
         function = self.ctx.store.get_function(catalog, db_name, lower(funcName, "function"))
-        with emitting(messages.drop_function(function)):
-            self.ctx.store.drop_function(catalog, db_name, function.functionName)
+        self.ctx.store.drop_function(catalog, db_name, function.functionName,
+                                     journal=Journal.of(messages.drop_function(function)))

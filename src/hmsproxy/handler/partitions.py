@@ -1,7 +1,6 @@
 """Thrift calls on partitions: add/append, read by values/names/partial spec/filter, alter, rename, drop."""
 from __future__ import annotations
 
-import contextlib
 import copy
 import re
 from collections.abc import Sequence
@@ -10,7 +9,7 @@ from typing import Any
 from thriftpy2.thrift import TApplicationException
 
 from hmsproxy.events import messages
-from hmsproxy.events.log import emitting
+from hmsproxy.events.journal import Journal
 from hmsproxy.handler.common import (
     DDL_TIME,
     HandlerContext,
@@ -135,8 +134,9 @@ class PartitionCalls:
         with self.ctx.warehouse.changes() as work:
             prepared = [self._prepare_partition(table, part, props, work)
                         for name, part in zip(names, parts) if name not in existing]
-            with emitting(messages.add_partition(table, prepared)) if prepared else contextlib.nullcontext():
-                return self.ctx.store.add_partitions(catalog, db_name, table.tableName, prepared, if_not_exists)
+            events = [messages.add_partition(table, prepared)] if prepared else []
+            return self.ctx.store.add_partitions(catalog, db_name, table.tableName, prepared, if_not_exists,
+                                                 journal=Journal(events))
 
     def _existing_names(self, catalog: str, db_name: str, table: Any, names: Sequence[str]) -> set[str]:
         """Which of these partitions exist (looked up by name: adding to a huge table stays cheap)."""
@@ -405,8 +405,8 @@ class PartitionCalls:
                                    env=props)
             strip_marker(part.parameters)
             prepared.append(part)
-        with emitting(*(messages.alter_partition(table, old, new) for (_, old), new in zip(olds, prepared))):
-            self.ctx.store.alter_partitions(catalog, db, table.tableName, prepared)
+        events = [messages.alter_partition(table, old, new) for (_, old), new in zip(olds, prepared)]
+        self.ctx.store.alter_partitions(catalog, db, table.tableName, prepared, journal=Journal(events))
 
     def _partitions_to_alter(self, catalog: str, db: str, table: Any,
                              new_parts: Sequence[Any]) -> list[tuple[list[str], Any]]:
@@ -484,8 +484,8 @@ class PartitionCalls:
             # bytes); here after the move, so that they are true (README: Hive 2.3 or Hive 4)
             update_quick_stats(self.ctx.warehouse, part.parameters, part.sd.location, new_dir=False, force=False,
                                env={})
-            with emitting(messages.alter_partition(table, old, part)):
-                self.ctx.store.rename_partition(catalog, db, table.tableName, old_values, part)
+            self.ctx.store.rename_partition(catalog, db, table.tableName, old_values, part,
+                                            journal=Journal.of(messages.alter_partition(table, old, part)))
         return None
 
     # ---- drop --------------------------------------------------------------------------------------

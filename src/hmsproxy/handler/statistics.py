@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from hmsproxy.events import messages
-from hmsproxy.events.log import emitting
+from hmsproxy.events.journal import Journal
 from hmsproxy.handler.common import HandlerContext, lower, split_catalog, with_snapshot
 from hmsproxy.idl import hms
 from hmsproxy.names import parse_partition_name
@@ -22,8 +22,8 @@ class StatisticsCalls:
         desc.tableName = lower(desc.tableName, "table")
         table = self.ctx.store.get_table(catalog, desc.dbName, desc.tableName)
         if desc.isTblLevel:
-            with emitting(messages.update_table_column_stat(table, stats, max(table.writeId or 0, 0), None)):
-                self.ctx.store.update_table_column_statistics(catalog, stats)
+            event = messages.update_table_column_stat(table, stats, max(table.writeId or 0, 0), None)
+            self.ctx.store.update_table_column_statistics(catalog, stats, journal=Journal.of(event))
             return
         if not desc.partName:
             raise hms.InvalidInputException(message="partition statistics need a partition name")
@@ -31,8 +31,8 @@ class StatisticsCalls:
             values = [v for _, v in parse_partition_name(desc.partName)]
         except ValueError as exc:
             raise hms.InvalidInputException(message=str(exc)) from None
-        with emitting(messages.update_part_column_stat(table, values, stats, 0)):
-            self.ctx.store.update_partition_column_statistics(catalog, stats, values)
+        self.ctx.store.update_partition_column_statistics(
+            catalog, stats, values, journal=Journal.of(messages.update_part_column_stat(table, values, stats, 0)))
 
     def update_table_column_statistics(self, stats_obj: Any) -> bool:
         if stats_obj is not None and stats_obj.statsDesc is not None and not stats_obj.statsDesc.isTblLevel:
@@ -118,8 +118,8 @@ class StatisticsCalls:
         catalog, db = split_catalog(db_name)
         table = self.ctx.store.get_table(catalog, db, lower(tbl_name, "table"))
         column = col_name.lower() if col_name else None
-        with emitting(messages.delete_table_column_stat(table, column)):
-            self.ctx.store.delete_table_column_statistics(catalog, db, table.tableName, column)
+        self.ctx.store.delete_table_column_statistics(
+            catalog, db, table.tableName, column, journal=Journal.of(messages.delete_table_column_stat(table, column)))
         return True
 
     def delete_partition_column_statistics(self, db_name: str, tbl_name: str, part_name: str, col_name: str | None,
@@ -131,8 +131,9 @@ class StatisticsCalls:
             values = [v for _, v in parse_partition_name(part_name or "")]
         except ValueError as exc:
             raise hms.InvalidInputException(message=str(exc)) from None
-        with emitting(messages.delete_part_column_stat(table, values, column)):
-            self.ctx.store.delete_partition_column_statistics(catalog, db, table.tableName, part_name, column)
+        self.ctx.store.delete_partition_column_statistics(
+            catalog, db, table.tableName, part_name, column,
+            journal=Journal.of(messages.delete_part_column_stat(table, values, column)))
         return True
 
 

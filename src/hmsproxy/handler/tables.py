@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hmsproxy.events import messages
-from hmsproxy.events.log import emitting
+from hmsproxy.events.journal import Journal
 from hmsproxy.handler.common import (
     DDL_TIME,
     ErrorType,
@@ -126,8 +126,7 @@ class TableCalls:
                     update_quick_stats(self.ctx.warehouse, table.parameters, table.sd.location, new_dir=made,
                                        force=False, env=env_properties(env))
                 strip_marker(table.parameters)
-            with emitting(messages.create_table(table)):
-                self.ctx.store.create_table(table)
+            self.ctx.store.create_table(table, journal=Journal.of(messages.create_table(table)))
 
     # ---- read --------------------------------------------------------------------------------------
 
@@ -293,8 +292,9 @@ class TableCalls:
                 update_quick_stats(self.ctx.warehouse, table.parameters, table.sd.location, new_dir=False, force=True,
                                    env=props)
             strip_marker(table.parameters)
-            with emitting(messages.alter_table(old, table, write_id=table.writeId if table.writeId > 0 else None)):
-                self.ctx.store.alter_table(catalog, db_name, tbl_name, table, moves, cascade, expected)
+            event = messages.alter_table(old, table, write_id=table.writeId if table.writeId > 0 else None)
+            self.ctx.store.alter_table(catalog, db_name, tbl_name, table, moves, cascade, expected,
+                                       journal=Journal.of(event))
 
     def _rename_move(self, catalog: str, old: Any, table: Any, work: DirectoryWork) -> tuple[str, str] | None:
         """A renamed managed table's directory move, done in `work` (undone if the rename fails); sets the new
@@ -333,8 +333,8 @@ class TableCalls:
     def _drop_table(self, dbname: str, name: str, delete_data: bool) -> None:
         catalog, db_name = split_catalog(dbname)
         table = self.ctx.store.get_table(catalog, db_name, lower(name, "table"))
-        with emitting(messages.drop_table(table)):
-            dropped = self.ctx.store.drop_table(catalog, db_name, table.tableName)
+        dropped = self.ctx.store.drop_table(catalog, db_name, table.tableName,
+                                            journal=Journal.of(messages.drop_table(table)))
         if delete_data:
             self._delete_table_data(dropped)
 
@@ -362,15 +362,14 @@ class TableCalls:
             before = {p.sd.location: p for p in self.ctx.store.get_partitions_by_names(
                 catalog, db_name, table.tableName, names)}
             events = [messages.alter_partition(table, before.get(p.sd.location, p), p, is_truncate=True) for p in parts]
-            with emitting(*events):
-                self.ctx.store.alter_partitions(catalog, db_name, table.tableName, parts)
+            self.ctx.store.alter_partitions(catalog, db_name, table.tableName, parts, journal=Journal.of(*events))
         else:
             self.ctx.warehouse.empty(table.sd.location)
             update_quick_stats(self.ctx.warehouse, table.parameters, table.sd.location, new_dir=False, force=True,
                                env={})
             before = self.ctx.store.get_table(catalog, db_name, table.tableName)
-            with emitting(messages.alter_table(before, table, is_truncate=True)):
-                self.ctx.store.alter_table(catalog, db_name, table.tableName, table)
+            self.ctx.store.alter_table(catalog, db_name, table.tableName, table,
+                                       journal=Journal.of(messages.alter_table(before, table, is_truncate=True)))
 
     def truncate_table_req(self, req: Any) -> Any:
         self.truncate_table(req.dbName, req.tableName, req.partNames)

@@ -15,8 +15,9 @@ Where Hive's API cannot give what the store interface promises:
 * Nothing is one snapshot: a bundle or a drop's report is read in several calls (see get_table_bundle).
 * Transactions say nothing of their writes upstream: commit and abort return no TableWrite (the cache cannot learn
   from them which entries became valid), and expired transactions and locks are the upstream's to reap.
-* The notification log is the upstream's: nothing is added to it or cleaned here, and a table's version is
-  looked for among the newest events only (table_version).
+* The notification log is the upstream's: nothing is added to it or cleaned here (a write's journal stays as it
+  was handed in: the upstream logs its own events), and a table's version is looked for among the newest events
+  only (table_version).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from hmsproxy.client import decode_bitset
+from hmsproxy.events.journal import Journal
 from hmsproxy.events.messages import Event
 from hmsproxy.idl import hms
 from hmsproxy.names import DEFAULT_CATALOG, parse_partition_name
@@ -99,7 +101,7 @@ class UpstreamStore:
     def get_catalog_names(self) -> list[str]:
         return [DEFAULT_CATALOG]
 
-    def create_database(self, database: Database) -> None:
+    def create_database(self, database: Database, journal: Journal | None = None) -> None:
         _check_catalog(database.catalogName or DEFAULT_CATALOG)
         self.upstream.call("create_database", database, write=True)
 
@@ -110,11 +112,11 @@ class UpstreamStore:
     def get_database_names(self, cat: str) -> list[str]:
         return sorted(self.upstream.call("get_all_databases")) if cat == DEFAULT_CATALOG else []
 
-    def alter_database(self, cat: str, name: str, database: Database) -> None:
+    def alter_database(self, cat: str, name: str, database: Database, journal: Journal | None = None) -> None:
         self.get_database(cat, name)  # Hive 2.3 ignores the alter of a missing database
         self.upstream.call("alter_database", name, database, write=True)
 
-    def drop_database(self, cat: str, name: str, cascade: bool) -> list[DroppedTable]:
+    def drop_database(self, cat: str, name: str, cascade: bool, journal: Journal | None = None) -> list[DroppedTable]:
         """With cascade, the tables it held, read just before the drop (one created meanwhile is not listed)."""
         self.get_database(cat, name)  # Hive 2.3 answers the drop of a missing one with a NullPointerException
         dropped = [self._dropped(cat, name, table) for table in self.get_table_names(cat, name)] if cascade else []
@@ -123,7 +125,7 @@ class UpstreamStore:
 
     # ---- tables ------------------------------------------------------------------------------------
 
-    def create_table(self, table: Table) -> int:
+    def create_table(self, table: Table, journal: Journal | None = None) -> int:
         """The new table's id as the upstream reads it back: 0 from Hive 2.3, whose tables have none."""
         _check_catalog(table.catName or DEFAULT_CATALOG)
         self.upstream.call("create_table", table, write=True)
@@ -152,7 +154,7 @@ class UpstreamStore:
 
     def alter_table(self, cat: str, db_name: str, tbl_name: str, new_table: Table,
                     partition_location_moves: tuple[str, str] | None = None, cascade: bool = False,
-                    expected_parameter: tuple[str, str] | None = None) -> None:
+                    expected_parameter: tuple[str, str] | None = None, journal: Journal | None = None) -> None:
         """The upstream moves a renamed table's partition locations itself (`partition_location_moves` is not
         needed). A compare-and-set (`expected_parameter`) is refused: Hive before 4.0 ignores the expected value,
         which travels in the environment context, and would change the table whatever it holds."""
@@ -164,7 +166,7 @@ class UpstreamStore:
         context = hms.EnvironmentContext(properties={"CASCADE": "true"}) if cascade else None
         self.upstream.call("alter_table_with_environment_context", db_name, tbl_name, new_table, context, write=True)
 
-    def drop_table(self, cat: str, db_name: str, tbl_name: str) -> DroppedTable:
+    def drop_table(self, cat: str, db_name: str, tbl_name: str, journal: Journal | None = None) -> DroppedTable:
         """What the drop removes, read just before it: Hive's drop answers nothing."""
         dropped = self._dropped(cat, db_name, tbl_name)
         self.upstream.call("drop_table", db_name, tbl_name, False, write=True)
@@ -210,24 +212,25 @@ class UpstreamStore:
     # ---- partitions --------------------------------------------------------------------------------
 
     def add_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Partition],
-                       if_not_exists: bool = False) -> list[Partition]:
+                       if_not_exists: bool = False, journal: Journal | None = None) -> list[Partition]:
         """The partitions added, as the upstream stored them (locations and parameters filled in)."""
         _check_catalog(cat)
         request = hms.AddPartitionsRequest(dbName=db_name, tblName=tbl_name, parts=list(parts),
                                            ifNotExists=if_not_exists, needResult=True)
         return self.upstream.call("add_partitions_req", request, write=True).partitions or []
 
-    def alter_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Partition]) -> None:
+    def alter_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Partition],
+                         journal: Journal | None = None) -> None:
         _check_catalog(cat)
         self.upstream.call("alter_partitions", db_name, tbl_name, list(parts), write=True)
 
     def rename_partition(self, cat: str, db_name: str, tbl_name: str, old_values: Sequence[str],
-                         part: Partition) -> None:
+                         part: Partition, journal: Journal | None = None) -> None:
         _check_catalog(cat)
         self.upstream.call("rename_partition", db_name, tbl_name, list(old_values), part, write=True)
 
     def drop_partitions(self, cat: str, db_name: str, tbl_name: str, names: Sequence[str],
-                        if_exists: bool = False) -> list[Partition]:
+                        if_exists: bool = False, journal: Journal | None = None) -> list[Partition]:
         _check_catalog(cat)
         request = hms.DropPartitionsRequest(dbName=db_name, tblName=tbl_name, deleteData=False, ifExists=if_exists,
                                             parts=hms.RequestPartsSpec(names=list(names)), needResult=True)
@@ -296,7 +299,7 @@ class UpstreamStore:
 
     # ---- functions ---------------------------------------------------------------------------------
 
-    def create_function(self, function: Function) -> None:
+    def create_function(self, function: Function, journal: Journal | None = None) -> None:
         _check_catalog(function.catName or DEFAULT_CATALOG)
         self.upstream.call("create_function", function, write=True)
 
@@ -312,21 +315,23 @@ class UpstreamStore:
         return sorted((f for f in functions if db_name is None or f.dbName == db_name),
                       key=lambda f: (f.dbName, f.functionName))
 
-    def alter_function(self, cat: str, db_name: str, name: str, function: Function) -> None:
+    def alter_function(self, cat: str, db_name: str, name: str, function: Function,
+                       journal: Journal | None = None) -> None:
         _check_catalog(cat)
         self.upstream.call("alter_function", db_name, name, function, write=True)
 
-    def drop_function(self, cat: str, db_name: str, name: str) -> None:
+    def drop_function(self, cat: str, db_name: str, name: str, journal: Journal | None = None) -> None:
         _check_catalog(cat)
         self.upstream.call("drop_function", db_name, name, write=True)
 
     # ---- column statistics -------------------------------------------------------------------------
 
-    def update_table_column_statistics(self, cat: str, stats: ColumnStatistics) -> None:
+    def update_table_column_statistics(self, cat: str, stats: ColumnStatistics, journal: Journal | None = None) -> None:
         _check_catalog(cat)
         self.upstream.call("update_table_column_statistics", stats, write=True)
 
-    def update_partition_column_statistics(self, cat: str, stats: ColumnStatistics, values: Sequence[str]) -> None:
+    def update_partition_column_statistics(self, cat: str, stats: ColumnStatistics, values: Sequence[str],
+                                           journal: Journal | None = None) -> None:
         """Hive finds the partition by the statistics' partName (the same partition as `values`)."""
         _check_catalog(cat)
         self.upstream.call("update_partition_column_statistics", stats, write=True)
@@ -360,12 +365,13 @@ class UpstreamStore:
             return None
         return None if stats is None else stats.statsDesc.lastAnalyzed
 
-    def delete_table_column_statistics(self, cat: str, db_name: str, tbl_name: str, col_name: str | None) -> None:
+    def delete_table_column_statistics(self, cat: str, db_name: str, tbl_name: str, col_name: str | None,
+                                       journal: Journal | None = None) -> None:
         _check_catalog(cat)
         self.upstream.call("delete_table_column_statistics", db_name, tbl_name, col_name, ENGINE, write=True)
 
     def delete_partition_column_statistics(self, cat: str, db_name: str, tbl_name: str, part_name: str,
-                                           col_name: str | None) -> None:
+                                           col_name: str | None, journal: Journal | None = None) -> None:
         _check_catalog(cat)
         self.upstream.call("delete_partition_column_statistics", db_name, tbl_name, part_name, col_name, ENGINE,
                            write=True)
@@ -408,7 +414,8 @@ class UpstreamStore:
         return ValidTxnList(high_watermark=high, min_open_id=min(open_ids, default=LONG_MAX), open_ids=open_ids,
                             aborted_ids=tuple(t.id for t in txns if t.state == hms.TxnState.ABORTED))
 
-    def allocate_write_ids(self, db_name: str, table: str, txn_ids: Sequence[int]) -> list[tuple[int, int]]:
+    def allocate_write_ids(self, db_name: str, table: str, txn_ids: Sequence[int],
+                           journal: Journal | None = None) -> list[tuple[int, int]]:
         request = hms.AllocateTableWriteIdsRequest(dbName=db_name, tableName=table, txnIds=list(txn_ids))
         response = self.upstream.optional("allocate_table_write_ids", request, write=True)
         if response is None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from hmsproxy.dispatch import current_method
-from hmsproxy.events import log as event_log
+from hmsproxy.events.journal import Journal
 from hmsproxy.events.messages import Event
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
@@ -303,8 +303,8 @@ class CachedStore(CachedStatistics, CachedTransactions):
     def get_catalog_names(self) -> list[str]:
         return self.delegate.get_catalog_names()
 
-    def create_database(self, database: Any) -> None:
-        self.delegate.create_database(database)
+    def create_database(self, database: Any, journal: Journal | None = None) -> None:
+        self.delegate.create_database(database, journal)
         key = (database.catalogName, database.name)
         with self.cache.lock:
             self.cache.forget_database(key)   # what the name may have held before, dropped elsewhere
@@ -322,8 +322,8 @@ class CachedStore(CachedStatistics, CachedTransactions):
         self._count("database", False)
         return self.delegate.get_database_names(cat)
 
-    def alter_database(self, cat: str, name: str, database: Any) -> None:
-        self.delegate.alter_database(cat, name, database)
+    def alter_database(self, cat: str, name: str, database: Any, journal: Journal | None = None) -> None:
+        self.delegate.alter_database(cat, name, database, journal)
         with self.cache.lock:
             self.cache.bump_catalog(cat)
             old = self.cache.database((cat, name))
@@ -333,19 +333,20 @@ class CachedStore(CachedStatistics, CachedTransactions):
                 new.ownerName, new.ownerType = database.ownerName, canonical.database(database).ownerType
                 self.cache.put_database((cat, name), new)
 
-    def drop_database(self, cat: str, name: str, cascade: bool) -> list[DroppedTable]:
+    def drop_database(self, cat: str, name: str, cascade: bool, journal: Journal | None = None) -> list[DroppedTable]:
         key: DbKey = (cat, name)
         tables = self.cache.table_names(key) or []
-        dropped = self.delegate.drop_database(cat, name, cascade)
+        dropped = self.delegate.drop_database(cat, name, cascade, journal)
         self.cache.forget_database(key, tables)
         return dropped
 
     # ---- tables ------------------------------------------------------------------------------------
 
-    def create_table(self, table: Any) -> int:
+    def create_table(self, table: Any, journal: Journal | None = None) -> int:
         key = (table.catName, table.dbName, table.tableName)
+        journal = Journal() if journal is None else journal   # its version stamps the entry
         with self.cache.writing(key):
-            tbl_id = self.delegate.create_table(table)
+            tbl_id = self.delegate.create_table(table, journal)
             stored = self.delegate.kept(canonical.table(table, tbl_id, table.catName))
             self.cache.index_table(key, stored)
             if self.policy.allows(table.dbName, table.tableName):
@@ -353,7 +354,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
                 write_ids = ValidWriteIdList.of(f"{table.dbName}.{table.tableName}", 0) \
                     if self._has_write_ids(stored) else None
                 self.cache.put_table(key, TableEntry(stored, PartitionSet(keys=keys), write_ids=write_ids,
-                                                     version=event_log.last_written()))
+                                                     version=journal.version))
         return tbl_id
 
     def _has_write_ids(self, table: Any) -> bool:
@@ -394,13 +395,14 @@ class CachedStore(CachedStatistics, CachedTransactions):
 
     def alter_table(self, cat: str, db_name: str, tbl_name: str, new_table: Any,
                     partition_location_moves: tuple[str, str] | None = None, cascade: bool = False,
-                    expected_parameter: tuple[str, str] | None = None) -> None:
+                    expected_parameter: tuple[str, str] | None = None, journal: Journal | None = None) -> None:
         key = (cat, db_name, tbl_name)
         new_key = (cat, new_table.dbName, new_table.tableName)
+        journal = Journal() if journal is None else journal   # its version stamps the entry
         with self.cache.writing(key):
             old = self.cache.get_table(key)
             self.delegate.alter_table(cat, db_name, tbl_name, new_table, partition_location_moves, cascade,
-                                      expected_parameter)
+                                      expected_parameter, journal)
             changes_kind = old is not None and self._has_write_ids(new_table) != (old.write_ids is not None)
             if new_key != key or cascade or old is None or changes_kind:
                 self._forget(key)
@@ -415,52 +417,57 @@ class CachedStore(CachedStatistics, CachedTransactions):
             table_stats = {c: s for c, s in old.table_stats.items() if c in columns}
             self.cache.index_table(key, stored)
             self.cache.put_table(key, old.but(table=stored, table_stats=table_stats,
-                                              version=max(old.version, event_log.last_written())))
+                                              version=max(old.version, journal.version)))
 
     def _forget(self, key: TableKey) -> None:
         self.cache.drop_table(key)
         self.cache.unindex_table(key)
 
-    def drop_table(self, cat: str, db_name: str, tbl_name: str) -> DroppedTable:
+    def drop_table(self, cat: str, db_name: str, tbl_name: str, journal: Journal | None = None) -> DroppedTable:
         key = (cat, db_name, tbl_name)
         with self.cache.writing(key):
-            dropped = self.delegate.drop_table(cat, db_name, tbl_name)
+            dropped = self.delegate.drop_table(cat, db_name, tbl_name, journal)
             self._forget(key)
         return dropped
 
     # ---- partitions --------------------------------------------------------------------------------
 
-    def _update_entry(self, key: TableKey, change: Callable[[TableEntry], TableEntry]) -> None:
+    def _update_entry(self, key: TableKey, change: Callable[[TableEntry], TableEntry], version: int) -> None:
         """Applies a committed write to the cached entry, if the table is cached; the entry's version
-        becomes the write's event id."""
+        becomes the write's newest event id."""
         entry = self.cache.get_table(key)
         if entry is not None:
             changed = change(entry)
-            self.cache.put_table(key, changed.but(version=max(changed.version, event_log.last_written())))
+            self.cache.put_table(key, changed.but(version=max(changed.version, version)))
 
     def _canonical_parts(self, key: TableKey, parts: Sequence[Any]) -> list[Any]:
         return [self.delegate.kept(canonical.partition(p, key[0], key[1], key[2])) for p in parts]
 
     def add_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any],
-                       if_not_exists: bool = False) -> list[Any]:
+                       if_not_exists: bool = False, journal: Journal | None = None) -> list[Any]:
         key = (cat, db_name, tbl_name)
+        journal = Journal() if journal is None else journal   # its version stamps the entry
         with self.cache.writing(key):
-            added = self.delegate.add_partitions(cat, db_name, tbl_name, parts, if_not_exists)
+            added = self.delegate.add_partitions(cat, db_name, tbl_name, parts, if_not_exists, journal)
             stored = self._canonical_parts(key, added)
-            self._update_entry(key, lambda e: e.but(partitions=e.partitions.with_partitions(stored)))
+            self._update_entry(key, lambda e: e.but(partitions=e.partitions.with_partitions(stored)), journal.version)
         return added
 
-    def alter_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any]) -> None:
+    def alter_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any],
+                         journal: Journal | None = None) -> None:
         key = (cat, db_name, tbl_name)
+        journal = Journal() if journal is None else journal   # its version stamps the entry
         with self.cache.writing(key):
-            self.delegate.alter_partitions(cat, db_name, tbl_name, parts)
+            self.delegate.alter_partitions(cat, db_name, tbl_name, parts, journal)
             stored = self._canonical_parts(key, parts)
-            self._update_entry(key, lambda e: e.but(partitions=e.partitions.with_partitions(stored)))
+            self._update_entry(key, lambda e: e.but(partitions=e.partitions.with_partitions(stored)), journal.version)
 
-    def rename_partition(self, cat: str, db_name: str, tbl_name: str, old_values: Sequence[str], part: Any) -> None:
+    def rename_partition(self, cat: str, db_name: str, tbl_name: str, old_values: Sequence[str], part: Any,
+                         journal: Journal | None = None) -> None:
         key = (cat, db_name, tbl_name)
+        journal = Journal() if journal is None else journal   # its version stamps the entry
         with self.cache.writing(key):
-            self.delegate.rename_partition(cat, db_name, tbl_name, old_values, part)
+            self.delegate.rename_partition(cat, db_name, tbl_name, old_values, part, journal)
             [stored] = self._canonical_parts(key, [part])
 
             def change(entry: TableEntry) -> TableEntry:
@@ -472,19 +479,20 @@ class CachedStore(CachedStatistics, CachedTransactions):
                 return entry.but(partitions=entry.partitions.without([old_name]).with_partitions([stored]),
                                  partition_stats=stats)
 
-            self._update_entry(key, change)
+            self._update_entry(key, change, journal.version)
 
     def drop_partitions(self, cat: str, db_name: str, tbl_name: str, names: Sequence[str],
-                        if_exists: bool = False) -> list[Any]:
+                        if_exists: bool = False, journal: Journal | None = None) -> list[Any]:
         key = (cat, db_name, tbl_name)
+        journal = Journal() if journal is None else journal   # its version stamps the entry
         with self.cache.writing(key):
-            dropped = self.delegate.drop_partitions(cat, db_name, tbl_name, names, if_exists)
+            dropped = self.delegate.drop_partitions(cat, db_name, tbl_name, names, if_exists, journal)
 
             def change(entry: TableEntry) -> TableEntry:
                 stats = {n: s for n, s in entry.partition_stats.items() if n not in set(names)}
                 return entry.but(partitions=entry.partitions.without(names), partition_stats=stats)
 
-            self._update_entry(key, change)
+            self._update_entry(key, change, journal.version)
         return dropped
 
     def get_partitions(self, cat: str, db_name: str, tbl_name: str, max_parts: int = -1) -> Any:
@@ -520,8 +528,8 @@ class CachedStore(CachedStatistics, CachedTransactions):
 
     # ---- functions ---------------------------------------------------------------------------------
 
-    def create_function(self, function: Any) -> None:
-        self.delegate.create_function(function)
+    def create_function(self, function: Any, journal: Journal | None = None) -> None:
+        self.delegate.create_function(function, journal)
         self.cache.put_function((function.catName, function.dbName), function.functionName,
                                 canonical.function(function, function.catName))
 
@@ -536,14 +544,14 @@ class CachedStore(CachedStatistics, CachedTransactions):
         self._count("function", found is not None)
         return found if found is not None else self.delegate.get_functions(cat, db_name)
 
-    def alter_function(self, cat: str, db_name: str, name: str, function: Any) -> None:
-        self.delegate.alter_function(cat, db_name, name, function)
+    def alter_function(self, cat: str, db_name: str, name: str, function: Any, journal: Journal | None = None) -> None:
+        self.delegate.alter_function(cat, db_name, name, function, journal)
         with self.cache.lock:
             self.cache.put_function((cat, db_name), name, None)
             self.cache.put_function((cat, function.dbName), function.functionName, canonical.function(function, cat))
 
-    def drop_function(self, cat: str, db_name: str, name: str) -> None:
-        self.delegate.drop_function(cat, db_name, name)
+    def drop_function(self, cat: str, db_name: str, name: str, journal: Journal | None = None) -> None:
+        self.delegate.drop_function(cat, db_name, name, journal)
         self.cache.put_function((cat, db_name), name, None)
 
     # ---- always answered by the store below: batched partition listings (one indexed range read per batch,

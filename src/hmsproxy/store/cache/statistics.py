@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from hmsproxy.events.journal import Journal
 from hmsproxy.names import make_partition_name
 from hmsproxy.store import canonical
 from hmsproxy.store.cache.shared_cache import SharedCache, TableEntry, TableKey
@@ -26,14 +27,15 @@ class CachedStatistics:
 
     delegate: RawStore
     cache: SharedCache
-    _update_entry: Callable[[TableKey, Callable[[TableEntry], TableEntry]], None]
+    _update_entry: Callable[[TableKey, Callable[[TableEntry], TableEntry], int], None]
     _read: Callable[[str, str, str, str, Callable[[TableEntry], Any], Callable[[], Any]], Any]   # CachedStore._read
 
-    def update_table_column_statistics(self, cat: str, stats: Any) -> None:
+    def update_table_column_statistics(self, cat: str, stats: Any, journal: Journal | None = None) -> None:
         desc = stats.statsDesc
         key = (cat, desc.dbName, desc.tableName)
+        journal = Journal() if journal is None else journal   # its version stamps the entry
         with self.cache.writing(key):
-            self.delegate.update_table_column_statistics(cat, stats)
+            self.delegate.update_table_column_statistics(cat, stats, journal)
             new_stats = _canonical_stats(stats.statsObj)
 
             def change(entry: TableEntry) -> TableEntry:
@@ -42,13 +44,15 @@ class CachedStatistics:
                 self.cache.index_table(key, table)
                 return entry.but(table=table, table_stats={**entry.table_stats, **new_stats})
 
-            self._update_entry(key, change)
+            self._update_entry(key, change, journal.version)
 
-    def update_partition_column_statistics(self, cat: str, stats: Any, values: Sequence[str]) -> None:
+    def update_partition_column_statistics(self, cat: str, stats: Any, values: Sequence[str],
+                                           journal: Journal | None = None) -> None:
         desc = stats.statsDesc
         key = (cat, desc.dbName, desc.tableName)
+        journal = Journal() if journal is None else journal   # its version stamps the entry
         with self.cache.writing(key):
-            self.delegate.update_partition_column_statistics(cat, stats, values)
+            self.delegate.update_partition_column_statistics(cat, stats, values, journal)
             new_stats = _canonical_stats(stats.statsObj)
 
             def change(entry: TableEntry) -> TableEntry:
@@ -59,7 +63,7 @@ class CachedStatistics:
                 return entry.but(partitions=entry.partitions.with_partitions([part]),
                                  partition_stats={**entry.partition_stats, name: merged})
 
-            self._update_entry(key, change)
+            self._update_entry(key, change, journal.version)
 
     def get_table_column_statistics(self, cat: str, db_name: str, tbl_name: str, col_names: Sequence[str]) -> list[Any]:
         return self._read(cat, db_name, tbl_name, "table_stats",
@@ -81,18 +85,22 @@ class CachedStatistics:
                           lambda: self.delegate.get_partition_column_statistics(
                               cat, db_name, tbl_name, part_names, col_names))
 
-    def delete_table_column_statistics(self, cat: str, db_name: str, tbl_name: str, col_name: str | None) -> None:
+    def delete_table_column_statistics(self, cat: str, db_name: str, tbl_name: str, col_name: str | None,
+                                       journal: Journal | None = None) -> None:
         key = (cat, db_name, tbl_name)
+        journal = Journal() if journal is None else journal   # its version stamps the entry
         with self.cache.writing(key):
-            self.delegate.delete_table_column_statistics(cat, db_name, tbl_name, col_name)
+            self.delegate.delete_table_column_statistics(cat, db_name, tbl_name, col_name, journal)
             self._update_entry(key, lambda e: e.but(
-                table_stats={} if col_name is None else {c: s for c, s in e.table_stats.items() if c != col_name}))
+                table_stats={} if col_name is None else {c: s for c, s in e.table_stats.items() if c != col_name}),
+                journal.version)
 
     def delete_partition_column_statistics(self, cat: str, db_name: str, tbl_name: str, part_name: str,
-                                           col_name: str | None) -> None:
+                                           col_name: str | None, journal: Journal | None = None) -> None:
         key = (cat, db_name, tbl_name)
+        journal = Journal() if journal is None else journal   # its version stamps the entry
         with self.cache.writing(key):
-            self.delegate.delete_partition_column_statistics(cat, db_name, tbl_name, part_name, col_name)
+            self.delegate.delete_partition_column_statistics(cat, db_name, tbl_name, part_name, col_name, journal)
 
             def change(entry: TableEntry) -> TableEntry:
                 stats = dict(entry.partition_stats)
@@ -103,4 +111,4 @@ class CachedStatistics:
                     stats.pop(part_name, None)
                 return entry.but(partition_stats=stats)
 
-            self._update_entry(key, change)
+            self._update_entry(key, change, journal.version)

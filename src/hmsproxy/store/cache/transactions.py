@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from hmsproxy.events.journal import Journal
 from hmsproxy.idl import hms
 from hmsproxy.store.cache.shared_cache import SharedCache, TableEntry, TableKey
 from hmsproxy.store.domain import LockOutcome, ShowLocksResponseElement, TableWrite, TxnInfo
@@ -26,7 +27,7 @@ class CachedTransactions:
     delegate: RawStore
     cache: SharedCache
     catch_up: Callable[[int], bool]
-    _update_entry: Callable[[TableKey, Callable[[TableEntry], TableEntry]], None]
+    _update_entry: Callable[[TableKey, Callable[[TableEntry], TableEntry], int], None]
     invalidate: Callable[[TableKey], None]
 
     def open_txns(self, count: int, user: str, host: str, agent: str | None, txn_type: int | None) -> list[int]:
@@ -44,11 +45,13 @@ class CachedTransactions:
     def valid_write_ids(self, full_names: Sequence[str], snapshot: ValidTxnList | None) -> list[ValidWriteIdList]:
         return self.delegate.valid_write_ids(full_names, snapshot)
 
-    def allocate_write_ids(self, db_name: str, table: str, txn_ids: Sequence[int]) -> list[tuple[int, int]]:
+    def allocate_write_ids(self, db_name: str, table: str, txn_ids: Sequence[int],
+                           journal: Journal | None = None) -> list[tuple[int, int]]:
         key = ("hive", db_name, table)
+        journal = Journal() if journal is None else journal   # its version stamps the entry
         with self.cache.writing(key):
-            allocated = self.delegate.allocate_write_ids(db_name, table, txn_ids)
-            self._update_write_ids(key, [w for _, w in allocated], "open")
+            allocated = self.delegate.allocate_write_ids(db_name, table, txn_ids, journal)
+            self._update_write_ids(key, [w for _, w in allocated], "open", journal.version)
         return allocated
 
     def commit_txn(self, txn_id: int) -> list[TableWrite]:
@@ -72,18 +75,19 @@ class CachedTransactions:
         for key, write_ids in by_table.items():
             self.write_ids_changed(key, write_ids, outcome)
 
-    def write_ids_changed(self, key: TableKey, write_ids: Sequence[int], outcome: str) -> None:
-        """Another instance allocated, committed or aborted these write ids of the table."""
+    def write_ids_changed(self, key: TableKey, write_ids: Sequence[int], outcome: str, version: int = 0) -> None:
+        """Another instance allocated, committed or aborted these write ids of the table (in the event with id
+        `version` when that event is about the table: an allocation is, a commit or an abort is not)."""
         with self.cache.writing(key):
-            self._update_write_ids(key, write_ids, outcome)
+            self._update_write_ids(key, write_ids, outcome, version)
 
-    def _update_write_ids(self, key: TableKey, write_ids: Sequence[int], outcome: str) -> None:
+    def _update_write_ids(self, key: TableKey, write_ids: Sequence[int], outcome: str, version: int) -> None:
         def change(entry: TableEntry) -> TableEntry:
             if entry.write_ids is None:
                 return entry
             return entry.but(write_ids=with_write_ids(entry.write_ids, write_ids, outcome))
 
-        self._update_entry(key, change)
+        self._update_entry(key, change, version)
 
     def reap_expired(self) -> list[TableWrite]:
         writes = self.delegate.reap_expired()

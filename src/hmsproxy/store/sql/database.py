@@ -34,7 +34,7 @@ from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.schema import CreateColumn
 
 from hmsproxy.events import log as event_log
-from hmsproxy.events.messages import Event
+from hmsproxy.events.journal import Journal
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.hive_versions import HIVE_2_3, HIVE_3_1
@@ -126,24 +126,31 @@ class Database:
             _add_round_trip_latency(engine, added_latency_ms / 1000.0)
 
     @contextlib.contextmanager
-    def transaction(self, write: bool = False) -> Iterator[Connection]:
+    def transaction(self, write: bool = False, journal: Journal | None = None) -> Iterator[Connection]:
         """One database transaction: committed when the block ends, rolled back if it raises.
 
-        A write transaction (every transaction that may write: on SQLite it takes the write lock at once)
-        appends the events its caller is emitting (events/log.py) just before it commits, and after the
-        commit tells `event_listeners` their ids."""
+        A write transaction (every transaction that may write: on SQLite it takes the write lock at once) given
+        a journal appends the journal's unwritten events, those the block added included, just before it
+        commits; after the commit the journal holds their ids and `event_listeners` are told them. A failed one
+        leaves the journal as it was handed in."""
+        if journal is not None and not write:
+            raise ValueError("only a write transaction appends events")
+        added_from = len(journal.events) if journal is not None else 0
         event_ids: list[int] = []
-        collecting: contextlib.AbstractContextManager[list[Event]] = (
-            event_log.collecting() if write else contextlib.nullcontext([]))
-        with (
-            self._sqlite_lock if self.is_sqlite else contextlib.nullcontext(),
-            collecting as events,
-            (self._writer if write else self.engine).begin() as conn,
-        ):
-            yield conn
-            event_ids = event_log.append(conn, events, self.layout)
-        if write:
-            event_log.written(event_ids)
+        try:
+            with (
+                self._sqlite_lock if self.is_sqlite else contextlib.nullcontext(),
+                (self._writer if write else self.engine).begin() as conn,
+            ):
+                yield conn
+                if journal is not None:
+                    event_ids = event_log.append(conn, journal.unwritten(), self.layout)
+        except BaseException:
+            if journal is not None:
+                journal.rolled_back(added_from)
+            raise
+        if journal is not None:
+            journal.committed(event_ids)
         for listener in self.event_listeners if event_ids else ():
             listener(event_ids)
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
 
+from hmsproxy.events.journal import Journal
 from hmsproxy.idl import hms
 from hmsproxy.store.domain import DroppedTable
 from hmsproxy.store.sql import schema as s
@@ -51,8 +52,8 @@ class DatabaseStore:
         with self.db.transaction() as conn:
             return sorted(conn.execute(select(s.CTLGS.c.NAME)).scalars())
 
-    def create_database(self, database: Any) -> None:
-        with self.db.transaction(write=True) as conn:
+    def create_database(self, database: Any, journal: Journal | None = None) -> None:
+        with self.db.transaction(write=True, journal=journal) as conn:
             exists = conn.execute(select(s.DBS.c.DB_ID).where(
                 s.DBS.c.NAME == database.name, s.DBS.c.CTLG_NAME == database.catalogName)).first()
             if exists is not None:
@@ -85,9 +86,9 @@ class DatabaseStore:
         with self.db.transaction() as conn:
             return sorted(conn.execute(select(s.DBS.c.NAME).where(s.DBS.c.CTLG_NAME == cat)).scalars())
 
-    def alter_database(self, cat: str, name: str, database: Any) -> None:
+    def alter_database(self, cat: str, name: str, database: Any, journal: Journal | None = None) -> None:
         """Replaces parameters and owner; HMS ignores changes to name, description and location."""
-        with self.db.transaction(write=True) as conn:
+        with self.db.transaction(write=True, journal=journal) as conn:
             db_id = database_id(conn, cat, name)
             conn.execute(update(s.DBS).where(s.DBS.c.DB_ID == db_id).values(
                 OWNER_NAME=database.ownerName, OWNER_TYPE=principal_type_name(database.ownerType)))
@@ -96,12 +97,12 @@ class DatabaseStore:
             if rows:
                 conn.execute(insert(s.DATABASE_PARAMS), rows)
 
-    def drop_database(self, cat: str, name: str, cascade: bool) -> list[Any]:
+    def drop_database(self, cat: str, name: str, cascade: bool, journal: Journal | None = None) -> list[Any]:
         """Drops the database; with cascade also its tables and functions. Returns the dropped tables.
 
         Without cascade a database that still holds tables or functions is refused
         (InvalidOperationException), as HMS does."""
-        with self.db.transaction(write=True) as conn:
+        with self.db.transaction(write=True, journal=journal) as conn:
             db_id = database_id(conn, cat, name)
             table_names = list(conn.execute(select(s.TBLS.c.TBL_NAME).where(s.TBLS.c.DB_ID == db_id)).scalars())
             function_names = list(conn.execute(select(s.FUNCS.c.FUNC_NAME).where(s.FUNCS.c.DB_ID == db_id)).scalars())

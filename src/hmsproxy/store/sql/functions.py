@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
 
+from hmsproxy.events.journal import Journal
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
@@ -21,8 +22,8 @@ def _function_row(function: Any) -> dict[str, Any]:
 class FunctionStore:
     db: Database
 
-    def create_function(self, function: Any) -> None:
-        with self.db.transaction(write=True) as conn:
+    def create_function(self, function: Any, journal: Journal | None = None) -> None:
+        with self.db.transaction(write=True, journal=journal) as conn:
             db_id = database_id(conn, function.catName, function.dbName)
             if self._function_id(conn, db_id, function.functionName) is not None:
                 raise hms.AlreadyExistsException(message=f"Function {function.functionName} already exists")
@@ -76,8 +77,8 @@ class FunctionStore:
             for r in sorted(rows, key=lambda row: (row.DB_NAME, row.FUNC_NAME))
         ]
 
-    def alter_function(self, cat: str, db_name: str, name: str, function: Any) -> None:
-        with self.db.transaction(write=True) as conn:
+    def alter_function(self, cat: str, db_name: str, name: str, function: Any, journal: Journal | None = None) -> None:
+        with self.db.transaction(write=True, journal=journal) as conn:
             db_id = database_id(conn, cat, db_name)
             func_id = self._function_id(conn, db_id, name)
             if func_id is None:
@@ -92,8 +93,8 @@ class FunctionStore:
             conn.execute(delete(s.FUNC_RU).where(s.FUNC_RU.c.FUNC_ID == func_id))
             self._write_resources(conn, func_id, function)
 
-    def drop_function(self, cat: str, db_name: str, name: str) -> None:
-        with self.db.transaction(write=True) as conn:
+    def drop_function(self, cat: str, db_name: str, name: str, journal: Journal | None = None) -> None:
+        with self.db.transaction(write=True, journal=journal) as conn:
             if not self._drop_function_in(conn, database_id(conn, cat, db_name), name):
                 raise no_such_object(f"Function {db_name}.{name} does not exist")
 

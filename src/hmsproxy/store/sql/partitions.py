@@ -11,8 +11,8 @@ from typing import Any
 
 from sqlalchemy import Connection, Select, delete, func, insert, select, update
 
-from hmsproxy.events import log as event_log
 from hmsproxy.events import messages
+from hmsproxy.events.journal import Journal
 from hmsproxy.idl import hms
 from hmsproxy.names import (
     make_partition_name,
@@ -53,10 +53,10 @@ class PartitionStore:
     # ---- writes ------------------------------------------------------------------------------------
 
     def add_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any],
-                       if_not_exists: bool = False) -> list[Any]:
+                       if_not_exists: bool = False, journal: Journal | None = None) -> list[Any]:
         """Adds all partitions or none. A duplicate inside the request is a MetaException; an existing
         partition is AlreadyExistsException, or skipped with if_not_exists. Returns what was added."""
-        with self.db.transaction(write=True) as conn:
+        with self.db.transaction(write=True, journal=journal) as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
             for part in parts:
                 if len(part.values or []) != len(ref.partition_keys) or not ref.partition_keys:
@@ -100,14 +100,16 @@ class PartitionStore:
         if params:
             conn.execute(insert(s.PARTITION_PARAMS), params)
 
-    def alter_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any]) -> None:
+    def alter_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any],
+                         journal: Journal | None = None) -> None:
         """Replaces each partition's definition (matched by its values), keeping its id."""
-        with self.db.transaction(write=True) as conn:
+        with self.db.transaction(write=True, journal=journal) as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
             self._replace_partitions(conn, ref, [(list(p.values), p) for p in parts])
 
-    def rename_partition(self, cat: str, db_name: str, tbl_name: str, old_values: Sequence[str], part: Any) -> None:
-        with self.db.transaction(write=True) as conn:
+    def rename_partition(self, cat: str, db_name: str, tbl_name: str, old_values: Sequence[str], part: Any,
+                         journal: Journal | None = None) -> None:
+        with self.db.transaction(write=True, journal=journal) as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
             new_name = make_partition_name(ref.partition_keys, part.values)
             if self._existing_names(conn, ref.tbl_id, [new_name]):
@@ -144,9 +146,10 @@ class PartitionStore:
                              .values(PARTITION_NAME=new_name))
 
     def drop_partitions(self, cat: str, db_name: str, tbl_name: str, names: Sequence[str],
-                        if_exists: bool = False) -> list[Any]:
+                        if_exists: bool = False, journal: Journal | None = None) -> list[Any]:
         """Drops the named partitions, all or none: a missing one is NoSuchObjectException unless if_exists."""
-        with self.db.transaction(write=True) as conn:
+        journal = journal if journal is not None else Journal()
+        with self.db.transaction(write=True, journal=journal) as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
             rows = self._rows_by_names(conn, ref.tbl_id, list(dict.fromkeys(names)))
             found = {r.PART_NAME for r in rows}
@@ -157,7 +160,7 @@ class PartitionStore:
             self._delete_partition_rows(conn, [r.PART_ID for r in rows], [r.SD_ID for r in rows])
             if dropped:  # the event names what was dropped here, whatever a cache thought was there
                 [table] = self._load_tables(conn, cat, db_name, [tbl_name])
-                event_log.log(messages.drop_partition(table, dropped))
+                journal.add(messages.drop_partition(table, dropped))
             return dropped
 
     @staticmethod

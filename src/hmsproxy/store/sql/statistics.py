@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import Column, ColumnElement, Connection, Table, delete, insert, select, update
 
+from hmsproxy.events.journal import Journal
 from hmsproxy.idl import hms
 from hmsproxy.names import make_partition_name
 from hmsproxy.store.sql import schema as s
@@ -56,18 +57,19 @@ class StatisticsStore:
     db: Database
     layout: Layout
 
-    def update_table_column_statistics(self, cat: str, stats: Any) -> None:
+    def update_table_column_statistics(self, cat: str, stats: Any, journal: Journal | None = None) -> None:
         desc = stats.statsDesc
-        with self.db.transaction(write=True) as conn:
+        with self.db.transaction(write=True, journal=journal) as conn:
             ref = table_ref(conn, cat, desc.dbName, desc.tableName)
             known = {c[0]: c[1] for c in current_columns(conn, ref.cd_id)}
             rows = self._rows(stats, known, f"table {desc.dbName}.{desc.tableName}")
             self._write(conn, s.TAB_COL_STATS, s.TABLE_PARAMS, "TBL_ID", ref.tbl_id, "MTableColumnStatistics", rows,
                         {"CAT_NAME": cat, "DB_NAME": desc.dbName, "TABLE_NAME": desc.tableName})
 
-    def update_partition_column_statistics(self, cat: str, stats: Any, values: Sequence[str]) -> None:
+    def update_partition_column_statistics(self, cat: str, stats: Any, values: Sequence[str],
+                                           journal: Journal | None = None) -> None:
         desc = stats.statsDesc
-        with self.db.transaction(write=True) as conn:
+        with self.db.transaction(write=True, journal=journal) as conn:
             ref = table_ref(conn, cat, desc.dbName, desc.tableName)
             part_name = make_partition_name(ref.partition_keys, values)
             part = conn.execute(select(s.PARTITIONS.c.PART_ID, s.SDS.c.CD_ID)
@@ -152,15 +154,16 @@ class StatisticsStore:
             return conn.execute(select(stats.c.LAST_ANALYZED).where(
                 stats.c.PART_ID == self._part_id(conn, ref, part_name), stats.c.COLUMN_NAME == col_name)).scalar()
 
-    def delete_table_column_statistics(self, cat: str, db_name: str, tbl_name: str, col_name: str | None) -> None:
-        with self.db.transaction(write=True) as conn:
+    def delete_table_column_statistics(self, cat: str, db_name: str, tbl_name: str, col_name: str | None,
+                                       journal: Journal | None = None) -> None:
+        with self.db.transaction(write=True, journal=journal) as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
             self._delete(conn, s.TAB_COL_STATS, s.TAB_COL_STATS.c.TBL_ID == ref.tbl_id, col_name,
                          f"table {db_name}.{tbl_name}")
 
     def delete_partition_column_statistics(self, cat: str, db_name: str, tbl_name: str, part_name: str,
-                                           col_name: str | None) -> None:
-        with self.db.transaction(write=True) as conn:
+                                           col_name: str | None, journal: Journal | None = None) -> None:
+        with self.db.transaction(write=True, journal=journal) as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
             part_id = self._part_id(conn, ref, part_name)
             self._delete(conn, s.PART_COL_STATS, s.PART_COL_STATS.c.PART_ID == part_id, col_name,

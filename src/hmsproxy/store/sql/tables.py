@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
 
+from hmsproxy.events.journal import Journal
 from hmsproxy.idl import hms
 from hmsproxy.store.canonical import write_id
 from hmsproxy.store.domain import DroppedTable
@@ -50,9 +51,9 @@ class TableStore:
     layout: Layout
     _delete_partition_rows: Callable[[Connection, Sequence[int], Sequence[int]], None]   # PartitionStore
 
-    def create_table(self, table: Any) -> int:
+    def create_table(self, table: Any, journal: Journal | None = None) -> int:
         """Writes the table; returns its id. The caller has normalised names and filled defaults."""
-        with self.db.transaction(write=True) as conn:
+        with self.db.transaction(write=True, journal=journal) as conn:
             db_id = database_id(conn, table.catName, table.dbName)
             if find_table(conn, table.catName, table.dbName, table.tableName) is not None:
                 raise hms.AlreadyExistsException(message=f"Table {table.tableName} already exists")
@@ -145,14 +146,14 @@ class TableStore:
 
     def alter_table(self, cat: str, db_name: str, tbl_name: str, new_table: Any,
                     partition_location_moves: tuple[str, str] | None = None, cascade: bool = False,
-                    expected_parameter: tuple[str, str] | None = None) -> None:
+                    expected_parameter: tuple[str, str] | None = None, journal: Journal | None = None) -> None:
         """Replaces the table's definition in place (same id). On rename, partition locations under the old
         table location move to the new one; with cascade, partitions take the table's new columns.
 
         With `expected_parameter` (key, value) it is a compare-and-set (Hive 4, HIVE-26882; what Iceberg
         commits without locks rely on): the stored value of that table parameter must still be the
         expected one, decided here under the table's row lock, else nothing changes."""
-        with self.db.transaction(write=True) as conn:
+        with self.db.transaction(write=True, journal=journal) as conn:
             ref = locked_table_ref(conn, cat, db_name, tbl_name)
             if expected_parameter is not None:
                 _check_expected_parameter(conn, ref.tbl_id, *expected_parameter)
@@ -222,8 +223,8 @@ class TableStore:
         for change in changes:
             conn.execute(update(s.SDS).where(s.SDS.c.SD_ID == change["sd"]).values(LOCATION=change["loc"]))
 
-    def drop_table(self, cat: str, db_name: str, tbl_name: str) -> DroppedTable:
-        with self.db.transaction(write=True) as conn:
+    def drop_table(self, cat: str, db_name: str, tbl_name: str, journal: Journal | None = None) -> DroppedTable:
+        with self.db.transaction(write=True, journal=journal) as conn:
             return self._drop_table_in(conn, cat, db_name, tbl_name)
 
     def _drop_table_in(self, conn: Connection, cat: str, db_name: str, tbl_name: str) -> DroppedTable:

@@ -37,8 +37,8 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, delete, func, insert, or_, select, update
 from sqlalchemy import true as sa_true
 
-from hmsproxy.events import log as event_log
 from hmsproxy.events import messages
+from hmsproxy.events.journal import Journal
 from hmsproxy.idl import hms
 from hmsproxy.store.domain import LockOutcome, ShowLocksResponseElement, TableWrite, TxnInfo
 from hmsproxy.store.sql import schema as s
@@ -141,20 +141,22 @@ class TransactionStore:
     def open_txns(self, count: int, user: str, host: str, agent: str | None, txn_type: int | None) -> list[int]:
         if count is None or count <= 0:
             raise hms.MetaException(message=f"num_txns must be positive, got {count}")
-        with self.db.transaction(write=True) as conn:
+        journal = Journal()
+        with self.db.transaction(write=True, journal=journal) as conn:
             now = _now_ms()
             ids = self.txn_ids.open(conn, [self.layout.values(s.TXNS, {
                 "TXN_STATE": OPEN, "TXN_STARTED": now, "TXN_LAST_HEARTBEAT": now, "TXN_USER": user or "",
                 "TXN_HOST": host or "", "TXN_AGENT_INFO": agent, "TXN_HEARTBEAT_COUNT": 0, "TXN_TYPE": txn_type or 0})
                 for _ in range(count)])
-            event_log.log(messages.open_txn(ids))
+            journal.add(messages.open_txn(ids))
         return ids
 
     def commit_txn(self, txn_id: int) -> list[TableWrite]:
         """Commits; returns the table write ids that became valid. Committing a transaction that committed
         its writes already succeeds again (Hive 4): a client whose first reply was lost retries safely. A
         write conflict aborts the transaction instead (TxnAbortedException, with Hive's text)."""
-        with self._releasing(None), self.db.transaction(write=True) as conn:
+        journal = Journal()
+        with self._releasing(None), self.db.transaction(write=True, journal=journal) as conn:
             if self._committed_with_writes(conn, txn_id):
                 return self._writes_of(conn, [txn_id])
             state = self._txn_state(conn, txn_id, committed_is_known=True)
@@ -164,8 +166,8 @@ class TransactionStore:
                 raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
             conflict = self._record_write_set(conn, txn_id)
             if conflict is None:
-                return self._complete(conn, txn_id)
-            self._abort(conn, [txn_id])
+                return self._complete(conn, txn_id, journal)
+            self._abort(conn, [txn_id], journal)
         raise hms.TxnAbortedException(message=conflict)
 
     def _record_write_set(self, conn: Connection, txn_id: int) -> str | None:
@@ -196,7 +198,7 @@ class TransactionStore:
                                   for db, table, partition, operation in changes])
         return None
 
-    def _complete(self, conn: Connection, txn_id: int) -> list[TableWrite]:
+    def _complete(self, conn: Connection, txn_id: int, journal: Journal) -> list[TableWrite]:
         """The rest of a commit: components become completed ones, locks go, and the TXNS row goes or is
         marked committed (txn_ids.py)."""
         components = conn.execute(select(s.TXN_COMPONENTS).where(s.TXN_COMPONENTS.c.TC_TXNID == txn_id)).all()
@@ -208,13 +210,14 @@ class TransactionStore:
         conn.execute(delete(s.TXN_COMPONENTS).where(s.TXN_COMPONENTS.c.TC_TXNID == txn_id))
         conn.execute(delete(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_TXNID == txn_id))
         self.txn_ids.end_commit(conn, txn_id)
-        event_log.log(messages.commit_txn(txn_id))  # as Hive: readers pair it with the ALLOC_WRITE_ID events
+        journal.add(messages.commit_txn(txn_id))  # as Hive: readers pair it with the ALLOC_WRITE_ID events
         return self._writes_of(conn, [txn_id])
 
     def abort_txns(self, txn_ids: Sequence[int], skip_unknown: bool = False) -> list[TableWrite]:
         """Aborts open transactions (aborting an aborted one again is a no-op); returns their write ids. An
         unknown or committed id fails the call, or with `skip_unknown` (abort_txns, as Hive) is passed over."""
-        with self._releasing(None), self.db.transaction(write=True) as conn:
+        journal = Journal()
+        with self._releasing(None), self.db.transaction(write=True, journal=journal) as conn:
             known = []
             for txn_id in txn_ids:
                 try:
@@ -226,9 +229,9 @@ class TransactionStore:
                         raise
                     continue
                 known.append(txn_id)
-            return self._abort(conn, known)
+            return self._abort(conn, known, journal)
 
-    def _abort(self, conn: Connection, txn_ids: Iterable[int]) -> list[TableWrite]:
+    def _abort(self, conn: Connection, txn_ids: Iterable[int], journal: Journal) -> list[TableWrite]:
         """Marks the transactions aborted, releases their locks and logs an ABORT_TXN event for each;
         returns their write ids (which stay invalid)."""
         ids = list(txn_ids)
@@ -237,7 +240,7 @@ class TransactionStore:
         writes: list[TableWrite] = []
         for txn_id in ids:
             own = self._writes_of(conn, [txn_id])
-            event_log.log(messages.abort_txn(txn_id, [(w.db, w.table, w.write_id) for w in own]))
+            journal.add(messages.abort_txn(txn_id, [(w.db, w.table, w.write_id) for w in own]))
             writes += own
         return writes
 
@@ -289,11 +292,13 @@ class TransactionStore:
 
     # ---- write ids ---------------------------------------------------------------------------------
 
-    def allocate_write_ids(self, db_name: str, table: str, txn_ids: Sequence[int]) -> list[tuple[int, int]]:
+    def allocate_write_ids(self, db_name: str, table: str, txn_ids: Sequence[int],
+                           journal: Journal | None = None) -> list[tuple[int, int]]:
         """A write id per transaction for the table (the one it already has, or the next)."""
         if not self.layout.write_ids:
             raise self.layout.lacking(NO_WRITE_IDS)
-        with self.db.transaction(write=True) as conn:
+        journal = Journal() if journal is None else journal
+        with self.db.transaction(write=True, journal=journal) as conn:
             for txn_id in txn_ids:
                 if self._txn_state(conn, txn_id) == ABORTED:
                     raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
@@ -314,7 +319,7 @@ class TransactionStore:
                     existing[txn_id] = first + i
                 conn.execute(insert(t2w), [{"T2W_TXNID": t, "T2W_DATABASE": db_name, "T2W_TABLE": table,
                                             "T2W_WRITEID": existing[t]} for t in missing])
-                event_log.log(messages.alloc_write_id(db_name, table, [(t, existing[t]) for t in missing]))
+                journal.add(messages.alloc_write_id(db_name, table, [(t, existing[t]) for t in missing]))
             return [(t, existing[t]) for t in txn_ids]
 
     def valid_write_ids(self, full_names: Sequence[str], snapshot: ValidTxnList | None) -> list[ValidWriteIdList]:
@@ -468,14 +473,15 @@ class TransactionStore:
         """check_lock's full path: under the mutex, what `undecided` asks for and the decision. The lock's own
         rows, the others beside them and the log's head come from one read; an expiry runs before it, after
         this lock's heartbeat, so that it cannot take the lock that asked for it."""
-        with self.db.transaction(write=True) as conn:
+        journal = Journal()   # the expiry's ABORT_TXN events
+        with self.db.transaction(write=True, journal=journal) as conn:
             conn.execute(_DECISION_MUTEX)  # the decision mutex (module doc)
             if undecided.expire:
                 txn_id = self._lock_rows(conn, lock_id)[0].HL_TXNID
                 self._refuse_aborted(conn, txn_id)
                 if undecided.heartbeat:
                     self._heartbeat_lock(conn, lock_id, txn_id)
-                self._expire(conn)
+                self._expire(conn, journal)
             head, mine, others = self._lock_and_others(conn, lock_id)
             txn_id = mine[0].HL_TXNID
             if not undecided.expire:
@@ -597,8 +603,9 @@ class TransactionStore:
     def reap_expired(self) -> list[TableWrite]:
         """Aborts transactions and releases locks whose clients stopped heartbeating; returns the write ids
         of the aborted transactions. Safe to run on every instance at once."""
-        with self._releasing(None), self.db.transaction(write=True) as conn:
-            aborted = self._expire(conn)
+        journal = Journal()
+        with self._releasing(None), self.db.transaction(write=True, journal=journal) as conn:
+            aborted = self._expire(conn, journal)
             self._forget_old_rows(conn)
             return aborted
 
@@ -614,7 +621,7 @@ class TransactionStore:
         conn.execute(delete(s.WRITE_SET).where(s.WRITE_SET.c.WS_COMMIT_ID < write_sets_below))
         self.txn_ids.forget_committed(conn, committed_below)
 
-    def _expire(self, conn: Connection) -> list[TableWrite]:
+    def _expire(self, conn: Connection, journal: Journal) -> list[TableWrite]:
         """Aborts transactions (with their ABORT_TXN events) and releases plain locks not heartbeated within
         the timeout. The stale rows are read FOR UPDATE, so two instances never abort one twice."""
         cutoff = _now_ms() - self.txn_timeout_ms
@@ -624,7 +631,7 @@ class TransactionStore:
             s.TXNS.c.TXN_ID.in_(candidates), is_stale).with_for_update()).scalars()) if candidates else []
         conn.execute(delete(s.HIVE_LOCKS).where(s.HIVE_LOCKS.c.HL_TXNID == 0,
                                                 s.HIVE_LOCKS.c.HL_LAST_HEARTBEAT < cutoff))
-        return self._abort(conn, stale)
+        return self._abort(conn, stale, journal)
 
 
 def _lock_row(int_id: int, component: Any, txn_id: int | None, user: str, host: str,
