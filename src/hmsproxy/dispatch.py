@@ -8,14 +8,14 @@ connection stays usable either way.
 """
 from __future__ import annotations
 
-import contextvars
 import copy
 import logging
 import re
 import struct
 import time
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from sqlalchemy import exc as sa_exc
 from thriftpy2.thrift import TApplicationException, TException, TMessageType, TProcessor, TType
@@ -24,13 +24,11 @@ from hmsproxy.burst_log import BurstLog
 from hmsproxy.codec import EncodedList, encode
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
+from hmsproxy.store.reader import Reader
 
 log = logging.getLogger(__name__)
 # Internal errors are logged with their traceback once per burst (a database outage fails every call).
 internal_errors = BurstLog("internal error in %s (error id %s): %r", 60.0, log, logging.ERROR)
-
-# The Thrift method being answered on this thread, for metrics further down (e.g. cache hits per method).
-current_method: contextvars.ContextVar[str] = contextvars.ContextVar("current_method", default="internal")
 
 # Methods whose Hive 2.3 IDL declared MetaException where Hive 4 declares NoSuchObjectException (field 1):
 # Spark's 2.3 client reads field 1 only, so failures must travel there.
@@ -130,26 +128,39 @@ def _is_large(success: Any) -> bool:
                                     len(getattr(success, f[1])) > LARGE_REPLY_ITEMS for f in spec.values())
 
 
+class Calls(Protocol):
+    """What the processor dispatches to: handler/'s Handler, or upstream/'s ForwardingHandler."""
+
+    def method_for(self, api: str, reader: Reader) -> Callable[..., Any] | None:
+        """The method answering one call of `api`, bound to that call (None where none is served)."""
+
+
 class MetastoreProcessor(TProcessor):
-    def __init__(self, handler: Any, metrics: Metrics, max_reply_bytes: int = 1 << 62) -> None:
-        super().__init__(hms.ThriftHiveMetastore, handler)
+    def __init__(self, calls: Calls, metrics: Metrics, max_reply_bytes: int = 1 << 62) -> None:
+        super().__init__(hms.ThriftHiveMetastore, calls)
+        self._calls = calls
         self._metrics = metrics
         self._max_reply_bytes = max_reply_bytes
 
     def process(self, iprot: Any, oprot: Any) -> None:
-        api, seqid, result, call = self.process_in(iprot)
-        if isinstance(result, TApplicationException):  # not in the IDL: named, as Thrift's servers answer
+        api, _, seqid = iprot.read_message_begin()
+        if api not in self._service.thrift_services:  # not in the IDL: named, as Thrift's servers answer
+            iprot.skip(TType.STRUCT)
+            iprot.read_message_end()
             self._metrics.observe("unknown", "unknown_method", 0.0)
             unknown = TApplicationException(TApplicationException.UNKNOWN_METHOD, f"Invalid method name: '{api}'")
             return self.send_exception(oprot, api, unknown, seqid)
-        assert call is not None  # process_in has a call for every method of the IDL
+        args = getattr(self._service, api + "_args")()
+        args.read(iprot)
+        iprot.read_message_end()
+        result = getattr(self._service, api + "_result")()
         started = time.perf_counter()
         outcome = "ok"
-        current_method.set(api)
         try:
-            if not hasattr(self._handler, api):  # in the IDL, not served: the declared MetaException says so
+            method = self._calls.method_for(api, Reader(api))
+            if method is None:  # in the IDL, not served: the declared MetaException says so
                 raise hms.MetaException(message=f"{api} is not supported by hmsproxy")
-            result.success = call()
+            result.success = method(*(getattr(args, spec[1]) for spec in args.thrift_spec.values()))
         except TApplicationException as exc:
             self._metrics.observe(api, "unsupported", time.perf_counter() - started)
             return self.send_exception(oprot, api, exc, seqid)

@@ -2,6 +2,9 @@
 the answer. It never touches SQL; the store it holds may be the database or the cache in front of it."""
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from hmsproxy.handler.common import HandlerContext
 from hmsproxy.handler.databases import DatabaseCalls
 from hmsproxy.handler.functions import FunctionCalls
@@ -11,12 +14,15 @@ from hmsproxy.handler.service import ServiceCalls
 from hmsproxy.handler.statistics import StatisticsCalls
 from hmsproxy.handler.tables import TableCalls
 from hmsproxy.handler.transactions import TransactionCalls
+from hmsproxy.store.reader import Reader
 
 
 class Handler(DatabaseCalls, TableCalls, PartitionCalls, FunctionCalls, StatisticsCalls, TransactionCalls,
               NotificationCalls, ServiceCalls):
-    def __init__(self, ctx: HandlerContext) -> None:
-        self.ctx = ctx
+    def method_for(self, api: str, reader: Reader) -> Callable[..., Any] | None:
+        """The method answering one call of `api` (None where hmsproxy serves no such call)."""
+        method: Callable[..., Any] | None = getattr(self.serving(reader), api, None)
+        return method
 
 
 __all__ = ["Handler", "HandlerContext"]

@@ -5,12 +5,12 @@ import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from hmsproxy.idl import hms
 from hmsproxy.names import DEFAULT_CATALOG, is_valid_identifier
 from hmsproxy.store.rawstore import RawStore
-from hmsproxy.store.snapshot import reading_at
+from hmsproxy.store.reader import INTERNAL, Reader, shallow_copy
 from hmsproxy.warehouse import Warehouse, normalise_location
 
 DDL_TIME = "transient_lastDdlTime"
@@ -24,6 +24,20 @@ class HandlerContext:
     server_conf: dict[str, str]
     started_at: int
     partition_request_limit: int = -1   # metastore.limit.partition.request; -1: unlimited
+    reader: Reader = INTERNAL           # the call being answered, and the snapshot it reads at
+
+    def serving(self, reader: Reader) -> HandlerContext:
+        return shallow_copy(self, store=self.store.serving(reader), reader=reader)
+
+
+class Calls:
+    """The base of every group of calls: their context, and the same calls answering one call of a client."""
+
+    def __init__(self, ctx: HandlerContext) -> None:
+        self.ctx = ctx
+
+    def serving(self, reader: Reader) -> Self:
+        return type(self)(self.ctx.serving(reader))
 
 
 def now() -> int:
@@ -85,7 +99,7 @@ def check_partition_values(table: Any, values: Sequence[str] | None) -> list[str
 def with_snapshot(method: Callable[..., Any]) -> Callable[..., Any]:
     """For request-style reads: the request's validWriteIdList and table id hold for the whole call."""
     @functools.wraps(method)
-    def call(self: Any, request: Any, *args: Any) -> Any:
-        with reading_at(getattr(request, "validWriteIdList", None), getattr(request, "id", None)):
-            return method(self, request, *args)
+    def call(self: Calls, request: Any, *args: Any) -> Any:
+        reader = self.ctx.reader.at(getattr(request, "validWriteIdList", None), getattr(request, "id", None))
+        return method(self.serving(reader), request, *args)
     return call

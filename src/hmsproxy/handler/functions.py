@@ -6,13 +6,12 @@ from typing import Any
 
 from hmsproxy.events import messages
 from hmsproxy.events.journal import Journal
-from hmsproxy.handler.common import ErrorType, HandlerContext, lower, now, require_valid_name, split_catalog
+from hmsproxy.handler.common import Calls, ErrorType, lower, now, require_valid_name, split_catalog
 from hmsproxy.idl import hms
 from hmsproxy.names import filter_by_pattern
 
 
-class FunctionCalls:
-    ctx: HandlerContext
+class FunctionCalls(Calls):
 
     def _normalised(self, func: Any, error: ErrorType = hms.InvalidObjectException) -> Any:
         if func is None:

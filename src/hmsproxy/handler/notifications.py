@@ -4,14 +4,13 @@ from __future__ import annotations
 from typing import Any
 
 from hmsproxy.events import messages
-from hmsproxy.handler.common import HandlerContext, lower, split_catalog
+from hmsproxy.handler.common import Calls, lower, split_catalog
 from hmsproxy.idl import hms
 
 MAX_EVENTS_PER_CALL = 100_000
 
 
-class NotificationCalls:
-    ctx: HandlerContext
+class NotificationCalls(Calls):
 
     def get_next_notification(self, rqst: Any) -> Any:
         limit = rqst.maxEvents if rqst.maxEvents and rqst.maxEvents > 0 else MAX_EVENTS_PER_CALL

@@ -12,7 +12,7 @@ from hmsproxy.events import messages
 from hmsproxy.events.journal import Journal
 from hmsproxy.handler.common import (
     DDL_TIME,
-    HandlerContext,
+    Calls,
     check_partition_values,
     checked_location,
     env_properties,
@@ -61,8 +61,7 @@ def _filter_refused(error: FilterError) -> Any:
     return hms.MetaException(message=f"Error parsing partition filter: {error}")
 
 
-class PartitionCalls:
-    ctx: HandlerContext
+class PartitionCalls(Calls):
 
     # ---- helpers -----------------------------------------------------------------------------------
 

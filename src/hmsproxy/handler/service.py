@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from hmsproxy.handler.common import HandlerContext
+from hmsproxy.handler.common import Calls
 from hmsproxy.idl import fb303, hms
 
 log = logging.getLogger(__name__)
@@ -23,8 +23,7 @@ META_CONF_DEFAULTS = {
 }
 
 
-class ServiceCalls:
-    ctx: HandlerContext
+class ServiceCalls(Calls):
 
     def set_ugi(self, user_name: str, group_names: Sequence[str] | None) -> list[str]:
         """HMS 2.3 answers the client's groups (clients ignore the answer)."""

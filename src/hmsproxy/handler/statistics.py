@@ -5,14 +5,13 @@ from typing import Any
 
 from hmsproxy.events import messages
 from hmsproxy.events.journal import Journal
-from hmsproxy.handler.common import HandlerContext, lower, split_catalog, with_snapshot
+from hmsproxy.handler.common import Calls, lower, split_catalog, with_snapshot
 from hmsproxy.idl import hms
 from hmsproxy.names import parse_partition_name
 from hmsproxy.stats_aggregate import aggregate_stats
 
 
-class StatisticsCalls:
-    ctx: HandlerContext
+class StatisticsCalls(Calls):
 
     def _apply(self, stats: Any) -> None:
         if stats is None or stats.statsDesc is None:

@@ -11,8 +11,8 @@ from hmsproxy.events import messages
 from hmsproxy.events.journal import Journal
 from hmsproxy.handler.common import (
     DDL_TIME,
+    Calls,
     ErrorType,
-    HandlerContext,
     checked_location,
     env_properties,
     lower,
@@ -72,8 +72,7 @@ def _check_columns(table: Any, error: ErrorType) -> None:
             seen.add(column.name)
 
 
-class TableCalls:
-    ctx: HandlerContext
+class TableCalls(Calls):
 
     # ---- create ------------------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hmsproxy.handler.common import HandlerContext
+from hmsproxy.handler.common import Calls
 from hmsproxy.idl import hms
 from hmsproxy.txn.write_ids import ValidTxnList
 
@@ -17,8 +17,7 @@ def _bits(flags: list[bool]) -> bytes:
     return bytes(data).rstrip(b"\x00")
 
 
-class TransactionCalls:
-    ctx: HandlerContext
+class TransactionCalls(Calls):
 
     def open_txns(self, rqst: Any) -> Any:
         ids = self.ctx.store.open_txns(rqst.num_txns, rqst.user, rqst.hostname, rqst.agentInfo, rqst.txn_type)

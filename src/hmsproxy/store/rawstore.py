@@ -32,6 +32,7 @@ from hmsproxy.store.domain import (
     TableWrite,
     TxnInfo,
 )
+from hmsproxy.store.reader import Reader
 from hmsproxy.txn.write_ids import ValidTxnList, ValidWriteIdList
 
 
@@ -158,6 +159,10 @@ class EventLog(Protocol):
 
 
 class RawStore(MetadataStore, TxnStore, EventLog, Protocol):
+    def serving(self, reader: Reader) -> RawStore:
+        """This store for one call's reads: a store that answers from memory checks the reader's snapshot
+        and counts its lookups under the reader's method; the database is always current and returns itself."""
+
     def close(self) -> None: ...
 
 

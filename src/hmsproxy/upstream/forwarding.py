@@ -19,6 +19,7 @@ from typing import Any
 from hmsproxy.handler import Handler
 from hmsproxy.idl import hms
 from hmsproxy.store.cache.cached_store import CachedStore
+from hmsproxy.store.reader import Reader
 from hmsproxy.upstream.calls import unavailable
 from hmsproxy.upstream.effects import LOCK_CALLS, CacheEffects, cache_effects
 from hmsproxy.upstream.pool import UpstreamPool, UpstreamUnavailable
@@ -55,20 +56,23 @@ IDEMPOTENT_PREFIXES = ("get_", "show_", "isPartitionMarkedForEvent")
 
 
 class ForwardingHandler:
-    """Has a method for every call of the IDL (the processor dispatches by name): the local handler's for cached
-    reads, locks and session calls, a forwarder for the rest."""
+    """Answers every call of the IDL: the local handler's method for cached reads, locks and session calls, a
+    forwarder for the rest."""
 
     def __init__(self, local: Handler, pool: UpstreamPool, cache: CachedStore) -> None:
+        self._local = local
         self._pool = pool
         self._cache = cache
+        self._forwarders: dict[str, Callable[..., Any]] = {}
         for api in hms.ThriftHiveMetastore.thrift_services:
-            if api in CACHED_READS or api in SESSION_CALLS or api in LOCK_CALLS:
-                if hasattr(local, api):
-                    setattr(self, api, getattr(local, api))
-            else:
+            if api not in CACHED_READS and api not in SESSION_CALLS and api not in LOCK_CALLS:
                 names = [spec[1] for _, spec in sorted(getattr(hms.ThriftHiveMetastore, api + "_args")
                                                        .thrift_spec.items())]
-                setattr(self, api, functools.partial(self._forward, api, names))
+                self._forwarders[api] = functools.partial(self._forward, api, names)
+
+    def method_for(self, api: str, reader: Reader) -> Callable[..., Any] | None:
+        forwarder = self._forwarders.get(api)
+        return forwarder if forwarder is not None else self._local.method_for(api, reader)
 
     def _forward(self, api: str, arg_names: list[str], *args: Any) -> Any:
         """A read's answer changes nothing here; a write's acknowledgement (or a write that may have been applied

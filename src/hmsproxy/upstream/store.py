@@ -51,6 +51,7 @@ from hmsproxy.store.domain import (
     is_transactional,
 )
 from hmsproxy.store.rawstore import RawStore
+from hmsproxy.store.reader import Reader
 from hmsproxy.txn.write_ids import LONG_MAX, ValidTxnList, ValidWriteIdList
 from hmsproxy.upstream.calls import UpstreamCalls
 from hmsproxy.upstream.pool import UpstreamPool
@@ -86,6 +87,9 @@ class UpstreamStore:
         """The object unchanged. What the upstream keeps of a write (and what it adds) is its own decision, which a
         cache has to read back from it: no schema here says what would be lost."""
         return obj
+
+    def serving(self, reader: Reader) -> UpstreamStore:
+        return self
 
     def close(self) -> None:
         self.upstream.close()

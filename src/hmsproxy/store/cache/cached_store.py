@@ -11,9 +11,10 @@ from the canonical form of what was written (store/canonical.py), never by readi
 leaves the cache untouched. Renames and cascading column changes drop the table entry and queue a reload.
 
 Snapshots: an entry of a transactional table carries the ValidWriteIdList it reflects, kept current by the
-write-id allocations, commits and aborts that pass through here. A read that carries a snapshot (see
-store/snapshot.py) is answered from the entry only if the entry is as fresh as the snapshot or newer
-(TxnIdUtils.compare >= 0) and has the table id the client expects; otherwise from the database.
+write-id allocations, commits and aborts that pass through here. A read that carries a snapshot (the reader
+of the view it goes through, store/reader.py) is answered from the entry only if the entry is as fresh as
+the snapshot or newer (TxnIdUtils.compare >= 0) and has the table id the client expects; otherwise from the
+database.
 """
 from __future__ import annotations
 
@@ -22,7 +23,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from hmsproxy.dispatch import current_method
 from hmsproxy.events.journal import Journal
 from hmsproxy.events.messages import Event
 from hmsproxy.idl import hms
@@ -36,7 +36,7 @@ from hmsproxy.store.cache.statistics import CachedStatistics
 from hmsproxy.store.cache.transactions import CachedTransactions
 from hmsproxy.store.domain import DroppedTable, NotificationEvent, PartitionBatch, TableBundle, is_transactional
 from hmsproxy.store.rawstore import RawStore
-from hmsproxy.store.snapshot import request_snapshot
+from hmsproxy.store.reader import INTERNAL, Reader, shallow_copy
 from hmsproxy.txn.write_ids import ValidWriteIdList, is_fresh_or_newer
 
 log = logging.getLogger(__name__)
@@ -65,6 +65,12 @@ class CachedStore(CachedStatistics, CachedTransactions):
         self.strict_snapshots = strict_snapshots
         self._loads_in_flight: dict[TableKey, list[_LoadInFlight]] = {}
         self.passing_through = False  # set for good when another writer logs no events (events/unlogged_writes.py)
+        self.reader = INTERNAL
+
+    def serving(self, reader: Reader) -> CachedStore:
+        """A view for one call: a shallow copy that shares the cache, the delegate and all bookkeeping, and
+        differs only in whom it counts lookups for and which snapshot its reads must serve."""
+        return shallow_copy(self, reader=reader)
 
     def pass_through(self) -> None:
         """From now on every read goes to the database: another writer changes it without events, so nothing
@@ -83,7 +89,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
     # ---- bookkeeping -------------------------------------------------------------------------------
 
     def _count(self, kind: str, hit: bool) -> None:
-        self.metrics.cache_lookups.labels(current_method.get(), kind, "hit" if hit else "miss").inc()
+        self.metrics.cache_lookups.labels(self.reader.method, kind, "hit" if hit else "miss").inc()
 
     def _entry(self, cat: str, db: str, tbl: str, kind: str) -> TableEntry | None:
         """The cached entry, or None (counted as a miss, and the table queued for loading).
@@ -126,7 +132,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
 
     def _serves_snapshot(self, entry: TableEntry, full_name: str) -> bool:
         """Whether the entry may answer the current request's snapshot (see the module docstring)."""
-        snapshot = request_snapshot.get()
+        snapshot = self.reader
         reason = None
         if snapshot.table_id is not None and snapshot.table_id != entry.table_id:
             reason = "table_id"

@@ -10,6 +10,7 @@ from sqlalchemy import select
 from hmsproxy.events import log as event_log
 from hmsproxy.store.domain import LockOutcome, TableBundle, is_transactional
 from hmsproxy.store.rawstore import STORE_PARTS
+from hmsproxy.store.reader import Reader
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.combiner import Combiner
 from hmsproxy.store.sql.database import Database, retried
@@ -83,6 +84,9 @@ class SqlStore(DatabaseStore, TableStore, PartitionStore, FunctionStore, Statist
                                   .where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)):
                 partition_stats[r.PARTITION_NAME][r.COLUMN_NAME] = row_to_obj(r._mapping)
         return TableBundle(tables[0], partitions, table_stats, dict(partition_stats), write_ids, version)
+
+    def serving(self, reader: Reader) -> SqlStore:
+        return self
 
     def close(self) -> None:
         self.db.dispose()
