@@ -12,14 +12,14 @@ from sqlalchemy.engine import make_url
 
 from hmsproxy.config import Settings
 from hmsproxy.dispatch import MetastoreProcessor
-from hmsproxy.events.poller import Poller
-from hmsproxy.events.unlogged_writes import UnloggedWrites
 from hmsproxy.handler import Handler, HandlerContext
 from hmsproxy.handler.common import now
 from hmsproxy.hiveconf import hiveconf_defaults
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics, MetricsServer
+from hmsproxy.store.cache.poller import Poller
 from hmsproxy.store.cache.prewarm import Loader
+from hmsproxy.store.cache.unlogged_writes import UnloggedWrites
 from hmsproxy.store.cache.wiring import cache_over
 from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.sql.database import Database, init_schema, schema_version

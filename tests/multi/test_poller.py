@@ -10,9 +10,9 @@ import thriftpy2.rpc
 from sqlalchemy import create_engine, text
 
 from hmsproxy.config import Settings
-from hmsproxy.events.poller import Poller
 from hmsproxy.idl import hms
 from hmsproxy.server import start
+from hmsproxy.store.cache.poller import Poller
 from support.databases import fresh_database
 from support.tcp_proxy import TcpProxy
 

@@ -13,9 +13,9 @@ import time
 import pytest
 from sqlalchemy import create_engine, text
 
-from hmsproxy.events import log as event_log
 from hmsproxy.events import messages
 from hmsproxy.idl import hms
+from hmsproxy.store.sql import event_log
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.store import SqlStore
 from support.cli import run_hmsproxy

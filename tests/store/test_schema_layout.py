@@ -11,9 +11,9 @@ from typing import TypeVar
 import pytest
 from sqlalchemy import insert, inspect, text
 
-from hmsproxy.events import log as event_log
 from hmsproxy.events import messages
 from hmsproxy.idl import hms
+from hmsproxy.store.sql import event_log
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database, init_schema
 from hmsproxy.store.sql.store import SqlStore

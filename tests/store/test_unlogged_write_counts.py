@@ -1,4 +1,4 @@
-"""The count behind noticing a writer that logs no events (events/unlogged_writes.py), look by look, on a real
+"""The count behind noticing a writer that logs no events (store/cache/unlogged_writes.py), look by look, on a real
 database of each backend: rows seen at one look must be announced by create events by the next look, which
 lets Hive's plain listener (it logs a moment after its commit) be late, but not absent."""
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import insert, select, update
 
-from hmsproxy.events import log as event_log
 from hmsproxy.events import messages
-from hmsproxy.events.unlogged_writes import UnloggedWrites
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
+from hmsproxy.store.cache.unlogged_writes import UnloggedWrites
+from hmsproxy.store.sql import event_log
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database, init_schema
 from hmsproxy.store.sql.store import SqlStore

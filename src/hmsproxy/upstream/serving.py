@@ -12,10 +12,10 @@ import threading
 from dataclasses import dataclass
 
 from hmsproxy.config import Settings
-from hmsproxy.events.poller import Poller
 from hmsproxy.handler import Handler
 from hmsproxy.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
+from hmsproxy.store.cache.poller import Poller
 from hmsproxy.store.cache.prewarm import Loader
 from hmsproxy.store.cache.wiring import cache_over
 from hmsproxy.upstream.forwarding import ForwardingHandler

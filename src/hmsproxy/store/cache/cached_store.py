@@ -60,11 +60,11 @@ class CachedStore(CachedStatistics, CachedTransactions):
         self.policy = policy
         self.metrics = metrics
         self.request_load = request_load
-        # Applies the notification log up to an event id now; False if it cannot (events/poller.py).
+        # Applies the notification log up to an event id now; False if it cannot (store/cache/poller.py).
         self.catch_up: Callable[[int], bool] = lambda event_id: False
         self.strict_snapshots = strict_snapshots
         self._loads_in_flight: dict[TableKey, list[_LoadInFlight]] = {}
-        self.passing_through = False  # set for good when another writer logs no events (events/unlogged_writes.py)
+        self.passing_through = False  # set for good when another writer logs no events (store/cache/unlogged_writes.py)
         self.reader = INTERNAL
 
     def serving(self, reader: Reader) -> CachedStore:

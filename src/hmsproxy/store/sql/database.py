@@ -33,9 +33,9 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.schema import CreateColumn
 
-from hmsproxy.events import log as event_log
 from hmsproxy.events.journal import Journal
 from hmsproxy.idl import hms
+from hmsproxy.store.sql import event_log
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.hive_versions import HIVE_2_3, HIVE_3_1
 from hmsproxy.store.sql.layout import FULL, Layout, install, stored_lower_case

@@ -1,4 +1,4 @@
-"""Reading the notification log (the writes append to it themselves: events/log.py)."""
+"""Reading the notification log (the writes append to it themselves: store/sql/event_log.py)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -6,11 +6,11 @@ from typing import NamedTuple
 
 from sqlalchemy import func, select
 
-from hmsproxy.events import log as event_log
 from hmsproxy.events import messages as m
 from hmsproxy.events.messages import Event
 from hmsproxy.idl import hms
 from hmsproxy.store.domain import NotificationEvent
+from hmsproxy.store.sql import event_log
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 

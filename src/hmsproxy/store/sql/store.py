@@ -7,10 +7,10 @@ from typing import Any
 
 from sqlalchemy import select
 
-from hmsproxy.events import log as event_log
 from hmsproxy.store.domain import LockOutcome, TableBundle, is_transactional
 from hmsproxy.store.rawstore import STORE_PARTS
 from hmsproxy.store.reader import Reader
+from hmsproxy.store.sql import event_log
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.combiner import Combiner
 from hmsproxy.store.sql.database import Database, retried

@@ -19,10 +19,10 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from hmsproxy.events.unlogged_writes import UnloggedWrites
 from hmsproxy.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.sync import AllocationsSeen, apply_event
+from hmsproxy.store.cache.unlogged_writes import UnloggedWrites
 
 log = logging.getLogger(__name__)
 BATCH = 1000
