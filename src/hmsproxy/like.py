@@ -14,6 +14,7 @@ steps in the regex engine instead of an exponential number.
 """
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -55,6 +56,7 @@ class LikePattern:
     segments: tuple[re.Pattern[str], ...]   # fixed-length pieces between the "any sequence" wildcards
     lengths: tuple[int, ...]
     ignore_case: bool
+    prefix: str   # the literal text every match starts with (empty when the case is ignored)
 
     @classmethod
     def compile(cls, pattern: str) -> LikePattern:
@@ -67,7 +69,9 @@ class LikePattern:
                 pieces.append([])
             else:
                 pieces[-1].append(token)
-        return cls(tuple(_segment(p) for p in pieces), tuple(len(p) for p in pieces), ignore_case)
+        literal = [] if ignore_case else list(itertools.takewhile(lambda t: isinstance(t, str), pieces[0]))
+        return cls(tuple(_segment(p) for p in pieces), tuple(len(p) for p in pieces), ignore_case,
+                   "".join(str(t) for t in literal))
 
     def matches(self, value: str) -> bool:
         if self.ignore_case:

@@ -1,4 +1,5 @@
-r"""Hive's partition filter language, compiled into a predicate over partition values.
+r"""Hive's partition filter language, compiled into a predicate over partition values, and a plan of the
+ranges of key values an index can select candidates by (a superset of the matches; the predicate decides).
 
 The filter string is what clients pass to ``get_partitions_by_filter`` and
 ``get_num_partitions_by_filter`` (Spark builds it in ``HiveShim.convertFilters``), e.g.::
@@ -77,7 +78,7 @@ from typing import Any
 
 from hmsproxy.like import LikePattern
 
-__all__ = ["FilterError", "FilterTypeMismatch", "compile_filter"]
+__all__ = ["FilterError", "FilterTypeMismatch", "PartitionFilter", "compile_filter", "compile_partition_filter"]
 
 DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
@@ -497,12 +498,74 @@ def _java_order(s: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------
+# Plans: what an index of sorted key values can narrow the candidates to
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Range:
+    """The partitions whose value of key number `key`, read in `order` (a key of ORDERS), lies within the
+    bounds (None: unbounded). Values that do not read in that order (None) are outside every range."""
+    key: int
+    order: str
+    low: Any = None
+    high: Any = None
+    low_inclusive: bool = True
+    high_inclusive: bool = True
+
+
+@dataclass(frozen=True)
+class AllOf:
+    parts: tuple[Plan, ...]
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    parts: tuple[Plan, ...]
+
+
+# None: an index cannot narrow this part (!=, a LIKE with no literal prefix, the empty filter)
+Plan = Range | AllOf | AnyOf | None
+
+# How the values of a key are read for comparison, by the name a Range gives: the same readings the
+# predicates compare, so that a range over the readings, sorted, holds exactly the values a comparison accepts.
+ORDERS: dict[str, Callable[[str], Any]] = {"string": _java_order, "integral": _parse_int, "decimal": _parse_decimal,
+                                           "date": _parse_date_strict, "timestamp": _parse_timestamp}
+_PAST_EVERY_CHARACTER = "\U0010FFFF"   # above every UTF-16 code unit, so above every continuation of a prefix
+
+
+def _range(key: int, order: str, op: str, target: Any) -> Plan:
+    if op == "=":
+        return Range(key, order, target, target)
+    if op in ("<", "<="):
+        return Range(key, order, high=target, high_inclusive=op == "<=")
+    if op in (">", ">="):
+        return Range(key, order, low=target, low_inclusive=op == ">=")
+    return None   # != selects nearly everything: the predicate alone is cheaper
+
+
+@dataclass(frozen=True)
+class PartitionFilter:
+    """A compiled filter: `matches` decides one partition by its values (strings as stored, in key order);
+    `plan` names the key ranges that hold every match, for a store that keeps its values indexed."""
+    matches: Predicate
+    plan: Plan
+
+
+def names_matching(names_and_values: Sequence[tuple[str, Sequence[str]]], partition_filter: PartitionFilter
+                   ) -> list[str]:
+    """The names whose values match, in the order given: the answer of a store that scans."""
+    return [name for name, values in names_and_values if partition_filter.matches(values)]
+
+
+# --------------------------------------------------------------------------------------------
 # LIKE
 # --------------------------------------------------------------------------------------------
 
-def _like_predicate(index: int, pattern: str) -> Predicate:
+def _like(index: int, pattern: str) -> tuple[Predicate, Plan]:
     like = LikePattern.compile(pattern)
-    return lambda values: like.matches(values[index])
+    prefix = _java_order(like.prefix)
+    plan = Range(index, "string", prefix, prefix + _PAST_EVERY_CHARACTER, high_inclusive=False) if prefix else None
+    return (lambda values: like.matches(values[index])), plan
 
 
 # --------------------------------------------------------------------------------------------
@@ -543,15 +606,17 @@ class _Compiler:
         self.keys = [(name.lower(), type_name) for name, type_name in partition_keys]
         self.index = {name: i for i, (name, _) in enumerate(self.keys)}
 
-    def compile(self, node: Node) -> Predicate:
+    def compile(self, node: Node) -> tuple[Predicate, Plan]:
         if isinstance(node, MatchAll):
-            return lambda values: True
+            return (lambda values: True), None
         if isinstance(node, And):
-            parts = [self.compile(p) for p in node.parts]
-            return lambda values: all(p(values) for p in parts)
+            compiled = [self.compile(p) for p in node.parts]
+            all_of = [predicate for predicate, _ in compiled]
+            return (lambda values: all(p(values) for p in all_of)), AllOf(tuple(plan for _, plan in compiled))
         if isinstance(node, Or):
-            parts = [self.compile(p) for p in node.parts]
-            return lambda values: any(p(values) for p in parts)
+            compiled = [self.compile(p) for p in node.parts]
+            any_of = [predicate for predicate, _ in compiled]
+            return (lambda values: any(p(values) for p in any_of)), AnyOf(tuple(plan for _, plan in compiled))
         if isinstance(node, Between):
             if node.negated:
                 return self.compile(Or((Comparison(node.key, "<", node.low), Comparison(node.key, ">", node.high))))
@@ -567,7 +632,7 @@ class _Compiler:
     def fail(self, pos: int, what: str) -> FilterError:
         return _error(self.text, pos, what)
 
-    def comparison(self, node: Comparison) -> Predicate:
+    def comparison(self, node: Comparison) -> tuple[Predicate, Plan]:
         key, const = node.key, node.value
         if key.name not in self.index:
             known = ", ".join(name for name, _ in self.keys) or "none"
@@ -580,55 +645,49 @@ class _Compiler:
         if const.kind == "int" and category in ("string", "date", "timestamp"):
             raise FilterTypeMismatch()
         if node.op == "like":
-            return _like_predicate(idx, const.text())
+            return _like(idx, const.text())
 
-        cmp = _OPS[node.op]
-        if const.kind == "string" and const.value == DEFAULT_PARTITION_NAME:
-            return _string_predicate(idx, cmp, const.text())
-        if category == "string":
-            return _string_predicate(idx, cmp, const.text())
-        if category == "integral":
-            return self.numeric(idx, cmp, const, key, type_name, _parse_int, int)
-        if category == "decimal":
-            return self.numeric(idx, cmp, const, key, type_name, _parse_decimal, Decimal)
+        if (const.kind == "string" and const.value == DEFAULT_PARTITION_NAME) or category == "string":
+            return self.typed(idx, node.op, "string", _java_order(const.text()))
+        if category in ("integral", "decimal"):
+            if const.kind == "string":
+                raise FilterTypeMismatch()
+            if const.kind != "int":
+                raise self.fail(const.pos,
+                                f"cannot compare {type_name} key {key.name!r} with {const.text()!r}: not a number")
+            return self.typed(idx, node.op, category, const.value if category == "integral" else Decimal(const.value))
         if category == "date":
             target = _parse_date_prefix(const.text())
             if target is None:
                 raise self.fail(const.pos, f"cannot compare date key {key.name!r} with {const.text()!r}: not a date")
-            return _typed_predicate(idx, cmp, target, _parse_date_strict)
+            return self.typed(idx, node.op, "date", target)
         # timestamp
         ts = _parse_timestamp(const.text())
         if ts is None:
             raise self.fail(const.pos,
                             f"cannot compare timestamp key {key.name!r} with {const.text()!r}: not a timestamp")
-        return _typed_predicate(idx, cmp, ts, _parse_timestamp)
+        return self.typed(idx, node.op, "timestamp", ts)
 
-    def numeric(self, idx: int, cmp: Compare, const: Const, key: Key,
-                type_name: str, parse: Callable[[str], object], convert: Callable[[str | int], object]) -> Predicate:
-        if const.kind == "string":
-            raise FilterTypeMismatch()
-        if const.kind != "int":
-            raise self.fail(const.pos,
-                            f"cannot compare {type_name} key {key.name!r} with {const.text()!r}: not a number")
-        return _typed_predicate(idx, cmp, convert(const.value), parse)
+    @staticmethod
+    def typed(idx: int, op: str, order: str, target: object) -> tuple[Predicate, Plan]:
+        """Compares values read in `order` (ORDERS) with the target; a value that does not read so never
+        matches (SQL NULL)."""
+        read, cmp = ORDERS[order], _OPS[op]
 
-
-def _string_predicate(idx: int, cmp: Compare, const: str) -> Predicate:
-    target = _java_order(const)
-    return lambda values: cmp(_java_order(values[idx]), target)
+        def predicate(values: Sequence[str]) -> bool:
+            value = read(values[idx])
+            return value is not None and cmp(value, target)
+        return predicate, _range(idx, order, op, target)
 
 
-def _typed_predicate(idx: int, cmp: Compare, target: object, parse: Callable[[str], object]) -> Predicate:
-    """Compare parsed values; a stored value that does not parse never matches (SQL NULL)."""
-    def predicate(values: Sequence[str]) -> bool:
-        value = parse(values[idx])
-        return value is not None and cmp(value, target)
-    return predicate
+def compile_partition_filter(text: str, partition_keys: Sequence[tuple[str, str]]) -> PartitionFilter:
+    """partition_keys: (lower-case key name, Hive type string such as 'string', 'int', 'bigint', 'smallint',
+    'tinyint', 'date', 'varchar(10)', 'char(5)', 'decimal(10,2)', 'timestamp') in key order."""
+    predicate, plan = _Compiler(text, partition_keys).compile(parse_filter(text))
+    return PartitionFilter(predicate, plan)
 
 
 def compile_filter(text: str, partition_keys: Sequence[tuple[str, str]]) -> Callable[[Sequence[str]], bool]:
-    """partition_keys: (lower-case key name, Hive type string such as 'string', 'int', 'bigint', 'smallint',
-    'tinyint', 'date', 'varchar(10)', 'char(5)', 'decimal(10,2)', 'timestamp') in key order.
-    The returned predicate takes one partition's values (strings as stored, in key order) and says whether it
+    """The predicate alone: takes one partition's values (strings as stored, in key order) and says whether it
     matches."""
-    return _Compiler(text, partition_keys).compile(parse_filter(text))
+    return compile_partition_filter(text, partition_keys).matches

@@ -22,6 +22,7 @@ from hmsproxy.events import messages
 from hmsproxy.events.journal import Journal
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
+from hmsproxy.partition_filter import compile_partition_filter
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache
@@ -251,6 +252,23 @@ def test_partitions_are_added_and_read_in_name_order(store: RawStore) -> None:
     one = store.get_partition(CAT, "d", "t", ["2"])
     assert (one.values, one.dbName, one.tableName, one.sd.location) == \
         (["2"], "d", "t", f"{WAREHOUSE}/d.db/t/ds=2")
+
+
+def test_partitions_are_selected_by_a_filter_in_name_order(store: RawStore) -> None:
+    parent = _with_table(store, part_keys=(("ds", "string"), ("hr", "int")))
+    store.add_partitions(CAT, "d", "t", [partition(hms, parent, [ds, hr]) for ds, hr in
+                                         [("b", "1"), ("a", "10"), ("a", "2"), ("c", "x")]])
+
+    def names(text: str) -> list[str]:
+        return store.get_partition_names_by_filter(CAT, "d", "t", compile_partition_filter(
+            text, [("ds", "string"), ("hr", "int")]))
+
+    assert names("ds = 'a'") == ["ds=a/hr=10", "ds=a/hr=2"]
+    assert names("hr > 1") == ["ds=a/hr=10", "ds=a/hr=2"]       # as integers; "x" is no integer
+    assert names("ds like 'b.*' or hr >= 10") == ["ds=a/hr=10", "ds=b/hr=1"]
+    assert names("hr != 2") == ["ds=a/hr=10", "ds=b/hr=1"]
+    assert names("") == ["ds=a/hr=10", "ds=a/hr=2", "ds=b/hr=1", "ds=c/hr=x"]
+    assert names("ds = 'z'") == []
 
 
 def test_a_partition_that_exists_or_does_not_is_refused_and_nothing_of_the_batch_is_added(store: RawStore) -> None:

@@ -37,7 +37,7 @@ from hmsproxy.names import (
     partition_missing_message,
     unescape_path_name,
 )
-from hmsproxy.partition_filter import FilterError, FilterTypeMismatch, compile_filter
+from hmsproxy.partition_filter import FilterError, FilterTypeMismatch, compile_filter, compile_partition_filter
 from hmsproxy.partitions_to_add import check_new_and_distinct
 from hmsproxy.warehouse import DirectoryWork, join
 
@@ -296,11 +296,10 @@ class PartitionCalls(Calls):
     def _names_by_filter(self, catalog: str, db: str, table: Any, filter_text: str | None) -> list[str]:
         keys = [(k.name, k.type) for k in table.partitionKeys or []]
         try:
-            predicate = compile_filter(filter_text or "", keys)
+            partition_filter = compile_partition_filter(filter_text or "", keys)
         except FilterError as exc:
             raise _filter_refused(exc) from None
-        return [name for name, values in self.ctx.store.get_partition_values(catalog, db, table.tableName)
-                if predicate(values)]
+        return self.ctx.store.get_partition_names_by_filter(catalog, db, table.tableName, partition_filter)
 
     def get_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str, max_parts: int = -1) -> list[Any]:
         catalog, db, table = self._table(db_name, tbl_name)

@@ -13,6 +13,7 @@ from typing import Protocol
 
 from hmsproxy.events.journal import Journal
 from hmsproxy.events.messages import Event
+from hmsproxy.partition_filter import PartitionFilter
 from hmsproxy.store.domain import (
     Catalog,
     ColumnStatistics,
@@ -86,6 +87,9 @@ class MetadataStore(Protocol):
     def get_partition(self, cat: str, db_name: str, tbl_name: str, values: Sequence[str]) -> Partition: ...
     def get_partition_names(self, cat: str, db_name: str, tbl_name: str) -> list[str]: ...
     def get_partition_values(self, cat: str, db_name: str, tbl_name: str) -> list[tuple[str, list[str]]]: ...
+    def get_partition_names_by_filter(self, cat: str, db_name: str, tbl_name: str,
+                                      partition_filter: PartitionFilter) -> list[str]:
+        """The names of the partitions the filter matches, sorted."""
     def get_partition_batch(self, cat: str, db_name: str, tbl_name: str, from_id: int, to_id: int, size: int,
                             predicate: Callable[[Sequence[str]], bool] | None, names_only: bool) -> PartitionBatch:
         ...

@@ -30,6 +30,7 @@ from hmsproxy.events.journal import Journal
 from hmsproxy.events.messages import Event
 from hmsproxy.idl import hms
 from hmsproxy.names import DEFAULT_CATALOG, parse_partition_name
+from hmsproxy.partition_filter import PartitionFilter, names_matching
 from hmsproxy.store.domain import (
     Catalog,
     ColumnStatistics,
@@ -261,6 +262,11 @@ class UpstreamStore:
         """From the names: one call instead of every partition. A partition whose value is "" reads as
         __HIVE_DEFAULT_PARTITION__, the name Hive gives it."""
         return [(name, _values(name)) for name in self.get_partition_names(cat, db_name, tbl_name)]
+
+    def get_partition_names_by_filter(self, cat: str, db_name: str, tbl_name: str,
+                                      partition_filter: PartitionFilter) -> list[str]:
+        """From the names, as get_partition_values: Hive 2.3's calls have no filter that answers names only."""
+        return names_matching(self.get_partition_values(cat, db_name, tbl_name), partition_filter)
 
     def get_partition_batch(self, cat: str, db_name: str, tbl_name: str, from_id: int, to_id: int, size: int,
                             predicate: Callable[[Sequence[str]], bool] | None, names_only: bool) -> PartitionBatch:

@@ -28,6 +28,7 @@ from hmsproxy.events.messages import Event
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
 from hmsproxy.names import make_partition_name
+from hmsproxy.partition_filter import PartitionFilter
 from hmsproxy.store import canonical
 from hmsproxy.store.cache.partitions import PartitionSet, PartitionSetBuilder
 from hmsproxy.store.cache.policy import CachePolicy
@@ -531,6 +532,12 @@ class CachedStore(CachedStatistics, CachedTransactions):
         return self._read(cat, db_name, tbl_name, "partition_names",
                           lambda e: [(n, list(v)) for n, v in zip(e.partitions.names, e.partitions.values)],
                           lambda: self.delegate.get_partition_values(cat, db_name, tbl_name))
+
+    def get_partition_names_by_filter(self, cat: str, db_name: str, tbl_name: str,
+                                      partition_filter: PartitionFilter) -> list[str]:
+        return self._read(cat, db_name, tbl_name, "partition_names", lambda e: e.partitions.names_matching(
+            partition_filter), lambda: self.delegate.get_partition_names_by_filter(cat, db_name, tbl_name,
+                                                                                  partition_filter))
 
     # ---- functions ---------------------------------------------------------------------------------
 

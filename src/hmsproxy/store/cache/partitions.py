@@ -21,6 +21,8 @@ from typing import Any
 from hmsproxy.codec import EncodedList, decode, encode
 from hmsproxy.idl import hms
 from hmsproxy.names import make_partition_name
+from hmsproxy.partition_filter import PartitionFilter
+from hmsproxy.store.cache.value_index import ValueIndex
 
 _SD_FIELD = b"\x0c\x00\x06"         # struct, field 6 (Partition.sd)
 _LOCATION_FIELD = b"\x0b\x00\x02"   # string, field 2 (StorageDescriptor.location)
@@ -62,6 +64,10 @@ class PartitionSet:
     values: tuple[tuple[str, ...], ...] = ()     # parallel, interned strings
     tails: tuple[bytes, ...] = ()
     tolerant_tails: frozenset[bytes] = frozenset()  # tails holding list-keyed skew maps
+    index: ValueIndex = field(init=False, repr=False, compare=False)   # of `values`, built as filters ask
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "index", ValueIndex(self.values))
 
     # ---- reads -------------------------------------------------------------------------------------
 
@@ -89,6 +95,13 @@ class PartitionSet:
         """The named partitions that exist, sorted by name (as the database answers)."""
         found = sorted({i for i in (self.index_of(n) for n in names) if i is not None})
         return self.encoded(found)
+
+    def names_matching(self, partition_filter: PartitionFilter) -> list[str]:
+        """The names of the partitions the filter matches, sorted; only the candidates its plan selects from
+        the index are tested."""
+        candidates = self.index.candidates(partition_filter.plan)
+        positions = range(len(self.names)) if candidates is None else sorted(candidates)
+        return [self.names[i] for i in positions if partition_filter.matches(self.values[i])]
 
     def size_bytes(self) -> int:
         """Estimated memory: the bytes objects, the shared strings and the containers holding them."""

@@ -20,6 +20,7 @@ from hmsproxy.names import (
     partition_exists_message,
     partition_missing_message,
 )
+from hmsproxy.partition_filter import PartitionFilter, names_matching
 from hmsproxy.partitions_to_add import check_new_and_distinct
 from hmsproxy.store.canonical import write_id
 from hmsproxy.store.domain import PartitionBatch
@@ -248,6 +249,10 @@ class PartitionStore:
             rows = conn.execute(select(s.PARTITIONS.c.PART_ID, s.PARTITIONS.c.PART_NAME)
                                 .where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)).all()
         return sorted((name, values.get(part_id, [])) for part_id, name in rows)
+
+    def get_partition_names_by_filter(self, cat: str, db_name: str, tbl_name: str,
+                                      partition_filter: PartitionFilter) -> list[str]:
+        return names_matching(self.get_partition_values(cat, db_name, tbl_name), partition_filter)
 
     @staticmethod
     def _names(conn: Connection, ref: TableRef) -> list[str]:
