@@ -47,10 +47,10 @@ def free_port() -> int:
 class Server:
     """An `hmsproxy serve` process."""
 
-    def __init__(self, workdir: Path, cache: bool, latency_ms: float) -> None:
+    def __init__(self, workdir: Path, cache: bool, latency_ms: float, database: str = BENCH_DB) -> None:
         self.port, self.metrics_port = free_port(), free_port()
         args = [sys.executable, "-m", "hmsproxy.cli", "serve", "--port", str(self.port), "--metrics-port",
-                str(self.metrics_port), "--db", f"mysql://root@127.0.0.1:3306/{BENCH_DB}", "--warehouse",
+                str(self.metrics_port), "--db", f"mysql://root@127.0.0.1:3306/{database}", "--warehouse",
                 str(workdir / "warehouse"), "--db-latency-ms", str(latency_ms), "--log-level", "WARNING",
                 "--cache-max-bytes", "4gb"] + ([] if cache else ["--no-cache"])
         self.process = subprocess.Popen(args, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

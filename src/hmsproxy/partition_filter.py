@@ -543,6 +543,33 @@ def _range(key: int, order: str, op: str, target: Any) -> Plan:
     return None   # != selects nearly everything: the predicate alone is cheaper
 
 
+def _all_of(plans: Sequence[Plan]) -> Plan:
+    """AND of plans, ranges over the same key and order merged into one (BETWEEN, ``a >= x and a < y``)."""
+    merged: dict[tuple[int, str], Range] = {}
+    others: list[Plan] = []
+    for plan in plans:
+        if isinstance(plan, Range):
+            same = merged.get((plan.key, plan.order))
+            merged[(plan.key, plan.order)] = plan if same is None else _both(same, plan)
+        else:
+            others.append(plan)
+    parts = (*merged.values(), *others)
+    return parts[0] if len(parts) == 1 else AllOf(parts)
+
+
+def _both(a: Range, b: Range) -> Range:
+    """The range of the values within both: the higher low bound and the lower high bound."""
+    if a.low is None or (b.low is not None and (b.low > a.low or (b.low == a.low and not b.low_inclusive))):
+        low, low_inclusive = b.low, b.low_inclusive
+    else:
+        low, low_inclusive = a.low, a.low_inclusive
+    if a.high is None or (b.high is not None and (b.high < a.high or (b.high == a.high and not b.high_inclusive))):
+        high, high_inclusive = b.high, b.high_inclusive
+    else:
+        high, high_inclusive = a.high, a.high_inclusive
+    return Range(a.key, a.order, low, high, low_inclusive, high_inclusive)
+
+
 @dataclass(frozen=True)
 class PartitionFilter:
     """A compiled filter: `matches` decides one partition by its values (strings as stored, in key order);
@@ -612,7 +639,7 @@ class _Compiler:
         if isinstance(node, And):
             compiled = [self.compile(p) for p in node.parts]
             all_of = [predicate for predicate, _ in compiled]
-            return (lambda values: all(p(values) for p in all_of)), AllOf(tuple(plan for _, plan in compiled))
+            return (lambda values: all(p(values) for p in all_of)), _all_of([plan for _, plan in compiled])
         if isinstance(node, Or):
             compiled = [self.compile(p) for p in node.parts]
             any_of = [predicate for predicate, _ in compiled]
