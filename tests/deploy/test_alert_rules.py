@@ -1,0 +1,127 @@
+"""deploy/prometheus/alerts.yml: well-formed rules, and (where promtool is installed) rules Prometheus accepts
+whose expressions select what they should on made-up series."""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from deploy.files import ALERTS, PROMETHEUS_CONFIG, load_yaml, yaml_module
+
+PROMTOOL = shutil.which("promtool")
+needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool is not installed (Debian: apt-get install "
+                                                             "prometheus); the structural checks still run")
+DURATION = re.compile(r"^(\d+(ms|s|m|h|d|w|y))+$")
+REQUIRED = {"HmsproxyDown", "HmsproxyPrewarmStuck", "HmsproxyCacheHitRatioLow", "HmsproxyNotificationLagHigh",
+            "HmsproxyErrorRateHigh"}
+
+
+def _rules() -> list[dict]:
+    return [rule for group in load_yaml(ALERTS)["groups"] for rule in group["rules"]]
+
+
+def test_rules_are_well_formed():
+    document = load_yaml(ALERTS)
+    assert set(document) == {"groups"}
+    for group in document["groups"]:
+        assert set(group) <= {"name", "interval", "rules", "limit"} and group["name"] and group["rules"], group
+    names = []
+    for rule in _rules():
+        assert set(rule) <= {"alert", "expr", "for", "keep_firing_for", "labels", "annotations"}, rule
+        assert re.fullmatch(r"Hmsproxy[A-Z][A-Za-z]+", rule["alert"]), rule
+        assert isinstance(rule["expr"], str) and rule["expr"].strip(), rule
+        assert "for" not in rule or DURATION.match(str(rule["for"])), rule
+        assert rule["labels"]["severity"] in {"critical", "warning"}, rule
+        assert rule["annotations"]["summary"].strip() and rule["annotations"]["description"].strip(), rule
+        names.append(rule["alert"])
+    assert len(names) == len(set(names)), names
+    assert REQUIRED <= set(names)
+
+
+def test_prometheus_loads_these_rules():
+    config = load_yaml(PROMETHEUS_CONFIG)
+    assert [(PROMETHEUS_CONFIG.parent / name).resolve() for name in config["rule_files"]] == [ALERTS.resolve()]
+    assert "hmsproxy" in [job["job_name"] for job in config["scrape_configs"]]
+
+
+@needs_promtool
+def test_promtool_accepts_the_rules_and_the_config():
+    for command in (["check", "rules", str(ALERTS)], ["check", "config", str(PROMETHEUS_CONFIG)]):
+        result = subprocess.run([PROMTOOL, *command], capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _expr(alert: str) -> str:
+    return next(rule["expr"] for rule in _rules() if rule["alert"] == alert)
+
+
+def _series(job_instance: str, name: str, values: str, **labels: str) -> dict:
+    label_text = ", ".join([f'job="hmsproxy", instance="{job_instance}"', *(f'{k}="{v}"' for k, v in labels.items())])
+    return {"series": f"{name}{{{label_text}}}", "values": values}
+
+
+# Made-up series, one sample a minute for 40 minutes, and what each alert's expression selects from them at
+# minute 30: every case has an instance that must be selected and ones that must not.
+CASES = {
+    "HmsproxyDown": (
+        [_series("a", "up", "0x40"), _series("b", "up", "1x40")],
+        [('up{job="hmsproxy", instance="a"}', 0)]),
+    "HmsproxyPrewarmStuck": (
+        [  # a: stuck at 3 of 10 tables; b: loading a table a minute; c: --no-cache (no prewarm series); d: ready
+            _series("a", "hmsproxy_prewarm_complete", "0x40"),
+            _series("a", "hmsproxy_prewarm_tables", "10x40", state="total"),
+            _series("a", "hmsproxy_prewarm_tables", "3x40", state="done"),
+            _series("b", "hmsproxy_prewarm_complete", "0x40"),
+            _series("b", "hmsproxy_prewarm_tables", "100x40", state="total"),
+            _series("b", "hmsproxy_prewarm_tables", "0+1x40", state="done"),
+            _series("c", "hmsproxy_prewarm_complete", "0x40"),
+            _series("d", "hmsproxy_prewarm_complete", "1x40"),
+            _series("d", "hmsproxy_prewarm_tables", "10x40", state="total"),
+            _series("d", "hmsproxy_prewarm_tables", "10x40", state="done")],
+        [('hmsproxy_prewarm_complete{job="hmsproxy", instance="a"}', 0)]),
+    "HmsproxyCacheHitRatioLow": (
+        [  # a: only misses, 10/s (no `hit` series at all); b: 90% hits; c: only misses but 0.5/s
+            _series("a", "hmsproxy_cache_lookups_total", "0+600x40", method="get_table", kind="table", result="miss"),
+            _series("b", "hmsproxy_cache_lookups_total", "0+540x40", method="get_table", kind="table", result="hit"),
+            _series("b", "hmsproxy_cache_lookups_total", "0+60x40", method="get_table", kind="table", result="miss"),
+            _series("c", "hmsproxy_cache_lookups_total", "0+30x40", method="get_table", kind="table", result="miss"),
+            *(_series(i, "hmsproxy_prewarm_complete", "1x40") for i in "abc")],
+        [('{job="hmsproxy", instance="a"}', 1)]),
+    "HmsproxyNotificationLagHigh": (
+        [_series("a", "hmsproxy_notification_lag_seconds", "45x40"),
+         _series("b", "hmsproxy_notification_lag_seconds", "0.3x40")],
+        [('hmsproxy_notification_lag_seconds{job="hmsproxy", instance="a"}', 45)]),
+    "HmsproxyNotificationPollFailing": (
+        [_series("a", "hmsproxy_notification_poll_errors_total", "0+6x40"),
+         _series("b", "hmsproxy_notification_poll_errors_total", "2x40")],
+        [('{job="hmsproxy", instance="a"}', 0.1)]),
+    "HmsproxyErrorRateHigh": (
+        [  # a: a third MetaExceptions; b: many NoSuchObjectException (ordinary answers); c: errors but 0.05 calls/s
+            _series("a", "hmsproxy_requests_total", "0+60x40", method="get_table", outcome="ok"),
+            _series("a", "hmsproxy_requests_total", "0+30x40", method="get_table", outcome="MetaException"),
+            _series("b", "hmsproxy_requests_total", "0+60x40", method="get_table", outcome="ok"),
+            _series("b", "hmsproxy_requests_total", "0+600x40", method="get_table", outcome="NoSuchObjectException"),
+            _series("c", "hmsproxy_requests_total", "0+3x40", method="get_table", outcome="MetaException")],
+        [('{job="hmsproxy", instance="a"}', 1 / 3)]),
+}
+
+
+def test_every_case_names_a_rule():
+    assert set(CASES) <= {rule["alert"] for rule in _rules()}
+
+
+@needs_promtool
+@pytest.mark.parametrize("alert", sorted(CASES))
+def test_the_expression_selects_the_right_instances(alert: str, tmp_path: Path):
+    series, expected = CASES[alert]
+    tests = {"rule_files": [str(ALERTS)], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m", "input_series": series,
+        "promql_expr_test": [{"expr": _expr(alert), "eval_time": "30m",
+                              "exp_samples": [{"labels": labels, "value": value} for labels, value in expected]}]}]}
+    path = tmp_path / "alert_test.yml"
+    path.write_text(yaml_module().safe_dump(tests))
+    result = subprocess.run([PROMTOOL, "test", "rules", str(path)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -1,0 +1,200 @@
+"""docker-compose.yml and the files it mounts: valid for docker-compose from a fresh clone (no .env), wired
+together (database credentials, health checks, scrape targets, balancer back ends), and free of passwords."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import make_url
+
+from deploy.files import (
+    COMPOSE_FILE,
+    DOCKERFILE,
+    ENV_EXAMPLE,
+    GRAFANA_PROVISIONING,
+    HAPROXY_CONFIG,
+    PROMETHEUS_CONFIG,
+    ROOT,
+    load_yaml,
+    yaml_module,
+)
+from hmsproxy.config import from_environment
+
+COMPOSE = shutil.which("docker-compose")
+needs_compose = pytest.mark.skipif(COMPOSE is None, reason="docker-compose is not installed (CI installs Debian's "
+                                                           "docker-compose; `apt-get install docker-compose`)")
+METRICS_PORT = 9090
+THRIFT_PORT = 9083
+VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-[^}]*)?\}")
+
+
+def _config(*args: str, env_file: Path) -> dict:
+    """`docker-compose config` parsed; the environment holds nothing but PATH and HOME, so only `env_file`
+    (empty: the file's own defaults) can set a variable."""
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL")}
+    result = subprocess.run([COMPOSE, "-f", str(COMPOSE_FILE), "--env-file", str(env_file), *args, "config"],
+                            capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return yaml_module().safe_load(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def empty_env(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("compose") / "empty.env"
+    path.write_text("")
+    return path
+
+
+def _services(config: dict, profile: str | None) -> dict[str, dict]:
+    """The services `up` starts with that profile (docker-compose v1's `config` prints every service)."""
+    return {name: service for name, service in config["services"].items()
+            if not service.get("profiles") or profile in service["profiles"]}
+
+
+def _hmsproxy_services(services: dict[str, dict]) -> dict[str, dict]:
+    return {name: s for name, s in services.items() if "build" in s and s.get("image", "").startswith("hmsproxy")}
+
+
+@needs_compose
+def test_default_stack_from_a_fresh_clone(empty_env):
+    services = _services(_config(env_file=empty_env), None)
+    assert set(services) == {"mariadb", "hmsproxy", "prometheus", "grafana"}
+    assert list(_hmsproxy_services(services)) == ["hmsproxy"]
+
+
+@needs_compose
+@pytest.mark.parametrize("profile", [None, "scale"])
+def test_hmsproxy_waits_for_the_database_and_is_healthy_once_ready(empty_env, profile):
+    args = ("--profile", profile) if profile else ()
+    services = _services(_config(*args, env_file=empty_env), profile)
+    assert services["mariadb"]["healthcheck"]["test"], "depends_on service_healthy needs a health check"
+    for name, service in _hmsproxy_services(services).items():
+        assert service["depends_on"]["mariadb"]["condition"] == "service_healthy", name
+        check = " ".join(service["healthcheck"]["test"])
+        assert f"http://127.0.0.1:{METRICS_PORT}/readyz" in check, (name, check)
+        assert service["environment"]["HMSPROXY_METRICS_PORT"] == str(METRICS_PORT), name
+
+
+@needs_compose
+@pytest.mark.parametrize("env_file", ["none", "example"])
+def test_the_database_url_is_the_mariadb_service_credentials(empty_env, env_file):
+    """hmsproxy's URL and MariaDB's first-start variables come from the same variables (with and without a
+    .env), and every HMSPROXY_* variable given is a setting the server accepts."""
+    config = _config("--profile", "scale", env_file=empty_env if env_file == "none" else ENV_EXAMPLE)
+    database = config["services"]["mariadb"]["environment"]
+    if env_file == "example":
+        assert database["MARIADB_PASSWORD"] == _env_example()["METASTORE_DB_PASSWORD"]
+    for name, service in _hmsproxy_services(config["services"]).items():
+        url = make_url(service["environment"]["HMSPROXY_DB"])
+        assert (url.get_backend_name(), url.host, url.port) == ("mysql", "mariadb", 3306), name
+        assert (url.username, url.password, url.database) == (
+            database["MARIADB_USER"], database["MARIADB_PASSWORD"], database["MARIADB_DATABASE"]), name
+        settings = from_environment({k: str(v) for k, v in service["environment"].items()
+                                     if k.startswith("HMSPROXY_")})
+        assert settings["metrics_port"] == METRICS_PORT
+
+
+@needs_compose
+def test_scale_profile_two_instances_behind_one_balancer(empty_env):
+    services = _services(_config("--profile", "scale", env_file=empty_env), "scale")
+    instances = _hmsproxy_services(services)
+    assert sorted(instances) == ["hmsproxy", "hmsproxy-2"]
+    urls = {service["environment"]["HMSPROXY_DB"] for service in instances.values()}
+    assert len(urls) == 1, "both instances on the one database"
+    for name, service in instances.items():  # one warehouse, where the setting says
+        mounts = {volume.split(":")[1]: volume.split(":")[0] for volume in service["volumes"]}
+        assert mounts[service["environment"]["HMSPROXY_WAREHOUSE"]] == "warehouse", name
+    balancer = services["balancer"]
+    assert {name: dep["condition"] for name, dep in balancer["depends_on"].items()} == {
+        name: "service_healthy" for name in instances}
+    assert [port["target"] for port in balancer["ports"]] == [THRIFT_PORT]
+    assert any(volume.split(":")[1] == "/usr/local/etc/haproxy/haproxy.cfg" for volume in balancer["volumes"])
+    backends, bind_ports = _haproxy_backends()
+    assert backends == {name: THRIFT_PORT for name in instances}
+    assert bind_ports == [THRIFT_PORT]
+
+
+def _haproxy_backends() -> tuple[dict[str, int], list[int]]:
+    """The balancer's servers and its bind ports; asserts TCP mode and the /readyz check on the metrics port."""
+    text = HAPROXY_CONFIG.read_text()
+    lines = [line.split("#")[0].strip() for line in text.splitlines()]
+    assert "mode tcp" in lines
+    assert "http-check send meth GET uri /readyz" in lines and "http-check expect status 200" in lines
+    default_server = next(line for line in lines if line.startswith("default-server"))
+    assert f"check port {METRICS_PORT}" in default_server
+    servers = [line.split() for line in lines if line.startswith("server ")]
+    bind_ports = [int(line.split(":")[-1]) for line in lines if line.startswith("bind ")]
+    return {host.split(":")[0]: int(host.split(":")[1]) for _, _, host, *_ in servers}, bind_ports
+
+
+@needs_compose
+def test_prometheus_scrapes_every_instance_and_grafana_reads_prometheus(empty_env):
+    services = _services(_config("--profile", "scale", env_file=empty_env), "scale")
+    job = next(job for job in load_yaml(PROMETHEUS_CONFIG)["scrape_configs"] if job["job_name"] == "hmsproxy")
+    discovered = {(name, sd["port"]) for sd in job["dns_sd_configs"] for name in sd["names"]}
+    assert discovered == {(name, METRICS_PORT) for name in _hmsproxy_services(services)}
+    datasources = load_yaml(GRAFANA_PROVISIONING / "datasources" / "prometheus.yml")["datasources"]
+    assert [d["url"] for d in datasources] == ["http://prometheus:9090"] and "prometheus" in services
+    provider = load_yaml(GRAFANA_PROVISIONING / "dashboards" / "hmsproxy.yml")["providers"][0]
+    grafana_mounts = {volume.split(":")[1]: volume.split(":")[0] for volume in services["grafana"]["volumes"]}
+    assert Path(grafana_mounts[provider["options"]["path"]]) == ROOT / "deploy" / "grafana" / "dashboards"
+    assert Path(grafana_mounts["/etc/grafana/provisioning"]) == GRAFANA_PROVISIONING
+
+
+@needs_compose
+def test_every_mounted_file_exists(empty_env):
+    config = _config("--profile", "scale", env_file=empty_env)
+    sources = [volume.split(":")[0] for service in config["services"].values()
+               for volume in service.get("volumes", []) if volume.startswith("/")]
+    assert len(sources) >= 5
+    assert [source for source in sources if not Path(source).exists()] == []
+
+
+def _lines_without_comments(path: Path) -> list[str]:
+    return [line.split(" #")[0].rstrip() for line in path.read_text().splitlines() if not line.lstrip().startswith("#")]
+
+
+def test_no_password_in_the_compose_file():
+    """A value of a password-like key, and the password of a URL, is a ${VARIABLE:-example} form, never text."""
+    lines = _lines_without_comments(COMPOSE_FILE)
+    checked = 0
+    for line in lines:
+        key, _, value = line.strip().lstrip("- ").partition(":")
+        value = value.strip().strip("'\"")
+        if re.search(r"PASSWORD|PASSWD|SECRET|TOKEN", key, re.I) and value:
+            assert VARIABLE.fullmatch(value), line
+            checked += 1
+        masked = VARIABLE.sub("__variable__", line)  # a default may hold ":" (${X:-y}); the mask holds none
+        for password in re.findall(r"://[^:/@\s]+:([^@\s]+)@", masked):
+            assert password == "__variable__", line
+            checked += 1
+    assert checked >= 3  # MariaDB's two, Grafana's, the database URL's
+
+
+def test_env_example_declares_every_variable():
+    used = {match.group(1) for line in _lines_without_comments(COMPOSE_FILE) for match in VARIABLE.finditer(line)}
+    assert used and used == set(_env_example())
+
+
+def _env_example() -> dict[str, str]:
+    pairs = [line.split("=", 1) for line in ENV_EXAMPLE.read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
+    return {key.strip(): value.strip() for key, value in pairs}
+
+
+def test_env_example_passwords_are_placeholders():
+    passwords = {key: value for key, value in _env_example().items() if "PASSWORD" in key}
+    assert len(passwords) == 3 and all(value.startswith("example-") for value in passwords.values()), passwords
+
+
+def test_the_image_reports_ready_and_keeps_its_data_in_a_volume():
+    text = DOCKERFILE.read_text().replace("\\\n", " ")
+    healthcheck = next(line for line in text.splitlines() if line.startswith("HEALTHCHECK"))
+    assert "/readyz" in healthcheck and "HMSPROXY_METRICS_PORT" in healthcheck
+    assert re.search(r"^VOLUME \[\"/data\"\]$", text, re.M)
+    assert re.search(rf"HMSPROXY_METRICS_PORT={METRICS_PORT}\b", text)
+    assert re.search(r"HMSPROXY_WAREHOUSE=/data/warehouse\b", text) and re.search(r"^WORKDIR /data$", text, re.M)
