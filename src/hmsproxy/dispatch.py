@@ -9,6 +9,7 @@ connection stays usable either way.
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import re
 import struct
@@ -96,20 +97,26 @@ def _encoded_list_bytes(field_id: int, items: EncodedList) -> list[bytes]:
     return [header, *(piece for item in items.items for piece in item)]
 
 
+@functools.cache
+def _list_fields(struct_type: Any) -> tuple[tuple[int, str], ...]:
+    """(id, name) of a struct type's list fields: the only ones that can hold a pre-encoded or a large list."""
+    return tuple((fid, spec[1]) for fid, spec in struct_type.thrift_spec.items() if spec[0] == TType.LIST)
+
+
 def encoded_reply(success: Any) -> list[bytes] | None:
     """The result struct of a call as byte pieces when the answer holds pre-encoded lists (field 0 is
     `success`), or None when it holds none and ordinary serialization applies."""
-    if isinstance(success, EncodedList):
+    if type(success) is EncodedList:
         return _encoded_list_bytes(0, success) + [b"\x00"]
-    spec = getattr(success, "thrift_spec", None)
-    if spec is None:
+    if not hasattr(success, "thrift_spec"):
         return None
-    lists = {fid: getattr(success, f[1]) for fid, f in spec.items() if isinstance(getattr(success, f[1]), EncodedList)}
+    lists = {fid: value for fid, name in _list_fields(success.__class__)
+             if type(value := getattr(success, name)) is EncodedList}
     if not lists:
         return None
     rest = copy.copy(success)
     for fid in lists:
-        setattr(rest, spec[fid][1], None)
+        setattr(rest, success.thrift_spec[fid][1], None)
     pieces = [struct.pack("!bh", TType.STRUCT, 0), encode(rest)[:-1]]
     for fid, items in lists.items():
         pieces += _encoded_list_bytes(fid, items)
@@ -123,9 +130,9 @@ def _is_large(success: Any) -> bool:
     """A list answer (or a struct holding one) long enough to be worth checking against the size limit."""
     if isinstance(success, (list, tuple)):
         return len(success) > LARGE_REPLY_ITEMS
-    spec = getattr(success, "thrift_spec", None)
-    return spec is not None and any(isinstance(getattr(success, f[1]), list) and
-                                    len(getattr(success, f[1])) > LARGE_REPLY_ITEMS for f in spec.values())
+    return hasattr(success, "thrift_spec") and any(
+        type(value := getattr(success, name)) is list and len(value) > LARGE_REPLY_ITEMS
+        for _, name in _list_fields(success.__class__))
 
 
 class Calls(Protocol):
