@@ -5,8 +5,9 @@ import argparse
 import logging
 import signal
 import sys
+from importlib import metadata
 
-from hmsproxy import config
+from hmsproxy import config, logs
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql import upgrade
 from hmsproxy.store.sql.database import Database, SchemaRefused, check_servable, init_schema, schema_version
@@ -18,6 +19,7 @@ from hmsproxy.warehouse import to_uri
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hmsproxy", description="A Hive Metastore server with a server-side cache")
+    parser.add_argument("--version", action="version", version=f"hmsproxy {metadata.version('hmsproxy')}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the metastore Thrift server")
     serve.add_argument("--config", help="TOML config file (also HMSPROXY_CONFIG)")
@@ -31,6 +33,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--framed", action="store_const", const=True, help="use the framed transport")
     serve.add_argument("--max-connections", type=int, help="cap on concurrent client connections (default 256)")
     serve.add_argument("--log-level", help="DEBUG, INFO, WARNING ... (default INFO)")
+    serve.add_argument("--log-format", help="text or json: one JSON object per line (default text)")
+    serve.add_argument("--audit-log", help="a line per call (user, client address, call, object, outcome) to this "
+                                           "file, or - for standard output (default: none)")
+    serve.add_argument("--db-password-file", help="the database password, read from the first line of this file "
+                                                  "instead of the URL, so that it does not show in `ps`")
     serve.add_argument("--no-cache", dest="cache", action="store_const", const=False,
                        help="serve every call from the database (no server-side cache)")
     serve.add_argument("--cache-max-bytes", help="memory bound of the cache, e.g. 2gb (default 1gb)")
@@ -86,6 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     schema.add_argument("action", choices=["init", "info", "validate", "upgrade"])
     schema.add_argument("--dry-run", action="store_true", help="upgrade: print the SQL it would run, change nothing")
     schema.add_argument("--db", help="SQLAlchemy URL of the metastore database")
+    schema.add_argument("--db-password-file", help="the database password, read from the first line of this file")
     schema.add_argument("--warehouse", help="warehouse root, for the default catalog's location")
     schema.add_argument("--config", help="TOML config file")
     schema.add_argument("--hive-site", help="hive-site.xml of a Java HMS (its database)")
@@ -100,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"hmsproxy: {exc}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(settings.log_level, settings.log_format)
     try:
         if args.command == "schema":
             return _schema(args.action, settings, getattr(args, "dry_run", False))

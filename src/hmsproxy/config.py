@@ -15,6 +15,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.engine import make_url
+
 from hmsproxy import hive_site
 
 HIVE_KEY_ALIASES: dict[str, str] = {
@@ -85,10 +87,26 @@ class Settings:
     upstream_refresh_s: float = 60.0
     upstream_connections: int = 16
     upstream_call_timeout_s: float = 300.0
+    log_format: str = "text"              # text | json (the server log and the audit log)
+    audit_log: str = ""                   # a file, or - for standard output: a line per call (audit.py)
+    db_password_file: str = ""            # the database password, read from this file (kept out of `ps`)
 
     @property
     def warehouse_path(self) -> Path:
         return Path(self.warehouse).expanduser().resolve()
+
+
+LOG_FORMATS = ("text", "json")
+
+
+def _with_password(url: str, password_file: str) -> str:
+    """The database URL with the password the file holds (its first line), so that none needs to be given on a
+    command line, which every user of the machine can read in `ps`."""
+    with open(password_file, encoding="utf-8") as handle:
+        password = handle.readline().rstrip("\r\n")
+    if not password:
+        raise ValueError(f"setting 'db_password_file': {password_file} holds no password on its first line")
+    return make_url(url).set(password=password).render_as_string(hide_password=False)
 
 
 def setting_name(key: str) -> str | None:
@@ -216,6 +234,10 @@ def resolve(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) 
     given = {k: v for k, v in flags.items() if v is not None and k not in ("config", "hive_site")}
     merged.update(_normalise_keys(given, "command line"))
     settings = dataclasses.replace(Settings(), **merged)
+    if settings.log_format not in LOG_FORMATS:
+        raise ValueError(f"setting 'log_format': expected one of {', '.join(LOG_FORMATS)}, got {settings.log_format!r}")
+    if settings.db_password_file:
+        settings = dataclasses.replace(settings, db=_with_password(settings.db, settings.db_password_file))
     if settings.upstream and not settings.cache:
         raise ValueError("--upstream serves through the cache: it cannot be combined with --no-cache")
     return settings

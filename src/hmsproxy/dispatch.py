@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from sqlalchemy import exc as sa_exc
 from thriftpy2.thrift import TApplicationException, TException, TMessageType, TProcessor, TType
 
+from hmsproxy.audit import AuditLog
 from hmsproxy.burst_log import BurstLog
 from hmsproxy.codec import EncodedList, encode
 from hmsproxy.idl import hms
@@ -143,11 +144,18 @@ class Calls(Protocol):
 
 
 class MetastoreProcessor(TProcessor):
-    def __init__(self, calls: Calls, metrics: Metrics, max_reply_bytes: int = 1 << 62) -> None:
+    """One per connection: `peer` is its client's address, and the user its set_ugi named is kept for the audit
+    log."""
+
+    def __init__(self, calls: Calls, metrics: Metrics, max_reply_bytes: int = 1 << 62, *,
+                 audit: AuditLog | None = None, peer: str = "") -> None:
         super().__init__(hms.ThriftHiveMetastore, calls)
         self._calls = calls
         self._metrics = metrics
         self._max_reply_bytes = max_reply_bytes
+        self._audit = audit
+        self._peer = peer
+        self._user = ""
 
     def process(self, iprot: Any, oprot: Any) -> None:
         api, _, seqid = iprot.read_message_begin()
@@ -156,10 +164,18 @@ class MetastoreProcessor(TProcessor):
             iprot.read_message_end()
             self._metrics.observe("unknown", "unknown_method", 0.0)
             unknown = TApplicationException(TApplicationException.UNKNOWN_METHOD, f"Invalid method name: '{api}'")
+            self._audited(api[:200], {}, "unknown_method")
             return self.send_exception(oprot, api, unknown, seqid)
         args = getattr(self._service, api + "_args")()
         args.read(iprot)
         iprot.read_message_end()
+        arguments = {spec[1]: getattr(args, spec[1]) for spec in args.thrift_spec.values()}
+        if api == "set_ugi" and isinstance(arguments.get("user_name"), str):
+            self._user = arguments["user_name"][:200]
+        self._audited(api, arguments, self._answer(api, arguments, seqid, oprot))
+
+    def _answer(self, api: str, arguments: dict[str, Any], seqid: int, oprot: Any) -> str:
+        """Runs the call and sends its answer; returns its outcome ("ok" or the exception's type)."""
         result = getattr(self._service, api + "_result")()
         started = time.perf_counter()
         outcome = "ok"
@@ -167,20 +183,27 @@ class MetastoreProcessor(TProcessor):
             method = self._calls.method_for(api, Reader(api))
             if method is None:  # in the IDL, not served: the declared MetaException says so
                 raise hms.MetaException(message=f"{api} is not supported by hmsproxy")
-            result.success = method(*(getattr(args, spec[1]) for spec in args.thrift_spec.values()))
+            result.success = method(*arguments.values())
         except TApplicationException as exc:
             self._metrics.observe(api, "unsupported", time.perf_counter() - started)
-            return self.send_exception(oprot, api, exc, seqid)
+            self.send_exception(oprot, api, exc, seqid)
+            return "unsupported"
         except Exception as exc:  # every failure becomes a declared exception
             answer = to_declared(api, exc, result)
             outcome = type(answer).__name__
             if isinstance(answer, TApplicationException):
                 self._metrics.observe(api, outcome, time.perf_counter() - started)
-                return self.send_exception(oprot, api, answer, seqid)
+                self.send_exception(oprot, api, answer, seqid)
+                return outcome
             self.handle_exception(answer, result)
         self._metrics.observe(api, outcome, time.perf_counter() - started)
         if not result.oneway:
             self.send_result(oprot, api, result, seqid)
+        return outcome
+
+    def _audited(self, api: str, arguments: dict[str, Any], outcome: str) -> None:
+        if self._audit is not None:
+            self._audit.record(self._user, self._peer, api, arguments, outcome)
 
     def send_result(self, oprot: Any, api: str, result: Any, seqid: int) -> None:
         success = getattr(result, "success", None)

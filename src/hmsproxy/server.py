@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
+from hmsproxy.audit import AuditLog
 from hmsproxy.config import Settings
 from hmsproxy.dispatch import MetastoreProcessor
 from hmsproxy.handler import Handler, HandlerContext
@@ -93,6 +94,7 @@ class RunningServer:
     poller: Poller | None
     reaper: Reaper | None
     upstream: UpstreamParts | None = None
+    audit: AuditLog | None = None
 
     @property
     def port(self) -> int:
@@ -100,6 +102,8 @@ class RunningServer:
 
     def stop(self) -> None:
         self.thrift.stop()
+        if self.audit is not None:
+            self.audit.close()
         if self.reaper is not None:
             self.reaper.stop()
         if self.metrics_server is not None:
@@ -126,8 +130,13 @@ def _server_files(settings: Settings) -> tuple[Path, ...]:
     return (Path.cwd(),) + ((database_file,) if database_file and str(database_file) != ":memory:" else ())
 
 
-def _thrift_server(settings: Settings, handler: Any, metrics: Metrics) -> ThriftServer:
-    return ThriftServer(lambda: MetastoreProcessor(handler, metrics, settings.max_message_bytes), settings.host,
+def _audit_log(settings: Settings) -> AuditLog | None:
+    return AuditLog(settings.audit_log, settings.log_format == "json") if settings.audit_log else None
+
+
+def _thrift_server(settings: Settings, handler: Any, metrics: Metrics, audit: AuditLog | None) -> ThriftServer:
+    return ThriftServer(lambda peer: MetastoreProcessor(handler, metrics, settings.max_message_bytes, audit=audit,
+                                                        peer=peer), settings.host,
                         settings.port, framed=settings.framed, max_connections=settings.max_connections,
                         max_message_bytes=settings.max_message_bytes, metrics=metrics,
                         idle_timeout_s=settings.client_idle_timeout_s, request_timeout_s=settings.request_timeout_s,
@@ -161,7 +170,8 @@ def start(settings: Settings) -> RunningServer:
     context = HandlerContext(store=store, warehouse=warehouse, server_conf=server_conf(settings), started_at=now(),
                              partition_request_limit=settings.partition_request_limit)
     reaper = Reaper(store.reap_expired, settings.txn_reaper_interval_s)
-    thrift = _thrift_server(settings, Handler(context), metrics)
+    audit = _audit_log(settings)
+    thrift = _thrift_server(settings, Handler(context), metrics, audit)
     complete = loader.complete if loader else None
     metrics_server = _metrics_server(settings, metrics, lambda: (complete is None or complete.is_set(), ""))
     thrift.start()
@@ -169,7 +179,7 @@ def start(settings: Settings) -> RunningServer:
     log.info("hmsproxy serving thrift://%s:%d (%s, cache %s), warehouse %s, metrics %s", settings.host, thrift.port,
              "framed" if settings.framed else "unframed", "on" if settings.cache else "off", warehouse.root,
              f"http://{settings.host}:{metrics_server.port}/metrics" if metrics_server else "off")
-    return RunningServer(thrift, metrics_server, store, loader, poller, reaper)
+    return RunningServer(thrift, metrics_server, store, loader, poller, reaper, audit=audit)
 
 
 def _start_in_front(settings: Settings, metrics: Metrics) -> RunningServer:
@@ -178,10 +188,11 @@ def _start_in_front(settings: Settings, metrics: Metrics) -> RunningServer:
     context = HandlerContext(store=parts.store, warehouse=Warehouse(settings.warehouse_path),
                              server_conf=server_conf(settings), started_at=now(),
                              partition_request_limit=settings.partition_request_limit)
-    thrift = _thrift_server(settings, parts.handler(Handler(context)), metrics)
+    audit = _audit_log(settings)
+    thrift = _thrift_server(settings, parts.handler(Handler(context)), metrics, audit)
     metrics_server = _metrics_server(settings, metrics, parts.readiness)
     thrift.start()
     log.info("hmsproxy serving thrift://%s:%d (%s) in front of %s, metrics %s", settings.host, thrift.port,
              "framed" if settings.framed else "unframed", settings.upstream,
              f"http://{settings.host}:{metrics_server.port}/metrics" if metrics_server else "off")
-    return RunningServer(thrift, metrics_server, parts.store, parts.loader, parts.poller, None, parts)
+    return RunningServer(thrift, metrics_server, parts.store, parts.loader, parts.poller, None, parts, audit)

@@ -100,7 +100,7 @@ class MessageBudget:
 
 
 class ThriftServer:
-    def __init__(self, processor_factory: Callable[[], Any], host: str, port: int, *, framed: bool,
+    def __init__(self, processor_factory: Callable[[str], Any], host: str, port: int, *, framed: bool,
                  max_connections: int, max_message_bytes: int, metrics: Metrics, idle_timeout_s: float = 600.0,
                  request_timeout_s: float = 30.0, max_depth: int = 64, max_objects: int = 1_000_000,
                  max_large_requests: int = 4) -> None:
@@ -171,7 +171,7 @@ class ThriftServer:
         budget = MessageBudget(client, self._max_message_bytes, self._idle_timeout_s, self._request_timeout_s)
         transport = transport_class(budget)
         protocol = TCyBinaryProtocol(transport, strict_read=False, strict_write=True)
-        processor = self._processor_factory()
+        processor = self._processor_factory(str(address[0]))   # one per connection, knowing its peer
         try:
             while not self._stopping.is_set():
                 budget.new_message()
