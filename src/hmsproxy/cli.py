@@ -14,6 +14,7 @@ from hmsproxy.store.sql.database import Database, SchemaRefused, check_servable,
 from hmsproxy.store.sql.hive_versions import SERVED_VERSIONS
 from hmsproxy.store.sql.upgrade import UpgradeRefused
 from hmsproxy.store.sql.validate import schema_differences, schema_report
+from hmsproxy.tls import TlsRefused
 from hmsproxy.warehouse import to_uri
 
 
@@ -38,6 +39,10 @@ def _parser() -> argparse.ArgumentParser:
                                            "file, or - for standard output (default: none)")
     serve.add_argument("--db-password-file", help="the database password, read from the first line of this file "
                                                   "instead of the URL, so that it does not show in `ps`")
+    serve.add_argument("--tls-cert", help="TLS on the Thrift port: the server's certificate chain (PEM), with its key "
+                                          "unless --tls-key names it")
+    serve.add_argument("--tls-key", help="the TLS certificate's private key (PEM)")
+    serve.add_argument("--tls-client-ca", help="require client certificates signed by this CA (PEM): mutual TLS")
     serve.add_argument("--no-cache", dest="cache", action="store_const", const=False,
                        help="serve every call from the database (no server-side cache)")
     serve.add_argument("--cache-max-bytes", help="memory bound of the cache, e.g. 2gb (default 1gb)")
@@ -113,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "schema":
             return _schema(args.action, settings, getattr(args, "dry_run", False))
         return _serve(settings)
-    except (SchemaRefused, UpgradeRefused) as exc:
+    except (SchemaRefused, UpgradeRefused, TlsRefused) as exc:
         print(f"hmsproxy: {exc}", file=sys.stderr)
         return 2
 

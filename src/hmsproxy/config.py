@@ -45,6 +45,10 @@ HIVE_KEY_ALIASES: dict[str, str] = {
     "metastore.txn.timeout": "txn_timeout_s",
     "metastore.timedout.txn.reaper.interval": "txn_reaper_interval_s",
     "hive.timedout.txn.reaper.interval": "txn_reaper_interval_s",
+    "metastore.use.ssl": "tls",
+    "hive.metastore.use.ssl": "tls",
+    "metastore.keystore.path": "tls_cert",
+    "hive.metastore.keystore.path": "tls_cert",
 }
 DURATION_UNITS = {"": 1.0, "s": 1.0, "sec": 1.0, "ms": 0.001, "m": 60.0, "min": 60.0, "h": 3600.0}
 SIZE_UNITS = {"": 1, "b": 1, "kb": 1 << 10, "k": 1 << 10, "mb": 1 << 20, "m": 1 << 20, "gb": 1 << 30, "g": 1 << 30}
@@ -90,6 +94,10 @@ class Settings:
     log_format: str = "text"              # text | json (the server log and the audit log)
     audit_log: str = ""                   # a file, or - for standard output: a line per call (audit.py)
     db_password_file: str = ""            # the database password, read from this file (kept out of `ps`)
+    tls: bool = False                     # TLS on the Thrift port (on when a certificate is given, unless said off)
+    tls_cert: str = ""                    # PEM: the certificate chain, and the key unless tls_key names it
+    tls_key: str = ""
+    tls_client_ca: str = ""               # PEM: clients must present a certificate this CA signed
 
     @property
     def warehouse_path(self) -> Path:
@@ -233,7 +241,10 @@ def resolve(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) 
     merged.update(from_environment(environ))
     given = {k: v for k, v in flags.items() if v is not None and k not in ("config", "hive_site")}
     merged.update(_normalise_keys(given, "command line"))
+    merged.setdefault("tls", bool(merged.get("tls_cert")))
     settings = dataclasses.replace(Settings(), **merged)
+    if settings.tls and not settings.tls_cert:
+        raise ValueError("TLS is on (tls, or hive.metastore.use.SSL) but no certificate is given: --tls-cert (PEM)")
     if settings.log_format not in LOG_FORMATS:
         raise ValueError(f"setting 'log_format': expected one of {', '.join(LOG_FORMATS)}, got {settings.log_format!r}")
     if settings.db_password_file:

@@ -25,6 +25,9 @@ class Metrics:
                                registry=self.registry)
         self.refused_messages = Counter("hmsproxy_refused_messages", "Requests or replies refused for exceeding "
                                         "the maximum message size", registry=self.registry)
+        self.tls_failures = Counter("hmsproxy_tls_handshake_failures", "Connections closed because their TLS "
+                                    "handshake failed or did not finish within the request timeout",
+                                    registry=self.registry)
         self.slow_clients = Counter("hmsproxy_closed_slow_connections", "Connections closed because they were "
                                     "idle too long or sent a request too slowly", registry=self.registry)
 

@@ -26,6 +26,7 @@ from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.sql.database import Database, init_schema, schema_version
 from hmsproxy.store.sql.store import SqlStore
 from hmsproxy.thrift_server import ThriftServer
+from hmsproxy.tls import server_context
 from hmsproxy.txn.reaper import Reaper
 from hmsproxy.upstream.serving import UpstreamParts, start_upstream
 from hmsproxy.warehouse import Warehouse, to_uri
@@ -141,7 +142,9 @@ def _thrift_server(settings: Settings, handler: Any, metrics: Metrics, audit: Au
                         max_message_bytes=settings.max_message_bytes, metrics=metrics,
                         idle_timeout_s=settings.client_idle_timeout_s, request_timeout_s=settings.request_timeout_s,
                         max_depth=settings.max_request_depth, max_objects=settings.max_request_objects,
-                        max_large_requests=settings.max_large_requests)
+                        max_large_requests=settings.max_large_requests,
+                        tls=server_context(settings.tls_cert, settings.tls_key, settings.tls_client_ca)
+                        if settings.tls else None)
 
 
 def _metrics_server(settings: Settings, metrics: Metrics, ready: Callable[[], tuple[bool, str]]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -103,8 +104,11 @@ class ThriftServer:
     def __init__(self, processor_factory: Callable[[str], Any], host: str, port: int, *, framed: bool,
                  max_connections: int, max_message_bytes: int, metrics: Metrics, idle_timeout_s: float = 600.0,
                  request_timeout_s: float = 30.0, max_depth: int = 64, max_objects: int = 1_000_000,
-                 max_large_requests: int = 4) -> None:
+                 max_large_requests: int = 4, tls: ssl.SSLContext | None = None) -> None:
         self._processor_factory = processor_factory
+        self._tls = tls
+        self._tls_failures = BurstLog("closing connection from %s: TLS handshake failed: %s", REFUSAL_LOG_INTERVAL_S,
+                                      log)
         self._framed = framed
         self._max_message_bytes = max_message_bytes
         self._idle_timeout_s = idle_timeout_s
@@ -167,6 +171,13 @@ class ThriftServer:
 
     def _serve(self, client: socket.socket, address: Any) -> None:
         self._metrics.connections.inc()
+        if self._tls is not None:
+            secured = self._handshake(client, address)
+            if secured is None:
+                self._metrics.connections.dec()
+                self._slots.release()
+                return
+            client = secured
         transport_class = TCyFramedTransport if self._framed else TCyBufferedTransport
         budget = MessageBudget(client, self._max_message_bytes, self._idle_timeout_s, self._request_timeout_s)
         transport = transport_class(budget)
@@ -200,3 +211,25 @@ class ThriftServer:
                 pass
             self._metrics.connections.dec()
             self._slots.release()
+
+    def _handshake(self, client: socket.socket, address: Any) -> ssl.SSLSocket | None:
+        """The connection with TLS set up, in its own thread so that a slow handshake holds up nobody else; a
+        failed one, or one not done within the request timeout, closes it (None)."""
+        assert self._tls is not None
+        with self._lock:
+            self._clients.discard(client)
+        secured: ssl.SSLSocket | None = None
+        try:
+            secured = self._tls.wrap_socket(client, server_side=True, do_handshake_on_connect=False)
+            secured.settimeout(self._request_timeout_s)
+            secured.do_handshake()
+        except (OSError, ssl.SSLError) as exc:   # TimeoutError is an OSError
+            self._metrics.tls_failures.inc()
+            self._tls_failures.happened(address, exc)
+            for sock in (secured, client):
+                if sock is not None:
+                    sock.close()
+            return None
+        with self._lock:
+            self._clients.add(secured)
+        return secured

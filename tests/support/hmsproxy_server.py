@@ -21,6 +21,7 @@ def start_hmsproxy(workdir: Path, db_url: str | None = None, **overrides) -> Run
                         warehouse=overrides.pop("warehouse", str(workdir / "warehouse")), **overrides)
     running = start(settings)
     return RunningServer(host="127.0.0.1", port=running.port, warehouse=settings.warehouse_path, workdir=workdir,
+                         metrics_port=running.metrics_server.port if running.metrics_server else None,
                          _stop=running.stop)
 
 
