@@ -41,6 +41,16 @@ def declared_exceptions(result: Any) -> list[type]:
     return [spec[2] for fid, spec in sorted(result.thrift_spec.items()) if spec[1] != "success"]
 
 
+def database_error_kind(exc: sa_exc.DBAPIError) -> str:
+    if isinstance(exc, (sa_exc.OperationalError, sa_exc.InterfaceError)):
+        return "unreachable"
+    if isinstance(exc, sa_exc.IntegrityError):
+        return "constraint"
+    if isinstance(exc, sa_exc.DataError):
+        return "value"
+    return "other"
+
+
 def client_message(api: str, exc: Exception) -> str:
     """What the client is told of an internal error: what went wrong in its terms and an id to find the
     details (SQL, parameters, paths, hosts) in the server log, never the details themselves."""
@@ -189,6 +199,8 @@ class MetastoreProcessor(TProcessor):
             self.send_exception(oprot, api, exc, seqid)
             return "unsupported"
         except Exception as exc:  # every failure becomes a declared exception
+            if isinstance(exc, sa_exc.DBAPIError):
+                self._metrics.db_errors.labels(database_error_kind(exc)).inc()
             answer = to_declared(api, exc, result)
             outcome = type(answer).__name__
             if isinstance(answer, TApplicationException):

@@ -68,6 +68,17 @@ class Metrics:
                                               "Age of the oldest event not applied yet", registry=self.registry)
         self.notification_poll_errors = Counter("hmsproxy_notification_poll_errors",
                                                 "Failed reads of the notification log", registry=self.registry)
+        self.notification_last_poll = Gauge("hmsproxy_notification_last_poll_timestamp_seconds",
+                                            "When the notification log was last read successfully (Unix time)",
+                                            registry=self.registry)
+        self.ready = Gauge("hmsproxy_ready", "1 while /readyz answers 200 (prewarm done)", registry=self.registry)
+        self.db_pool_in_use = Gauge("hmsproxy_db_pool_connections_in_use", "Database connections checked out of "
+                                    "the pools", registry=self.registry)
+        self.db_pool_wait = Histogram("hmsproxy_db_pool_wait_seconds", "Time a database transaction waited for its "
+                                      "connection (on SQLite: for the write lock too)", buckets=LATENCY_BUCKETS,
+                                      registry=self.registry)
+        self.db_errors = Counter("hmsproxy_db_errors", "Calls failed by the metastore database, by kind (unreachable, "
+                                 "constraint, value, other)", ["kind"], registry=self.registry)
         self.unlogged_writes = Counter("hmsproxy_unlogged_writes", "Rows another writer created without a "
                                        "notification event (a Java HMS without DbNotificationListener), by kind",
                                        ["kind"], registry=self.registry)

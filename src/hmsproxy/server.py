@@ -151,6 +151,7 @@ def _metrics_server(settings: Settings, metrics: Metrics, ready: Callable[[], tu
                     ) -> MetricsServer | None:
     if not settings.metrics_port:
         return None
+    metrics.ready.set_function(lambda: 1.0 if ready()[0] else 0.0)
     metrics_server = MetricsServer(metrics, settings.host, settings.metrics_port, ready=ready)
     metrics_server.start()
     return metrics_server
@@ -165,6 +166,8 @@ def start(settings: Settings) -> RunningServer:
                           quick_stats_max_files=settings.quick_stats_max_files)
     warehouse.root.mkdir(parents=True, exist_ok=True)
     sql_store = open_store(settings, warehouse)
+    sql_store.db.connection_waited = metrics.db_pool_wait.observe
+    metrics.db_pool_in_use.set_function(sql_store.db.connections_in_use)
     store: RawStore = sql_store
     loader: Loader | None = None
     poller: Poller | None = None

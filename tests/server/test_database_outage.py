@@ -12,6 +12,7 @@ from api.builders import connect_thrift, table
 from hmsproxy.idl import hms
 from support.databases import fresh_database
 from support.hmsproxy_server import start_hmsproxy_process
+from support.scrape import metric
 from support.tcp_proxy import TcpProxy
 
 STATEMENT_TIMEOUT_S = 3
@@ -36,6 +37,7 @@ def test_a_black_holed_database_fails_calls_in_bounded_time_and_the_server_recov
             failed_after = time.monotonic() - started
             assert failed_after < 4 * STATEMENT_TIMEOUT_S, failed_after
             assert "metastore database" in failure.value.message and str(port) not in failure.value.message
+            assert metric(server, "hmsproxy_db_errors_total", kind="unreachable") >= 1
             started = time.monotonic()
             assert client.get_table("d", "t").tableName == "t"                    # the cache answers meanwhile
             assert time.monotonic() - started < 1.0

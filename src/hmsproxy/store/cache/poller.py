@@ -83,6 +83,7 @@ class Poller:
             try:
                 with self._applying:
                     busy = self.poll_once()
+                self.metrics.notification_last_poll.set_to_current_time()
                 if failing:
                     log.info("notification log reachable again; caught up to event %d", self.last_applied)
                 failing, backoff = False, self.interval_s

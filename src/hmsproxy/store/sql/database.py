@@ -122,6 +122,7 @@ class Database:
         self._sqlite_lock = threading.RLock()
         self._retrying = threading.local()
         self.event_listeners: list[Callable[[list[int]], None]] = []
+        self.connection_waited: Callable[[float], None] = lambda seconds: None   # a metric's, once the server runs
         for engine in engines if added_latency_ms > 0 else []:
             _add_round_trip_latency(engine, added_latency_ms / 1000.0)
 
@@ -137,11 +138,13 @@ class Database:
             raise ValueError("only a write transaction appends events")
         added_from = len(journal.events) if journal is not None else 0
         event_ids: list[int] = []
+        asked = time.perf_counter()
         try:
             with (
                 self._sqlite_lock if self.is_sqlite else contextlib.nullcontext(),
                 (self._writer if write else self.engine).begin() as conn,
             ):
+                self.connection_waited(time.perf_counter() - asked)
                 yield conn
                 if journal is not None:
                     event_ids = event_log.append(conn, journal.unwritten(), self.layout)
@@ -153,6 +156,10 @@ class Database:
             journal.committed(event_ids)
         for listener in self.event_listeners if event_ids else ():
             listener(event_ids)
+
+    def connections_in_use(self) -> int:
+        """Connections checked out of the pools now (0 for a pool that does not count them)."""
+        return sum(getattr(engine.pool, "checkedout", lambda: 0)() for engine in self._engines)
 
     def adopt(self, layout: Layout) -> None:
         """From now on statements fit the schema the database holds (layout.py); once per layout."""
