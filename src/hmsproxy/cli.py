@@ -7,7 +7,7 @@ import signal
 import sys
 from importlib import metadata
 
-from hmsproxy import config, logs
+from hmsproxy import config, doctor, logs
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql import upgrade
 from hmsproxy.store.sql.database import Database, SchemaRefused, check_servable, init_schema, schema_version
@@ -22,7 +22,24 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hmsproxy", description="A Hive Metastore server with a server-side cache")
     parser.add_argument("--version", action="version", version=f"hmsproxy {metadata.version('hmsproxy')}")
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run the metastore Thrift server")
+    serve = _serve_options()
+    commands.add_parser("serve", parents=[serve], help="run the metastore Thrift server")
+    commands.add_parser("doctor", parents=[serve], help="check a configuration (database, schema, notification log, "
+                                                      "warehouse, ports, TLS) and say what to fix")
+    schema = commands.add_parser("schema", help="create or inspect the metastore schema")
+    schema.add_argument("action", choices=["init", "info", "validate", "upgrade"])
+    schema.add_argument("--dry-run", action="store_true", help="upgrade: print the SQL it would run, change nothing")
+    schema.add_argument("--db", help="SQLAlchemy URL of the metastore database")
+    schema.add_argument("--db-password-file", help="the database password, read from the first line of this file")
+    schema.add_argument("--warehouse", help="warehouse root, for the default catalog's location")
+    schema.add_argument("--config", help="TOML config file")
+    schema.add_argument("--hive-site", help="hive-site.xml of a Java HMS (its database)")
+    return parser
+
+
+def _serve_options() -> argparse.ArgumentParser:
+    """The settings of `serve`, which `doctor` checks."""
+    serve = argparse.ArgumentParser(add_help=False)
     serve.add_argument("--config", help="TOML config file (also HMSPROXY_CONFIG)")
     serve.add_argument("--hive-site", help="hive-site.xml of a Java HMS: its database, warehouse, port and cache "
                                            "keys (also HMSPROXY_HIVE_SITE)")
@@ -94,15 +111,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--upstream-call-timeout-s", help="longest one call to the upstream may take, failover "
                                                          "included (default 300s)")
     serve.add_argument("--db-latency-ms", type=float, help="benchmarks only: delay added to every database round trip")
-    schema = commands.add_parser("schema", help="create or inspect the metastore schema")
-    schema.add_argument("action", choices=["init", "info", "validate", "upgrade"])
-    schema.add_argument("--dry-run", action="store_true", help="upgrade: print the SQL it would run, change nothing")
-    schema.add_argument("--db", help="SQLAlchemy URL of the metastore database")
-    schema.add_argument("--db-password-file", help="the database password, read from the first line of this file")
-    schema.add_argument("--warehouse", help="warehouse root, for the default catalog's location")
-    schema.add_argument("--config", help="TOML config file")
-    schema.add_argument("--hive-site", help="hive-site.xml of a Java HMS (its database)")
-    return parser
+    return serve
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "schema":
             return _schema(args.action, settings, getattr(args, "dry_run", False))
+        if args.command == "doctor":
+            return doctor.report(doctor.diagnose(settings))
         return _serve(settings)
     except (SchemaRefused, UpgradeRefused, TlsRefused) as exc:
         print(f"hmsproxy: {exc}", file=sys.stderr)
