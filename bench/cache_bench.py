@@ -260,20 +260,28 @@ def report(results: dict, out_dir: Path) -> None:
     print("\n".join(lines))
     (out_dir / "cache_bench.txt").write_text("\n".join(lines) + "\n")
     (out_dir / "cache_bench.json").write_text(json.dumps(results, indent=2))
+    paired_bars(out_dir / "cache_bench.png", ops, ("--no-cache", [uncached[o]["p50_ms"] for o in ops]),
+                ("cache", [cached[o]["p50_ms"] for o in ops]), "p50 latency (ms, log scale)",
+                f"hmsproxy on MariaDB, +{results['db_latency_ms']} ms per database round trip")
+
+
+def paired_bars(path: Path, labels: list[str], before: tuple[str, list[float]], after: tuple[str, list[float]],
+                ylabel: str, title: str) -> None:
+    """A PNG of two bars per label on a log scale: (legend, values) before and after."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(10, 5))
-    xs = range(len(ops))
-    ax.bar([x - 0.2 for x in xs], [uncached[o]["p50_ms"] for o in ops], 0.4, label="--no-cache")
-    ax.bar([x + 0.2 for x in xs], [cached[o]["p50_ms"] for o in ops], 0.4, label="cache")
-    ax.set_xticks(list(xs), ops, rotation=20, ha="right")
+    xs = range(len(labels))
+    for offset, (legend, values) in ((-0.2, before), (0.2, after)):
+        ax.bar([x + offset for x in xs], values, 0.4, label=legend)
+    ax.set_xticks(list(xs), labels, rotation=20, ha="right")
     ax.set_yscale("log")
-    ax.set_ylabel("p50 latency (ms, log scale)")
-    ax.set_title(f"hmsproxy on MariaDB, +{results['db_latency_ms']} ms per database round trip")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(out_dir / "cache_bench.png", dpi=110)
+    fig.savefig(path, dpi=110)
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from cache_bench import Server, client, hms, partition_values, percentile, timed
+from cache_bench import Server, client, hms, paired_bars, partition_values, percentile, timed
 from sqlalchemy import create_engine, text
 
 from hmsproxy.names import make_partition_name
@@ -124,20 +124,10 @@ def report(results: dict, out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "filter_bench.txt").write_text("\n".join(lines) + "\n")
     (out_dir / "filter_bench.json").write_text(json.dumps(results, indent=2))
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(10, 5))
-    xs = range(len(FILTERS))
-    ax.bar([x - 0.2 for x in xs], [sel[f]["scan_us"] for f in FILTERS], 0.4, label="scan of every partition")
-    ax.bar([x + 0.2 for x in xs], [sel[f]["index_us"] for f in FILTERS], 0.4, label="value index")
-    ax.set_xticks(list(xs), [f[:28] for f in FILTERS], rotation=20, ha="right")
-    ax.set_yscale("log")
-    ax.set_ylabel("selection time (µs, log scale)")
-    ax.set_title(f"Partition filter selection in the cache, {results['partitions']} partitions")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(out_dir / "filter_bench.png", dpi=110)
+    paired_bars(out_dir / "filter_bench.png", [f[:28] for f in FILTERS],
+                ("scan of every partition", [sel[f]["scan_us"] for f in FILTERS]),
+                ("value index", [sel[f]["index_us"] for f in FILTERS]), "selection time (µs, log scale)",
+                f"Partition filter selection in the cache, {results['partitions']} partitions")
 
 
 def main() -> None:
