@@ -55,6 +55,10 @@ def encode_partition(part: Any) -> tuple[bytes, bytes, bool]:
     return own, tail, tolerant
 
 
+# Partitions (or distinct storage-descriptor tails) up to which a write changes a set in place of rebuilding it.
+SMALL_CHANGE = 32
+
+
 @dataclass(frozen=True)
 class PartitionSet:
     keys: tuple[str, ...]
@@ -65,6 +69,7 @@ class PartitionSet:
     tails: tuple[bytes, ...] = ()
     tolerant_tails: frozenset[bytes] = frozenset()  # tails holding list-keyed skew maps
     index: ValueIndex = field(init=False, repr=False, compare=False)   # of `values`, built as filters ask
+    known_size: int | None = field(default=None, repr=False, compare=False)   # size_bytes(), once counted
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "index", ValueIndex(self.values))
@@ -104,27 +109,71 @@ class PartitionSet:
         return [self.names[i] for i in positions if partition_filter.matches(self.values[i])]
 
     def size_bytes(self) -> int:
-        """Estimated memory: the bytes objects, the shared strings and the containers holding them."""
-        per_item = sum(sys.getsizeof(b) for b in self.own) + sum(sys.getsizeof(n) for n in self.names)
-        containers = 3 * 8 * len(self.names) + self.tail_refs.itemsize * len(self.names)
-        values = sum(sys.getsizeof(v) for v in self.values)
-        return per_item + containers + values + sum(sys.getsizeof(t) for t in self.tails)
+        """Estimated memory: the bytes objects, the shared strings and the containers holding them. Counted once
+        per set; a set changed in place carries its base's count, adjusted by the rows it changed."""
+        if self.known_size is None:
+            rows = sum(map(_row_bytes, self.names, self.own, self.values))
+            object.__setattr__(self, "known_size", rows + sum(sys.getsizeof(t) for t in self.tails))
+        assert self.known_size is not None
+        return self.known_size
 
     # ---- writes (each returns a new set) -----------------------------------------------------------
 
     def with_partitions(self, parts: Sequence[Any]) -> PartitionSet:
-        """Adds or replaces partitions (matched by name)."""
-        builder = PartitionSetBuilder(self)
-        builder.add(parts)
-        return builder.build()
+        """Adds or replaces partitions (matched by name). A few are put in place one by one, so that a write's
+        cost does not grow with the table beyond copying its arrays; many rebuild the set."""
+        if len(parts) > SMALL_CHANGE or len(self.tails) > SMALL_CHANGE:
+            builder = PartitionSetBuilder(self)
+            builder.add(parts)
+            return builder.build()
+        names, own, refs, values = list(self.names), list(self.own), array("I", self.tail_refs), list(self.values)
+        tails, tolerant, size = list(self.tails), set(self.tolerant_tails), self.size_bytes()
+        for part in parts:
+            part_own, tail, needs_tolerant = encode_partition(part)
+            if needs_tolerant:
+                tolerant.add(tail)
+            if tail not in tails:
+                tails.append(tail)
+                size += sys.getsizeof(tail)
+            name = make_partition_name(self.keys, part.values)
+            row = (part_own, tails.index(tail), tuple(sys.intern(v) for v in part.values))
+            i = bisect.bisect_left(names, name)
+            if i < len(names) and names[i] == name:
+                size -= _row_bytes(name, own[i], values[i])
+                own[i], refs[i], values[i] = row
+            else:
+                names.insert(i, name)
+                own.insert(i, row[0])
+                refs.insert(i, row[1])
+                values.insert(i, row[2])
+            size += _row_bytes(name, row[0], row[2])
+        return PartitionSet(self.keys, tuple(names), tuple(own), refs, tuple(values), tuple(tails),
+                            frozenset(t for t in tails if t in tolerant), known_size=size)
 
     def _rows(self) -> dict[str, tuple[bytes, bytes, tuple[str, ...]]]:
         return dict(zip(self.names, zip(self.own, (self.tails[r] for r in self.tail_refs), self.values)))
 
     def without(self, names: Iterable[str]) -> PartitionSet:
-        drop = set(names)
-        rows = {n: row for n, row in self._rows().items() if n not in drop}
-        return _from_rows(self.keys, rows, set(self.tolerant_tails))
+        drop = sorted({i for i in map(self.index_of, set(names)) if i is not None}, reverse=True)
+        if len(drop) > SMALL_CHANGE:
+            dropped = {self.names[i] for i in drop}
+            rows = {n: row for n, row in self._rows().items() if n not in dropped}
+            return _from_rows(self.keys, rows, set(self.tolerant_tails))
+        kept_names, own, refs, values = list(self.names), list(self.own), array("I", self.tail_refs), list(self.values)
+        size = self.size_bytes()
+        for i in drop:   # from the end, so that the positions still to drop stay where they were
+            size -= _row_bytes(kept_names[i], own[i], values[i])
+            del kept_names[i], own[i], refs[i], values[i]
+        return PartitionSet(self.keys, tuple(kept_names), tuple(own), refs, tuple(values), self.tails,
+                            self.tolerant_tails, known_size=size)   # an unused tail stays until a rebuild
+
+
+def _row_bytes(name: str, own: bytes, values: tuple[str, ...]) -> int:
+    """One partition's share of a set's memory: its bytes, name and values, and its slots in the four arrays."""
+    return sys.getsizeof(own) + sys.getsizeof(name) + sys.getsizeof(values) + ROW_SLOT_BYTES
+
+
+ROW_SLOT_BYTES = 3 * 8 + 4   # a pointer in each of three tuples, an entry of the tail_refs array
 
 
 class PartitionSetBuilder:
