@@ -23,6 +23,7 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import thriftpy2
 import thriftpy2.rpc
@@ -106,15 +107,21 @@ def partition_values(i: int) -> list[str]:
     return [f"2024-{1 + i // 2400 % 12:02d}-{1 + i // 100 % 24:02d}", str(i % 100), f"s{i // 28800}"]
 
 
-def populate(workdir: Path, sizes: list[int], tables: int) -> None:
+def empty_metastore(workdir: Path, database: str) -> tuple[Server, Any]:
+    """A --no-cache server on a new, empty MariaDB database, with the metastore database `bench`, and a client."""
     engine = create_engine(ADMIN_URL, isolation_level="AUTOCOMMIT")
     with engine.connect() as conn:
-        conn.execute(text(f"DROP DATABASE IF EXISTS {BENCH_DB}"))
-        conn.execute(text(f"CREATE DATABASE {BENCH_DB}"))
+        conn.execute(text(f"DROP DATABASE IF EXISTS {database}"))
+        conn.execute(text(f"CREATE DATABASE {database}"))
     engine.dispose()
-    server = Server(workdir, cache=False, latency_ms=0)
+    server = Server(workdir, cache=False, latency_ms=0, database=database)
     c = client(server.port)
     c.create_database(hms.Database(name="bench", parameters={}))
+    return server, c
+
+
+def populate(workdir: Path, sizes: list[int], tables: int) -> None:
+    server, c = empty_metastore(workdir, BENCH_DB)
     for i in range(tables):
         c.create_table(hms.Table(tableName=f"small_{i:04d}", dbName="bench", sd=_sd(None), parameters={},
                                  partitionKeys=[], tableType="EXTERNAL_TABLE"))

@@ -21,8 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from cache_bench import Server, client, hms, paired_bars, partition_values, percentile, timed
-from sqlalchemy import create_engine, text
+from cache_bench import Server, client, empty_metastore, hms, paired_bars, partition_values, percentile, timed
 
 from hmsproxy.names import make_partition_name
 from hmsproxy.partition_filter import PartitionFilter, compile_partition_filter
@@ -41,14 +40,7 @@ FILTERS = [
 
 
 def populate(workdir: Path, partitions: int) -> None:
-    engine = create_engine("mysql+pymysql://root@127.0.0.1:3306/test", isolation_level="AUTOCOMMIT")
-    with engine.connect() as conn:
-        conn.execute(text(f"DROP DATABASE IF EXISTS {DATABASE}"))
-        conn.execute(text(f"CREATE DATABASE {DATABASE}"))
-    engine.dispose()
-    server = Server(workdir, cache=False, latency_ms=0, database=DATABASE)
-    c = client(server.port)
-    c.create_database(hms.Database(name="bench", parameters={}))
+    server, c = empty_metastore(workdir, DATABASE)
     sd = hms.StorageDescriptor(cols=[hms.FieldSchema(name="v", type="string")], inputFormat="i", outputFormat="o",
                                serdeInfo=hms.SerDeInfo(serializationLib="s", parameters={}), parameters={})
     c.create_table(hms.Table(tableName="events", dbName="bench", sd=sd, parameters={}, tableType="EXTERNAL_TABLE",

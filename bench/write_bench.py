@@ -22,8 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from cache_bench import Server, client, hms, paired_bars
-from sqlalchemy import create_engine, text
+from cache_bench import Server, client, empty_metastore, hms, paired_bars
 
 DATABASE = "hmsproxy_write_bench"
 KEYS = [hms.FieldSchema(name="ds", type="string"), hms.FieldSchema(name="hr", type="int")]
@@ -47,14 +46,7 @@ def _create_table(c, name: str) -> None:
 
 
 def populate(workdir: Path, small: int, big: int) -> None:
-    engine = create_engine("mysql+pymysql://root@127.0.0.1:3306/test", isolation_level="AUTOCOMMIT")
-    with engine.connect() as conn:
-        conn.execute(text(f"DROP DATABASE IF EXISTS {DATABASE}"))
-        conn.execute(text(f"CREATE DATABASE {DATABASE}"))
-    engine.dispose()
-    server = Server(workdir, cache=False, latency_ms=0, database=DATABASE)
-    c = client(server.port)
-    c.create_database(hms.Database(name="bench", parameters={}))
+    server, c = empty_metastore(workdir, DATABASE)
     for name, size in (("small", small), ("big", big)):
         _create_table(c, name)
         for start in range(0, size, 5000):
