@@ -69,10 +69,8 @@ DB_ARGUMENTS = ("dbname", "db_name", "dbName", "databaseName")
 
 
 def database_named(api: str, arguments: Mapping[str, Any]) -> tuple[str, str] | None:
-    """The (catalog, database) a call names: its first table's, else a database argument's; a database call
-    (get_database, drop_database, ...) names its database by `name` or by the Database or request it carries."""
-    for table in tables_named(arguments):
-        return table[:2]
+    """The (catalog, database) a call that names no table (tables_named) names: a database argument's; a database
+    call (get_database, drop_database, ...) names it by `name` or by the Database or request it carries."""
     for name in DB_ARGUMENTS:
         db = lowered(arguments.get(name))
         if db:
