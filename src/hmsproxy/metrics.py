@@ -15,10 +15,17 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        # The labelled children of the per-call metrics, by labels (IDL method names: a bounded set).
+        self._call_children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
+        self._lookup_children: dict[tuple[str, str, bool], Counter] = {}
+        self._ready_children: dict[str, Counter] = {}
         self.requests = Counter("hmsproxy_requests", "Thrift calls answered, by method and outcome",
                                 ["method", "outcome"], registry=self.registry)
         self.latency = Histogram("hmsproxy_request_seconds", "Time to answer a Thrift call, by method",
                                  ["method"], buckets=LATENCY_BUCKETS, registry=self.registry)
+        self.ready_answers = Counter("hmsproxy_ready_answers", "Calls answered with the bytes the cache held ready "
+                                     "(no objects decoded or encoded; on plain connections by the connection loop "
+                                     "itself), by method", ["method"], registry=self.registry)
         self.connections = Gauge("hmsproxy_open_connections", "Client connections being served",
                                  registry=self.registry)
         self.refused = Counter("hmsproxy_refused_connections", "Connections refused because the cap was reached",
@@ -107,8 +114,26 @@ class Metrics:
         self.upstream_latency.labels(method).observe(seconds)
 
     def observe(self, method: str, outcome: str, seconds: float) -> None:
-        self.requests.labels(method, outcome).inc()
-        self.latency.labels(method).observe(seconds)
+        children = self._call_children.get((method, outcome))
+        if children is None:   # labels() takes a lock and builds a key: once per method and outcome, not per call
+            children = self._call_children[method, outcome] = (self.requests.labels(method, outcome),
+                                                               self.latency.labels(method))
+        children[0].inc()
+        children[1].observe(seconds)
+
+    def observe_ready_answer(self, method: str, seconds: float) -> None:
+        self.observe(method, "ok", seconds)
+        child = self._ready_children.get(method)
+        if child is None:
+            child = self._ready_children[method] = self.ready_answers.labels(method)
+        child.inc()
+
+    def count_lookup(self, method: str, kind: str, hit: bool) -> None:
+        child = self._lookup_children.get((method, kind, hit))
+        if child is None:
+            child = self._lookup_children[method, kind, hit] = self.cache_lookups.labels(method, kind,
+                                                                                         "hit" if hit else "miss")
+        child.inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

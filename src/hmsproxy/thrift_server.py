@@ -1,10 +1,12 @@
-"""The Thrift socket server: accepts connections, serves each on its own thread, up to a cap.
+"""The Thrift socket server: accepts connections up to a cap and serves them.
 
 Built here instead of thriftpy2's make_server because that one reads strictly (drops non-strict clients),
 closes idle connections after 3 s (Spark keeps them idle for long), sets no TCP_NODELAY on accepted
 sockets and starts unbounded threads. Beyond `max_connections` a new connection is accepted and closed at
 once, and that is logged once per burst: a client then sees a clean close instead of a hang.
 
+Plain connections wait for their requests in the connection loop (connection_loop.py), which answers what the
+cache holds ready itself and hands every other request to a worker thread; TLS connections have a thread each.
 No client holds a connection slot for ever: a connection with no request for `idle_timeout_s` is closed,
 and so is one whose request has not arrived whole `request_timeout_s` after its first byte (a slow
 sender). Replies are written with the idle timeout as their bound.
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import queue
 import socket
 import ssl
 import threading
@@ -22,82 +25,52 @@ from typing import Any
 
 # The compiled classes from their own modules: these have no type stubs, so to mypy the classes are Any.
 from thriftpy2.protocol.cybin.cybin import TCyBinaryProtocol
-from thriftpy2.transport import TSocket, TTransportBase, TTransportException
+from thriftpy2.transport import TTransportException
 from thriftpy2.transport.buffered.cybuffered import TCyBufferedTransport
 from thriftpy2.transport.framed.cyframed import TCyFramedTransport
 from thriftpy2.transport.memory.cymemory import TCyMemoryBuffer
 
 from hmsproxy.burst_log import BurstLog
+from hmsproxy.connection import (
+    LARGE_REQUEST_VALUES,
+    ClientTooSlow,
+    Connection,
+    MessageTooLarge,
+    SocketReader,
+    SocketWriter,
+    read_request,
+)
+from hmsproxy.connection_loop import ConnectionLoop
 from hmsproxy.metrics import Metrics
 from hmsproxy.wire_check import MalformedRequest, MessageCheck
 
 log = logging.getLogger(__name__)
 REFUSAL_LOG_INTERVAL_S = 10.0
-# Requests holding more values than this are decoded and answered a few at a time (max_large_requests):
-# decoding takes about 200 bytes per value, so the ones in flight together stay within a known ceiling.
-LARGE_REQUEST_VALUES = 100_000
 
 
-class MessageTooLarge(TTransportException):
-    pass
+class WorkerPool:
+    """Daemon threads that serve one request of a connection each, started as needed and kept for the next: a
+    task never waits for another to finish (there is a thread for every task given and not yet done)."""
 
+    def __init__(self) -> None:
+        self._tasks: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
 
-class ClientTooSlow(TTransportException):
-    """Idle past the idle timeout, or a request not complete within the request timeout."""
+    def submit(self, task: Callable[[], None]) -> None:
+        with self._lock:
+            start = self._idle == 0
+            if not start:
+                self._idle -= 1   # that thread takes this task
+        self._tasks.put(task)
+        if start:
+            threading.Thread(target=self._work, name="thrift-worker", daemon=True).start()
 
-
-class MessageBudget:
-    """The client socket as the Thrift transport reads it, counting the bytes of the current request.
-
-    Past the maximum the connection is dropped: a hostile or broken client (a huge length prefix, an
-    endless list) cannot make the server read and hold gigabytes. The transport may reserve address
-    space for a declared length, but only what is actually received is ever touched."""
-
-    def __init__(self, sock: socket.socket, max_bytes: int, idle_timeout_s: float, request_timeout_s: float) -> None:
-        self._raw = sock
-        self._sock: TTransportBase = TSocket(sock=sock)  # type: ignore[no-untyped-call]  # unannotated in thriftpy2
-        self._max_bytes = max_bytes
-        self._idle_timeout_s = idle_timeout_s
-        self._request_timeout_s = request_timeout_s
-        self._request_deadline: float | None = None   # set by the first byte of a request
-        self.received = 0
-
-    def new_message(self) -> None:
-        self.received = 0
-        self._request_deadline = None
-
-    def read(self, size: int) -> bytes:
-        if self._request_deadline is None:
-            self._raw.settimeout(self._idle_timeout_s)
-        else:
-            self._raw.settimeout(max(0.001, self._request_deadline - time.monotonic()))
-        try:
-            data = self._sock.read(size)
-        except TimeoutError:
-            raise ClientTooSlow(message=f"no request for {self._idle_timeout_s:g} s" if self._request_deadline is None
-                                else f"request not complete within {self._request_timeout_s:g} s") from None
-        if self._request_deadline is None:
-            self._request_deadline = time.monotonic() + self._request_timeout_s
-        self.received += len(data)
-        if self.received > self._max_bytes:
-            raise MessageTooLarge(message=f"request larger than {self._max_bytes} bytes")
-        return data
-
-    def write(self, data: bytes) -> None:
-        self._raw.settimeout(self._idle_timeout_s)
-        self._sock.write(data)
-
-    def flush(self) -> None:
-        self._sock.flush()
-
-    def is_open(self) -> bool:
-        return self._sock.is_open()
-
-    def open(self) -> None:
-        self._sock.open()
-
-    def close(self) -> None:
-        self._sock.close()
+    def _work(self) -> None:
+        while True:
+            self._tasks.get()()
+            with self._lock:
+                self._idle += 1
 
 
 class ThriftServer:
@@ -128,8 +101,15 @@ class ThriftServer:
         self._listener.settimeout(0.2)  # lets the accept loop notice stop()
         self.host, self.port = self._listener.getsockname()[:2]
         self._thread = threading.Thread(target=self._accept_loop, name="thrift-accept", daemon=True)
+        self._workers = WorkerPool()
+        # TLS connections are served each on a thread of its own from the handshake on (an SSL socket's reads do
+        # not map one to one onto the socket's readiness); plain ones through the connection loop.
+        self._loop = None if tls is not None else ConnectionLoop(self, self._message_check, framed, idle_timeout_s,
+                                                                 request_timeout_s)
 
     def start(self) -> None:
+        if self._loop is not None:
+            self._loop.start()
         self._thread.start()
 
     def stop(self) -> None:
@@ -137,6 +117,8 @@ class ThriftServer:
         self._stopping.set()
         self._thread.join(timeout=5)
         self._listener.close()
+        if self._loop is not None:
+            self._loop.stop()
         with self._lock:
             clients = list(self._clients)
         for client in clients:
@@ -164,53 +146,95 @@ class ThriftServer:
             client.settimeout(None)
             client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             client.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            self._metrics.connections.inc()
             with self._lock:
                 self._clients.add(client)
-            threading.Thread(target=self._serve, args=(client, address), name=f"thrift-{address[1]}",
-                             daemon=True).start()
+            if self._loop is None:
+                threading.Thread(target=self._serve_secured, args=(client, address), name=f"thrift-{address[1]}",
+                                 daemon=True).start()
+            else:
+                self._loop.add(self._connection(client, address))
 
-    def _serve(self, client: socket.socket, address: Any) -> None:
-        self._metrics.connections.inc()
-        if self._tls is not None:
-            secured = self._handshake(client, address)
-            if secured is None:
-                self._metrics.connections.dec()
-                self._slots.release()
-                return
-            client = secured
-        transport_class = TCyFramedTransport if self._framed else TCyBufferedTransport
-        budget = MessageBudget(client, self._max_message_bytes, self._idle_timeout_s, self._request_timeout_s)
-        transport = transport_class(budget)
-        protocol = TCyBinaryProtocol(transport, strict_read=False, strict_write=True)
-        processor = self._processor_factory(str(address[0]))   # one per connection, knowing its peer
+    def _connection(self, sock: socket.socket, address: Any) -> Connection:
+        writer = SocketWriter(sock, self._idle_timeout_s)
+        transport = TCyFramedTransport(writer) if self._framed else TCyBufferedTransport(writer)
+        return Connection(sock, address, self._processor_factory(str(address[0])),   # one processor per connection
+                          SocketReader(sock, self._max_message_bytes, self._idle_timeout_s, self._request_timeout_s),
+                          TCyBinaryProtocol(transport, strict_read=False, strict_write=True))
+
+    # ---- serving a request (worker threads, TLS connection threads) -----------------------------------
+
+    def hand_off(self, connection: Connection) -> None:
+        self._workers.submit(lambda: self._serve_handed_off(connection))
+
+    def _serve_handed_off(self, connection: Connection) -> None:
+        """One request of a connection the loop handed over (or the end of a reply it could not send), then the
+        connection goes back to the loop."""
+        assert self._loop is not None
         try:
-            while not self._stopping.is_set():
-                budget.new_message()
-                request, values = self._message_check.read_message(transport.read)   # checked before decoding
-                with self._large_requests if values > LARGE_REQUEST_VALUES else contextlib.nullcontext():
-                    processor.process(TCyBinaryProtocol(TCyMemoryBuffer(request), strict_read=False), protocol)
-        except MalformedRequest as exc:
-            self._metrics.refused_messages.inc()
-            self._malformed.happened(address, exc)
-        except MessageTooLarge as exc:
-            self._metrics.refused_messages.inc()
-            log.warning("closing connection from %s: %s", address, exc.message)
-        except ClientTooSlow as exc:
-            self._metrics.slow_clients.inc()
-            log.info("closing connection from %s: %s", address, exc.message)
-        except TTransportException:
-            pass  # the client closed the connection
-        except Exception as exc:  # a malformed request: drop this connection, keep serving the others
-            log.warning("closing connection from %s after an unreadable request: %s", address, exc)
-        finally:
-            with self._lock:
-                self._clients.discard(client)
-            try:
-                transport.close()
-            except Exception:
-                pass
+            if connection.unsent:
+                unsent, connection.unsent = connection.unsent, b""
+                SocketWriter(connection.sock, self._idle_timeout_s).write(unsent)
+            else:
+                self._serve_request(connection)
+        except Exception as exc:
+            self.close(connection, exc)
+            return
+        self._loop.add(connection)
+
+    def _serve_secured(self, client: socket.socket, address: Any) -> None:
+        secured = self._handshake(client, address)
+        if secured is None:
             self._metrics.connections.dec()
             self._slots.release()
+            return
+        connection = self._connection(secured, address)
+        try:
+            while not self._stopping.is_set():
+                self._serve_request(connection)
+        except Exception as exc:
+            self.close(connection, exc)
+            return
+        self.close(connection, None)
+
+    def _serve_request(self, connection: Connection) -> None:
+        """Reads the connection's next request (what has arrived of it first) and answers it."""
+        connection.reader.new_message(connection.pending, connection.first_byte_at)
+        request, values = read_request(connection.reader.read, self._framed, self._message_check)
+        connection.pending = connection.reader.rest()
+        reply = None if values > LARGE_REQUEST_VALUES else connection.processor.encoded_reply(request)
+        if reply is not None:
+            connection.protocol.trans.write(reply)
+            connection.protocol.trans.flush()
+        else:
+            with self._large_requests if values > LARGE_REQUEST_VALUES else contextlib.nullcontext():
+                connection.processor.process(TCyBinaryProtocol(TCyMemoryBuffer(request), strict_read=False),
+                                             connection.protocol)
+        connection.first_byte_at = time.monotonic() if connection.pending else None
+        connection.idle_since = time.monotonic()
+
+    def close(self, connection: Connection, reason: Exception | None) -> None:
+        """Closes a connection and frees its slot; `reason` says why, if not because the client closed it."""
+        address = connection.address
+        if isinstance(reason, MalformedRequest):
+            self._metrics.refused_messages.inc()
+            self._malformed.happened(address, reason)
+        elif isinstance(reason, MessageTooLarge):
+            self._metrics.refused_messages.inc()
+            log.warning("closing connection from %s: %s", address, reason.message)
+        elif isinstance(reason, ClientTooSlow):
+            self._metrics.slow_clients.inc()
+            log.info("closing connection from %s: %s", address, reason.message)
+        elif reason is not None and not isinstance(reason, TTransportException):   # not the client closing
+            log.warning("closing connection from %s after an unreadable request: %s", address, reason)
+        with self._lock:
+            self._clients.discard(connection.sock)
+        try:
+            connection.sock.close()
+        except OSError:
+            pass
+        self._metrics.connections.dec()
+        self._slots.release()
 
     def _handshake(self, client: socket.socket, address: Any) -> ssl.SSLSocket | None:
         """The connection with TLS set up, in its own thread so that a slow handshake holds up nobody else; a

@@ -8,7 +8,8 @@ message is walked once, without building objects, and refused (MalformedRequest)
   type, or a string more bytes than the message may have;
 - structs and containers nest deeper than `max_depth`, or the message holds more than `max_objects`
   values in all (what bounds the memory its decoding takes).
-The bytes read are returned whole, for the real decoder to read from memory.
+The bytes read are returned whole, for the real decoder to read from memory. A message already in memory (what
+the connection loop buffered) is walked in place: `message_in`.
 """
 from __future__ import annotations
 
@@ -25,7 +26,13 @@ class MalformedRequest(Exception):
     pass
 
 
+class Incomplete(Exception):
+    """The bytes in memory end before the message does."""
+
+
 class _Reader:
+    """Takes a message's bytes from a reading function (a socket), keeping them."""
+
     def __init__(self, read: Callable[[int], bytes], max_bytes: int) -> None:
         self._read = read
         self._max_bytes = max_bytes
@@ -46,6 +53,30 @@ class _Reader:
         return self._max_bytes - self.size
 
 
+class _BufferReader:
+    """Takes a message's bytes from memory: only positions move (the message is a prefix of the buffer)."""
+
+    def __init__(self, data: bytes | bytearray, max_bytes: int) -> None:
+        self._data = data
+        self._end = min(len(data), max_bytes)
+        self._max_bytes = max_bytes
+        self.size = 0
+
+    def take(self, count: int) -> bytes | bytearray:
+        start, self.size = self.size, self.size + count
+        if self.size > self._end:
+            if self.size > self._max_bytes:
+                raise MalformedRequest(f"request larger than {self._max_bytes} bytes")
+            raise Incomplete
+        return self._data[start:self.size]
+
+    def room(self) -> int:
+        return self._max_bytes - self.size
+
+
+Source = _Reader | _BufferReader
+
+
 class MessageCheck:
     def __init__(self, max_bytes: int, max_depth: int, max_objects: int) -> None:
         self.max_bytes = max_bytes
@@ -56,6 +87,17 @@ class MessageCheck:
         """The next message's bytes, checked (see the module docstring), and how many values it holds;
         MalformedRequest if refused."""
         reader = _Reader(read, self.max_bytes)
+        values = self._walk(reader)
+        return b"".join(reader.chunks), values
+
+    def message_in(self, data: bytes | bytearray) -> tuple[int, int]:
+        """The length of the message `data` starts with, checked, and how many values it holds; Incomplete if the
+        data ends first, MalformedRequest if refused."""
+        reader = _BufferReader(data, self.max_bytes)
+        values = self._walk(reader)
+        return reader.size, values
+
+    def _walk(self, reader: Source) -> int:
         first = struct.unpack("!i", reader.take(4))[0]
         if first < 0:   # strict: version and type, then the name
             if (first & 0xFFFFFFFF) & VERSION_MASK != VERSION_1:
@@ -67,17 +109,17 @@ class MessageCheck:
         reader.take(4)  # sequence id
         budget = [self.max_objects]
         self._value(reader, STRUCT, 0, budget)
-        return b"".join(reader.chunks), self.max_objects - budget[0]
+        return self.max_objects - budget[0]
 
-    def _bytes(self, reader: _Reader, length: int) -> None:
+    def _bytes(self, reader: Source, length: int) -> None:
         if length < 0 or length > reader.room():
             raise MalformedRequest(f"a string of {length} bytes does not fit in the request")
         reader.take(length)
 
-    def _string(self, reader: _Reader) -> None:
+    def _string(self, reader: Source) -> None:
         self._bytes(reader, struct.unpack("!i", reader.take(4))[0])
 
-    def _count(self, reader: _Reader, count: int, element_types: tuple[int, ...], budget: list[int]) -> None:
+    def _count(self, reader: Source, count: int, element_types: tuple[int, ...], budget: list[int]) -> None:
         smallest = sum(SMALLEST[t] for t in element_types)
         if count < 0 or count * smallest > reader.room():
             raise MalformedRequest(f"a container of {count} elements does not fit in the request")
@@ -85,7 +127,7 @@ class MessageCheck:
         if budget[0] < 0:
             raise MalformedRequest(f"more than {self.max_objects} values in one request")
 
-    def _value(self, reader: _Reader, kind: int, depth: int, budget: list[int]) -> None:
+    def _value(self, reader: Source, kind: int, depth: int, budget: list[int]) -> None:
         if kind in FIXED_SIZES:
             reader.take(FIXED_SIZES[kind])
         elif kind == STRING:
@@ -114,7 +156,7 @@ class MessageCheck:
         else:
             raise MalformedRequest(f"type id {kind} is not a Thrift value type")
 
-    def _struct(self, reader: _Reader, depth: int, budget: list[int]) -> None:
+    def _struct(self, reader: Source, depth: int, budget: list[int]) -> None:
         while True:
             kind = reader.take(1)[0]
             if kind == STOP:

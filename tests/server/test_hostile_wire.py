@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import thriftpy2.rpc
 
 from hmsproxy.idl import hms
 from support.hmsproxy_server import start_hmsproxy_process
@@ -53,6 +54,17 @@ def _closed_at_once(server: RunningServer, payload: bytes, within_s: float = 5.0
 
 
 GET_DATABASE = call_frame("get_database", hms.ThriftHiveMetastore.get_database_args(name="default"))
+# get_table of a cached table is answered by the connection loop itself: the same checks must hold there.
+GET_TABLE = call_frame("get_table", hms.ThriftHiveMetastore.get_table_args(dbname="default", tbl_name="t"))
+
+
+@pytest.fixture(scope="module")
+def cached_table(server) -> str:
+    client = thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, server.host, server.port, timeout=10000)
+    client.create_table(hms.Table(tableName="t", dbName="default", tableType="EXTERNAL_TABLE", parameters={},
+                                  partitionKeys=[], sd=hms.StorageDescriptor(cols=[], serdeInfo=hms.SerDeInfo())))
+    client.close()
+    return "t"
 
 
 @pytest.mark.parametrize("what, field", [
@@ -66,8 +78,9 @@ GET_DATABASE = call_frame("get_database", hms.ThriftHiveMetastore.get_database_a
                                                    struct.pack("!bi", 15, 1) for i in range(40))
                                           + struct.pack("!bi", 8, 0)),
 ])
-def test_a_malformed_request_closes_its_connection_at_once(server, what, field):
-    assert _closed_at_once(server, _with_extra_field(GET_DATABASE, field)), what
+@pytest.mark.parametrize("call", ["get_database", "get_table"])
+def test_a_malformed_request_closes_its_connection_at_once(server, cached_table, what, field, call):
+    assert _closed_at_once(server, _with_extra_field(GET_TABLE if call == "get_table" else GET_DATABASE, field)), what
     assert serves(server)
 
 
@@ -82,8 +95,8 @@ def test_many_nearly_empty_structs_are_refused_before_they_take_memory(server):
     assert serves(server)
 
 
-def test_thousands_of_truncated_and_mutated_frames_leave_the_server_serving(server):
-    frame = call_frame("get_table", hms.ThriftHiveMetastore.get_table_args(dbname="default", tbl_name="t"))
+def test_thousands_of_truncated_and_mutated_frames_leave_the_server_serving(server, cached_table):
+    frame = GET_TABLE
     rng = random.Random(20261124)
     before = _rss_mib(server.pid)
     started = time.monotonic()

@@ -25,6 +25,7 @@ from hmsproxy.handler.quick_stats import DO_NOT_UPDATE_STATS, strip_marker, upda
 from hmsproxy.idl import hms
 from hmsproxy.names import filter_by_pattern
 from hmsproxy.partition_filter import FilterError
+from hmsproxy.store.reader import Reader
 from hmsproxy.table_filter import TableFilterRefused, compile_table_filter
 from hmsproxy.warehouse import DirectoryWork, Warehouse
 
@@ -132,6 +133,14 @@ class TableCalls(Calls):
     def get_table(self, dbname: str, tbl_name: str) -> Any:
         catalog, db_name = split_catalog(dbname)
         return self.ctx.store.get_table(catalog, db_name, lower(tbl_name, "table"))
+
+    def get_table_encoded(self, reader: Reader, dbname: Any, tbl_name: Any) -> bytes | None:
+        """get_table's answer as the bytes the store holds ready for `reader`, or None: the call then takes its
+        ordinary way (which also answers malformed names)."""
+        if not isinstance(dbname, str) or not isinstance(tbl_name, str) or not tbl_name or dbname.startswith("@"):
+            return None
+        catalog, db_name = split_catalog(dbname)
+        return self.ctx.store.serving(reader).encoded_table(catalog, db_name, tbl_name.lower())
 
     @with_snapshot
     def get_table_req(self, req: Any) -> Any:

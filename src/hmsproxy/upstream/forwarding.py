@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hmsproxy.handler import Handler
@@ -69,10 +69,14 @@ class ForwardingHandler:
                 names = [spec[1] for _, spec in sorted(getattr(hms.ThriftHiveMetastore, api + "_args")
                                                        .thrift_spec.items())]
                 self._forwarders[api] = functools.partial(self._forward, api, names)
+        self.encoded_calls = local.encoded_calls - self._forwarders.keys()
 
     def method_for(self, api: str, reader: Reader) -> Callable[..., Any] | None:
         forwarder = self._forwarders.get(api)
         return forwarder if forwarder is not None else self._local.method_for(api, reader)
+
+    def encoded_answer(self, api: str, reader: Reader, arguments: Sequence[Any]) -> bytes | None:
+        return None if api in self._forwarders else self._local.encoded_answer(api, reader, arguments)
 
     def _forward(self, api: str, arg_names: list[str], *args: Any) -> Any:
         """A read's answer changes nothing here; a write's acknowledgement (or a write that may have been applied

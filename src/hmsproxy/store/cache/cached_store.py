@@ -90,7 +90,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
     # ---- bookkeeping -------------------------------------------------------------------------------
 
     def _count(self, kind: str, hit: bool) -> None:
-        self.metrics.cache_lookups.labels(self.reader.method, kind, "hit" if hit else "miss").inc()
+        self.metrics.count_lookup(self.reader.method, kind, hit)
 
     def _entry(self, cat: str, db: str, tbl: str, kind: str) -> TableEntry | None:
         """The cached entry, or None (counted as a miss, and the table queued for loading).
@@ -371,6 +371,17 @@ class CachedStore(CachedStatistics, CachedTransactions):
     def get_table(self, cat: str, db_name: str, tbl_name: str) -> Any:
         return self._read(cat, db_name, tbl_name, "table", lambda e: e.table,
                           lambda: self.delegate.get_table(cat, db_name, tbl_name))
+
+    def encoded_table(self, cat: str, db_name: str, tbl_name: str) -> bytes | None:
+        """Only an entry any reader may read (not transactional, no table id asked for) answers, counted as a
+        hit; for the rest the caller's get_table makes the whole decision, and counts it."""
+        if self.passing_through or self.reader.table_id is not None:
+            return None
+        entry = self.cache.get_table((cat, db_name, tbl_name))
+        if entry is None or entry.write_ids is not None:
+            return None
+        self._count("table", True)
+        return entry.table_bytes
 
     def get_table_bundle(self, cat: str, db_name: str, tbl_name: str,
                          partition_sink: Callable[[Any, list[Any]], None] | None = None) -> TableBundle:

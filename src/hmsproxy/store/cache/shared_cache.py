@@ -14,6 +14,7 @@ while a write holds or awaits it.
 """
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -21,6 +22,7 @@ from typing import Any
 
 import cachetools
 
+from hmsproxy.codec import encode
 from hmsproxy.store.cache.partitions import PartitionSet
 from hmsproxy.txn.write_ids import ValidWriteIdList
 
@@ -42,6 +44,12 @@ class TableEntry:
     @property
     def table_id(self) -> int:
         return self.table.id
+
+    @functools.cached_property
+    def table_bytes(self) -> bytes:
+        """The table encoded once per entry (an entry never changes: a write puts a new one), so that get_table
+        costs a byte copy instead of an encoding per call."""
+        return encode(self.table)
 
     def size_bytes(self) -> int:
         stats = 512 * (len(self.table_stats) + sum(len(c) for c in self.partition_stats.values()))

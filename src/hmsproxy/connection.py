@@ -1,0 +1,177 @@
+"""A client connection, and the reading of one request from it under the server's limits.
+
+A request is read whole before anything decodes it (wire_check.MessageCheck), either from what the connection
+loop has buffered (`read_request(buffered(...))`, which stops with Incomplete when more must arrive) or from the
+socket itself, blocking (`SocketReader`, which counts the bytes and enforces the idle and request timeouts).
+"""
+from __future__ import annotations
+
+import socket
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from thriftpy2.transport import TTransportException
+
+from hmsproxy.wire_check import Incomplete, MalformedRequest, MessageCheck
+
+RECV_BYTES = 65536   # the most one receive asks for: requests are read in pieces, never by their declared size
+# Requests holding more values than this are decoded and answered a few at a time (max_large_requests), on
+# worker threads: decoding takes about 200 bytes per value, so the ones in flight together stay within a known
+# ceiling.
+LARGE_REQUEST_VALUES = 100_000
+
+
+class MessageTooLarge(TTransportException):
+    pass
+
+
+class ClientTooSlow(TTransportException):
+    """Idle past the idle timeout, a request not complete within the request timeout, or a reply not taken."""
+
+
+def read_request(read: Callable[[int], bytes], framed: bool, check: MessageCheck) -> tuple[bytes, int]:
+    """The next request (one message, checked), and how many values it holds; `read(n)` gives exactly n bytes."""
+    if not framed:
+        return check.read_message(read)
+    frame = read(_frame_size(read(4), check))
+    length, values = _message_in_frame(frame, check)
+    return frame[:length], values
+
+
+def request_in(data: bytearray, framed: bool, check: MessageCheck) -> tuple[bytes, int, int]:
+    """The request `data` starts with (one message, checked), how many values it holds and how many bytes of
+    `data` it takes; Incomplete if `data` ends before it does."""
+    if not framed:
+        length, values = check.message_in(data)
+        return bytes(data[:length]), values, length
+    if len(data) < 4:
+        raise Incomplete
+    size = _frame_size(data[:4], check)
+    if len(data) < 4 + size:
+        raise Incomplete
+    frame = bytes(data[4:4 + size])
+    length, values = _message_in_frame(frame, check)
+    return frame[:length], values, 4 + size
+
+
+def _frame_size(header: bytes | bytearray, check: MessageCheck) -> int:
+    (size,) = struct.unpack("!i", header)
+    if size > check.max_bytes:
+        raise MessageTooLarge(message=f"request larger than {check.max_bytes} bytes")
+    if size < 0:
+        raise MalformedRequest(f"a frame of {size} bytes")
+    return size
+
+
+def _message_in_frame(frame: bytes, check: MessageCheck) -> tuple[int, int]:
+    try:
+        return check.message_in(frame)
+    except Incomplete:
+        raise MalformedRequest("a message longer than its frame") from None
+
+
+class SocketReader:
+    """Reads requests off a blocking socket: exactly the bytes asked for, in pieces of at most RECV_BYTES, and
+    keeps what arrived beyond them for the next request.
+
+    Past `max_bytes` in one request the connection is dropped: a hostile or broken client (a huge length prefix,
+    an endless list) cannot make the server read and hold gigabytes. No request may take longer than the request
+    timeout from its first byte, and no connection may wait longer than the idle timeout for one."""
+
+    def __init__(self, sock: socket.socket, max_bytes: int, idle_timeout_s: float, request_timeout_s: float) -> None:
+        self._sock = sock
+        self._max_bytes = max_bytes
+        self._idle_timeout_s = idle_timeout_s
+        self._request_timeout_s = request_timeout_s
+        self._request_deadline: float | None = None   # set by the first byte of a request
+        self._buffer = bytearray()
+        self._received = 0
+
+    def new_message(self, pending: bytearray, first_byte_at: float | None) -> None:
+        """Starts a request: `pending` holds its first bytes if some arrived already, at `first_byte_at`."""
+        self._buffer = pending
+        self._received = 0
+        self._request_deadline = None if first_byte_at is None else first_byte_at + self._request_timeout_s
+
+    def rest(self) -> bytearray:
+        """What arrived beyond the request read last (a client that sent its next one early)."""
+        rest, self._buffer = self._buffer, bytearray()
+        return rest
+
+    def read(self, count: int) -> bytes:
+        self._received += count
+        if self._received > self._max_bytes:
+            raise MessageTooLarge(message=f"request larger than {self._max_bytes} bytes")
+        while len(self._buffer) < count:
+            self._receive()
+        data = bytes(self._buffer[:count])
+        del self._buffer[:count]
+        return data
+
+    def _receive(self) -> None:
+        if self._request_deadline is None:
+            self._sock.settimeout(self._idle_timeout_s)
+        else:
+            self._sock.settimeout(max(0.001, self._request_deadline - time.monotonic()))
+        try:
+            chunk = self._sock.recv(RECV_BYTES)
+        except TimeoutError:
+            raise ClientTooSlow(message=f"no request for {self._idle_timeout_s:g} s" if self._request_deadline is None
+                                else f"request not complete within {self._request_timeout_s:g} s") from None
+        except OSError as exc:
+            raise TTransportException(TTransportException.END_OF_FILE, str(exc)) from None
+        if not chunk:
+            raise TTransportException(TTransportException.END_OF_FILE, "the client closed the connection")
+        if self._request_deadline is None:
+            self._request_deadline = time.monotonic() + self._request_timeout_s
+        self._buffer += chunk
+
+
+class SocketWriter:
+    """The write side of a connection for the Thrift transports: a reply must be taken within the idle timeout."""
+
+    def __init__(self, sock: socket.socket, idle_timeout_s: float) -> None:
+        self._sock = sock
+        self._idle_timeout_s = idle_timeout_s
+
+    def write(self, data: bytes) -> None:
+        self._sock.settimeout(self._idle_timeout_s)
+        try:
+            self._sock.sendall(data)
+        except TimeoutError:
+            raise ClientTooSlow(message=f"reply not taken within {self._idle_timeout_s:g} s") from None
+        except OSError as exc:
+            raise TTransportException(TTransportException.END_OF_FILE, str(exc)) from None
+
+    def flush(self) -> None:
+        pass
+
+    def is_open(self) -> bool:
+        return True
+
+    def open(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def read(self, size: int) -> bytes:
+        raise NotImplementedError("requests are read through SocketReader")
+
+
+@dataclass(eq=False)
+class Connection:
+    """A client connection: its socket, its processor, how it reads and writes, and its next request's bytes so
+    far, wherever it is being served (the connection loop, or a worker thread)."""
+    sock: socket.socket
+    address: Any
+    processor: Any
+    reader: SocketReader
+    protocol: Any                           # the Thrift protocol replies are written with
+    pending: bytearray = field(default_factory=bytearray)   # received bytes of requests not answered yet
+    first_byte_at: float | None = None      # when the first of them arrived
+    idle_since: float = field(default_factory=time.monotonic)
+    unsent: bytes = b""                     # the end of a reply the loop could not send without waiting

@@ -1,0 +1,192 @@
+"""One thread that waits for requests on every idle connection and answers those held ready as bytes.
+
+With a thread per connection, every request wakes its own thread, which must take the interpreter lock from the
+others: with eight busy clients the server spent more time handing the lock over than answering. Here one
+thread reads whatever arrived on any connection and answers the requests the cache holds ready (a cached
+get_table) right away, a batch per wakeup. Any other request - a database read, a write, a large request - is
+handed with its connection to a worker thread (`Owner.hand_off`), which reads and answers it as before and gives
+the connection back.
+
+The loop enforces the same limits as the workers: the idle timeout, the request timeout from a request's first
+byte, the request size and shape (read_request), and the size up to which it buffers a request itself.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import selectors
+import socket
+import struct
+import threading
+import time
+from typing import Protocol
+
+from hmsproxy.connection import (
+    LARGE_REQUEST_VALUES,
+    RECV_BYTES,
+    ClientTooSlow,
+    Connection,
+    MessageTooLarge,
+    request_in,
+)
+from hmsproxy.wire_check import Incomplete, MalformedRequest, MessageCheck
+
+log = logging.getLogger(__name__)
+LOOP_BUFFER_BYTES = 65536   # a request still incomplete past this is left to a worker, which reads it blocking
+SWEEP_INTERVAL_S = 0.1      # how often idle and slow connections are looked for
+
+
+class Owner(Protocol):
+    def hand_off(self, connection: Connection) -> None:
+        """Serve the connection's next request on a worker thread, then give the connection back (add)."""
+
+    def close(self, connection: Connection, reason: Exception | None) -> None:
+        """Close the connection: the client left (None), or `reason` (counted and logged)."""
+
+
+class ConnectionLoop:
+    def __init__(self, owner: Owner, check: MessageCheck, framed: bool, idle_timeout_s: float,
+                 request_timeout_s: float) -> None:
+        self._owner = owner
+        self._check = check
+        self._framed = framed
+        self._idle_timeout_s = idle_timeout_s
+        self._request_timeout_s = request_timeout_s
+        self._selector = selectors.DefaultSelector()
+        self._incoming: queue.SimpleQueue[Connection] = queue.SimpleQueue()
+        self._wake_read, self._wake_write = socket.socketpair()
+        self._wake_read.setblocking(False)
+        self._wake_write.setblocking(False)
+        self._selector.register(self._wake_read, selectors.EVENT_READ)
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="thrift-connections", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake()
+        self._thread.join(timeout=5)
+
+    def add(self, connection: Connection) -> None:
+        """Watch the connection for its next request (from any thread)."""
+        self._incoming.put(connection)
+        self._wake()
+
+    def _wake(self) -> None:
+        try:
+            self._wake_write.send(b"\0")
+        except (BlockingIOError, OSError):
+            pass   # a wake-up is pending already, or the loop has stopped
+
+    def _run(self) -> None:
+        next_sweep = time.monotonic() + SWEEP_INTERVAL_S
+        while not self._stopping.is_set():
+            for key, _ in self._selector.select(SWEEP_INTERVAL_S):
+                if key.data is None:
+                    self._take_incoming()
+                    continue
+                try:
+                    self._readable(key.data)
+                except Exception as exc:   # what a request did to its own connection never stops the loop
+                    self._release(key.data, exc)
+            now = time.monotonic()
+            if now >= next_sweep:
+                self._sweep(now)
+                next_sweep = now + SWEEP_INTERVAL_S
+        for key in list(self._selector.get_map().values()):
+            if key.data is not None:
+                self._selector.unregister(key.fileobj)
+                self._owner.close(key.data, None)
+        self._selector.close()
+        self._wake_read.close()
+        self._wake_write.close()
+
+    def _take_incoming(self) -> None:
+        try:
+            while self._wake_read.recv(4096):
+                pass
+        except BlockingIOError:
+            pass
+        while True:
+            try:
+                connection = self._incoming.get_nowait()
+            except queue.Empty:
+                return
+            connection.sock.setblocking(False)
+            self._selector.register(connection.sock, selectors.EVENT_READ, connection)
+            try:
+                self._answer(connection)   # it may hold a whole request already
+            except Exception as exc:
+                self._release(connection, exc)
+
+    def _readable(self, connection: Connection) -> None:
+        try:
+            chunk = connection.sock.recv(RECV_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._release(connection, None)
+            return
+        if connection.first_byte_at is None:
+            connection.first_byte_at = time.monotonic()
+        connection.pending += chunk
+        self._answer(connection)
+
+    def _answer(self, connection: Connection) -> None:
+        """Answers the whole requests buffered, while their answers are ready; hands the connection off at the
+        first that is not (or when the reply cannot be sent without waiting)."""
+        while connection.pending:
+            try:
+                request, values, consumed = request_in(connection.pending, self._framed, self._check)
+            except Incomplete:
+                if len(connection.pending) > LOOP_BUFFER_BYTES:
+                    self._hand_off(connection)
+                return
+            except (MalformedRequest, MessageTooLarge) as exc:
+                self._release(connection, exc)
+                return
+            reply = None if values > LARGE_REQUEST_VALUES else connection.processor.encoded_reply(request)
+            if reply is None:
+                self._hand_off(connection)
+                return
+            del connection.pending[:consumed]
+            connection.first_byte_at = time.monotonic() if connection.pending else None
+            if self._framed:
+                reply = struct.pack("!i", len(reply)) + reply
+            try:
+                sent = connection.sock.send(reply)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError:
+                self._release(connection, None)
+                return
+            if sent < len(reply):
+                connection.unsent = reply[sent:]
+                self._hand_off(connection)
+                return
+        connection.idle_since = time.monotonic()
+
+    def _hand_off(self, connection: Connection) -> None:
+        self._selector.unregister(connection.sock)
+        connection.sock.setblocking(True)
+        self._owner.hand_off(connection)
+
+    def _release(self, connection: Connection, reason: Exception | None) -> None:
+        if connection.sock in self._selector.get_map():
+            self._selector.unregister(connection.sock)
+        self._owner.close(connection, reason)
+
+    def _sweep(self, now: float) -> None:
+        for key in list(self._selector.get_map().values()):
+            connection = key.data
+            if connection is None:
+                continue
+            if connection.first_byte_at is not None and now - connection.first_byte_at > self._request_timeout_s:
+                self._release(connection, ClientTooSlow(
+                    message=f"request not complete within {self._request_timeout_s:g} s"))
+            elif connection.first_byte_at is None and now - connection.idle_since > self._idle_timeout_s:
+                self._release(connection, ClientTooSlow(message=f"no request for {self._idle_timeout_s:g} s"))
