@@ -31,18 +31,20 @@ def decode(cls: type, data: bytes, tolerant: bool = False) -> Any:
 
 
 class EncodedList(Sequence[Any]):
-    """A list of structs held as encoded bytes (each item a tuple of byte pieces that concatenate to one
-    struct); items decode on access.
+    """A list of structs held as encoded bytes: `pieces`, of which each `width` consecutive ones concatenate to one
+    struct; items decode on access.
 
-    The Thrift processor writes the pieces straight to the socket when such a list is the answer of a
-    call, so a 100k-partition listing costs a byte copy instead of building and serializing 100k objects."""
+    The Thrift processor sends the pieces as they are when such a list is the answer of a call, so a 100k-partition
+    listing costs the kernel's copy of the cache's own bytes objects instead of building and serializing 100k
+    objects."""
 
-    def __init__(self, items: list[tuple[bytes, ...]], decode_item: Callable[[tuple[bytes, ...]], Any]) -> None:
-        self.items = items
+    def __init__(self, pieces: list[bytes], width: int, decode_item: Callable[[list[bytes]], Any]) -> None:
+        self.pieces = pieces
+        self.width = width
         self._decode_item = decode_item
 
     def __len__(self) -> int:
-        return len(self.items)
+        return len(self.pieces) // self.width
 
     @overload
     def __getitem__(self, index: int) -> Any: ...
@@ -51,12 +53,20 @@ class EncodedList(Sequence[Any]):
     def __getitem__(self, index: slice) -> EncodedList: ...
 
     def __getitem__(self, index: int | slice) -> Any:
+        width = self.width
         if isinstance(index, slice):
-            return EncodedList(self.items[index], self._decode_item)
-        return self._decode_item(self.items[index])
+            positions = range(len(self))[index]
+            if positions.step == 1:
+                return EncodedList(self.pieces[positions.start * width:positions.stop * width], width,
+                                   self._decode_item)
+            return EncodedList([piece for i in positions for piece in self.pieces[i * width:(i + 1) * width]], width,
+                               self._decode_item)
+        position = range(len(self))[index]   # IndexError past the end, as a list
+        return self._decode_item(self.pieces[position * width:(position + 1) * width])
 
     def __iter__(self) -> Iterator[Any]:
-        return map(self._decode_item, self.items)
+        width = self.width
+        return (self._decode_item(self.pieces[start:start + width]) for start in range(0, len(self.pieces), width))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Sequence) and list(self) == list(other)

@@ -1,21 +1,21 @@
 """A client connection, and the reading of one request from it under the server's limits.
 
-A request is read whole before anything decodes it (wire_check.MessageCheck), either from what the connection
-loop has buffered (`read_request(buffered(...))`, which stops with Incomplete when more must arrive) or from the
-socket itself, blocking (`SocketReader`, which counts the bytes and enforces the idle and request timeouts).
+A request is read whole and checked before anything decodes it (wire_check.MessageCheck), either from what the
+connection loop has buffered (`request_in`, Incomplete when more must arrive) or from the socket itself, blocking
+(`SocketReader.read_request`, which enforces the idle and request timeouts).
 """
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from thriftpy2.transport import TTransportException
 
-from hmsproxy.wire_check import Incomplete, MalformedRequest, MessageCheck
+from hmsproxy.wire_check import MalformedRequest, MessageCheck
 
 RECV_BYTES = 65536   # the most one receive asks for: requests are read in pieces, never by their declared size
 # Requests holding more values than this are decoded and answered a few at a time (max_large_requests), on
@@ -32,21 +32,19 @@ class ClientTooSlow(TTransportException):
     """Idle past the idle timeout, a request not complete within the request timeout, or a reply not taken."""
 
 
-def read_request(read: Callable[[int], bytes], framed: bool, check: MessageCheck) -> tuple[bytes, int]:
-    """The next request (one message, checked), and how many values it holds; `read(n)` gives exactly n bytes."""
-    if not framed:
-        return check.read_message(read)
-    frame = read(_frame_size(read(4), check))
-    length, values = _message_in_frame(frame, check)
-    return frame[:length], values
+class Incomplete(Exception):
+    """The buffered bytes end before the request does."""
 
 
 def request_in(data: bytearray, framed: bool, check: MessageCheck) -> tuple[bytes, int, int]:
     """The request `data` starts with (one message, checked), how many values it holds and how many bytes of
     `data` it takes; Incomplete if `data` ends before it does."""
     if not framed:
-        length, values = check.message_in(data)
-        return bytes(data[:length]), values, length
+        walk = check.walk()
+        length = walk.advance(data)
+        if length is None:
+            raise Incomplete
+        return bytes(data[:length]), walk.values, length
     if len(data) < 4:
         raise Incomplete
     size = _frame_size(data[:4], check)
@@ -67,10 +65,11 @@ def _frame_size(header: bytes | bytearray, check: MessageCheck) -> int:
 
 
 def _message_in_frame(frame: bytes, check: MessageCheck) -> tuple[int, int]:
-    try:
-        return check.message_in(frame)
-    except Incomplete:
-        raise MalformedRequest("a message longer than its frame") from None
+    walk = check.walk()
+    length = walk.advance(frame)
+    if length is None:
+        raise MalformedRequest("a message longer than its frame")
+    return length, walk.values
 
 
 class SocketReader:
@@ -101,7 +100,22 @@ class SocketReader:
         rest, self._buffer = self._buffer, bytearray()
         return rest
 
-    def read(self, count: int) -> bytes:
+    def read_request(self, framed: bool, check: MessageCheck) -> tuple[bytes, int]:
+        """The next request (one message, checked), and how many values it holds."""
+        if framed:
+            frame = self._read(_frame_size(self._read(4), check))
+            frame_length, values = _message_in_frame(frame, check)
+            return frame[:frame_length], values
+        walk = check.walk()
+        length = walk.advance(self._buffer)
+        while length is None:   # walked on as its bytes arrive
+            self._receive()
+            length = walk.advance(self._buffer)
+        request = bytes(self._buffer[:length])
+        del self._buffer[:length]
+        return request, walk.values
+
+    def _read(self, count: int) -> bytes:
         self._received += count
         if self._received > self._max_bytes:
             raise MessageTooLarge(message=f"request larger than {self._max_bytes} bytes")
@@ -131,35 +145,39 @@ class SocketReader:
 
 
 class SocketWriter:
-    """The write side of a connection for the Thrift transports: a reply must be taken within the idle timeout."""
+    """The write side of a blocking connection: a reply must be taken within the idle timeout."""
 
     def __init__(self, sock: socket.socket, idle_timeout_s: float) -> None:
         self._sock = sock
         self._idle_timeout_s = idle_timeout_s
 
-    def write(self, data: bytes) -> None:
+    def write(self, pieces: list[bytes]) -> None:
+        """Sends the pieces in order, without joining them (a listing is thousands of cached bytes objects)."""
         self._sock.settimeout(self._idle_timeout_s)
         try:
-            self._sock.sendall(data)
+            if isinstance(self._sock, ssl.SSLSocket):   # no scatter-gather through TLS
+                self._sock.sendall(b"".join(pieces))
+            else:
+                _send_pieces(self._sock, pieces)
         except TimeoutError:
             raise ClientTooSlow(message=f"reply not taken within {self._idle_timeout_s:g} s") from None
         except OSError as exc:
             raise TTransportException(TTransportException.END_OF_FILE, str(exc)) from None
 
-    def flush(self) -> None:
-        pass
 
-    def is_open(self) -> bool:
-        return True
+IOV_MAX = 1024   # the most buffers one sendmsg takes (Linux)
 
-    def open(self) -> None:
-        pass
 
-    def close(self) -> None:
-        pass
-
-    def read(self, size: int) -> bytes:
-        raise NotImplementedError("requests are read through SocketReader")
+def _send_pieces(sock: socket.socket, pieces: list[bytes]) -> None:
+    buffers: list[bytes | memoryview] = list(pieces)
+    first = 0
+    while first < len(buffers):
+        sent = sock.sendmsg(buffers[first:first + IOV_MAX])
+        while first < len(buffers) and sent >= len(buffers[first]):   # past the buffers sent whole
+            sent -= len(buffers[first])
+            first += 1
+        if sent:   # into the one sent in part
+            buffers[first] = memoryview(buffers[first])[sent:]
 
 
 @dataclass(eq=False)
@@ -170,7 +188,7 @@ class Connection:
     address: Any
     processor: Any
     reader: SocketReader
-    protocol: Any                           # the Thrift protocol replies are written with
+    writer: SocketWriter
     pending: bytearray = field(default_factory=bytearray)   # received bytes of requests not answered yet
     first_byte_at: float | None = None      # when the first of them arrived
     idle_since: float = field(default_factory=time.monotonic)

@@ -1,4 +1,4 @@
-"""One thread that waits for requests on every idle connection and answers those held ready as bytes.
+"""One thread that accepts connections, waits for requests on every idle one and answers those held ready as bytes.
 
 With a thread per connection, every request wakes its own thread, which must take the interpreter lock from the
 others: with eight busy clients the server spent more time handing the lock over than answering. Here one
@@ -19,24 +19,30 @@ import socket
 import struct
 import threading
 import time
-from typing import Protocol
+from typing import Any, Protocol
 
 from hmsproxy.connection import (
     LARGE_REQUEST_VALUES,
     RECV_BYTES,
     ClientTooSlow,
     Connection,
+    Incomplete,
     MessageTooLarge,
     request_in,
 )
-from hmsproxy.wire_check import Incomplete, MalformedRequest, MessageCheck
+from hmsproxy.wire_check import MalformedRequest, MessageCheck
 
 log = logging.getLogger(__name__)
 LOOP_BUFFER_BYTES = 65536   # a request still incomplete past this is left to a worker, which reads it blocking
 SWEEP_INTERVAL_S = 0.1      # how often idle and slow connections are looked for
+_ACCEPT = "accept"          # the listener's mark in the selector
+ACCEPTS_PER_WAKEUP = 8
 
 
 class Owner(Protocol):
+    def accepted(self, sock: socket.socket, address: Any) -> Connection | None:
+        """A connection just accepted, for the loop to serve (None: the owner closed it or serves it itself)."""
+
     def hand_off(self, connection: Connection) -> None:
         """Serve the connection's next request on a worker thread, then give the connection back (add)."""
 
@@ -45,9 +51,10 @@ class Owner(Protocol):
 
 
 class ConnectionLoop:
-    def __init__(self, owner: Owner, check: MessageCheck, framed: bool, idle_timeout_s: float,
-                 request_timeout_s: float) -> None:
+    def __init__(self, owner: Owner, listener: socket.socket, check: MessageCheck, framed: bool,
+                 idle_timeout_s: float, request_timeout_s: float) -> None:
         self._owner = owner
+        self._listener = listener
         self._check = check
         self._framed = framed
         self._idle_timeout_s = idle_timeout_s
@@ -58,6 +65,8 @@ class ConnectionLoop:
         self._wake_read.setblocking(False)
         self._wake_write.setblocking(False)
         self._selector.register(self._wake_read, selectors.EVENT_READ)
+        listener.setblocking(False)
+        self._selector.register(listener, selectors.EVENT_READ, _ACCEPT)
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="thrift-connections", daemon=True)
 
@@ -87,19 +96,23 @@ class ConnectionLoop:
                 if key.data is None:
                     self._take_incoming()
                     continue
+                if key.data is _ACCEPT:
+                    self._accept()
+                    continue
                 try:
                     self._readable(key.data)
-                except Exception as exc:   # what a request did to its own connection never stops the loop
+                except Exception as exc:   # as in _watch
                     self._release(key.data, exc)
             now = time.monotonic()
             if now >= next_sweep:
                 self._sweep(now)
                 next_sweep = now + SWEEP_INTERVAL_S
         for key in list(self._selector.get_map().values()):
-            if key.data is not None:
+            if isinstance(key.data, Connection):
                 self._selector.unregister(key.fileobj)
                 self._owner.close(key.data, None)
         self._selector.close()
+        self._listener.close()
         self._wake_read.close()
         self._wake_write.close()
 
@@ -114,12 +127,36 @@ class ConnectionLoop:
                 connection = self._incoming.get_nowait()
             except queue.Empty:
                 return
-            connection.sock.setblocking(False)
-            self._selector.register(connection.sock, selectors.EVENT_READ, connection)
+            self._watch(connection)
+
+    def _accept(self) -> None:
+        """Takes a few of the connections waiting to be accepted, and what their clients sent already. The rest
+        wait in the listen backlog, holding no connection slot, until the connections taken have been served:
+        a flood of new connections is taken at the pace the loop serves them."""
+        for _ in range(ACCEPTS_PER_WAKEUP):
             try:
-                self._answer(connection)   # it may hold a whole request already
-            except Exception as exc:
-                self._release(connection, exc)
+                sock, address = self._listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                log.exception("accept failed")
+                return
+            connection = self._owner.accepted(sock, address)
+            if connection is not None:
+                self._watch(connection)
+
+    def _watch(self, connection: Connection) -> None:
+        """Watches the connection for requests, serving any it holds or that have arrived already (a new
+        connection's client sends at once: this spares it a wakeup of its own)."""
+        connection.sock.setblocking(False)
+        self._selector.register(connection.sock, selectors.EVENT_READ, connection)
+        try:
+            if connection.pending:
+                self._answer(connection)
+            else:
+                self._readable(connection)
+        except Exception as exc:   # what a request did to its own connection never stops the loop
+            self._release(connection, exc)
 
     def _readable(self, connection: Connection) -> None:
         try:
@@ -183,7 +220,7 @@ class ConnectionLoop:
     def _sweep(self, now: float) -> None:
         for key in list(self._selector.get_map().values()):
             connection = key.data
-            if connection is None:
+            if not isinstance(connection, Connection):
                 continue
             if connection.first_byte_at is not None and now - connection.first_byte_at > self._request_timeout_s:
                 self._release(connection, ClientTooSlow(

@@ -107,7 +107,7 @@ def to_declared(api: str, exc: Exception, result: Any) -> Exception:
 
 def _encoded_list_bytes(field_id: int, items: EncodedList) -> list[bytes]:
     header = struct.pack("!bhbi", TType.LIST, field_id, TType.STRUCT, len(items))
-    return [header, *(piece for item in items.items for piece in item)]
+    return [header, *items.pieces]
 
 
 @functools.cache
@@ -173,6 +173,26 @@ def _reply_head(api: str) -> bytes:
     return struct.pack("!Ii", 0x80010000 | TMessageType.REPLY, len(name)) + name
 
 
+class ReplyBuffer(TCyMemoryBuffer):   # type: ignore[misc]  # a compiled class: Any to mypy
+    """Where a reply is written: what the protocol writes, and then byte pieces kept as they are (a cached listing
+    is sent from the cache's own bytes objects, never copied into one buffer)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._pieces: list[bytes] = []
+
+    def write_pieces(self, pieces: list[bytes]) -> None:
+        """Ends the reply with `pieces`."""
+        self._pieces = [self.getvalue(), *pieces]
+
+    def pieces(self) -> list[bytes]:
+        """The reply's pieces; none for a one-way call."""
+        if self._pieces:
+            return self._pieces
+        value = self.getvalue()
+        return [value] if value else []
+
+
 class MetastoreProcessor(TProcessor):
     """One per connection: `peer` is its client's address, and the user its set_ugi named is kept for the audit
     log."""
@@ -203,6 +223,13 @@ class MetastoreProcessor(TProcessor):
         if api == "set_ugi" and isinstance(arguments.get("user_name"), str):
             self._user = arguments["user_name"][:200]
         self._audited(api, arguments, self._answer(api, arguments, seqid, oprot))
+
+    def reply(self, request: bytes) -> list[bytes]:
+        """The reply to one request (one message), as byte pieces to send in order; empty for a one-way call."""
+        out = ReplyBuffer()
+        self.process(TCyBinaryProtocol(TCyMemoryBuffer(request), strict_read=False),
+                     TCyBinaryProtocol(out, strict_write=True))
+        return out.pieces()
 
     def encoded_reply(self, request: bytes) -> bytes | None:
         """The whole reply to a request (one message) whose answer the handler holds ready as bytes, or None: the
@@ -280,7 +307,4 @@ class MetastoreProcessor(TProcessor):
             self.handle_exception(refusal, result)
             return super().send_result(oprot, api, result, seqid)
         oprot.write_message_begin(api, TMessageType.REPLY, seqid)
-        for piece in pieces:
-            oprot.trans.write(piece)
-        oprot.write_message_end()
-        oprot.trans.flush()
+        oprot.trans.write_pieces(pieces)   # a ReplyBuffer (reply())

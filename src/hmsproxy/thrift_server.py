@@ -5,8 +5,9 @@ closes idle connections after 3 s (Spark keeps them idle for long), sets no TCP_
 sockets and starts unbounded threads. Beyond `max_connections` a new connection is accepted and closed at
 once, and that is logged once per burst: a client then sees a clean close instead of a hang.
 
-Plain connections wait for their requests in the connection loop (connection_loop.py), which answers what the
-cache holds ready itself and hands every other request to a worker thread; TLS connections have a thread each.
+The connection loop (connection_loop.py) accepts connections; plain ones wait for their requests in it, which
+answers what the cache holds ready itself and hands every other request to a worker thread; TLS connections
+have a thread each.
 No client holds a connection slot for ever: a connection with no request for `idle_timeout_s` is closed,
 and so is one whose request has not arrived whole `request_timeout_s` after its first byte (a slow
 sender). Replies are written with the idle timeout as their bound.
@@ -18,17 +19,13 @@ import logging
 import queue
 import socket
 import ssl
+import struct
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-# The compiled classes from their own modules: these have no type stubs, so to mypy the classes are Any.
-from thriftpy2.protocol.cybin.cybin import TCyBinaryProtocol
 from thriftpy2.transport import TTransportException
-from thriftpy2.transport.buffered.cybuffered import TCyBufferedTransport
-from thriftpy2.transport.framed.cyframed import TCyFramedTransport
-from thriftpy2.transport.memory.cymemory import TCyMemoryBuffer
 
 from hmsproxy.burst_log import BurstLog
 from hmsproxy.connection import (
@@ -38,7 +35,6 @@ from hmsproxy.connection import (
     MessageTooLarge,
     SocketReader,
     SocketWriter,
-    read_request,
 )
 from hmsproxy.connection_loop import ConnectionLoop
 from hmsproxy.metrics import Metrics
@@ -97,28 +93,18 @@ class ThriftServer:
         self._clients: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._listener = socket.create_server((host, port), backlog=128, reuse_port=False)
-        self._listener.settimeout(0.2)  # lets the accept loop notice stop()
-        self.host, self.port = self._listener.getsockname()[:2]
-        self._thread = threading.Thread(target=self._accept_loop, name="thrift-accept", daemon=True)
+        listener = socket.create_server((host, port), backlog=128, reuse_port=False)
+        self.host, self.port = listener.getsockname()[:2]
         self._workers = WorkerPool()
-        # TLS connections are served each on a thread of its own from the handshake on (an SSL socket's reads do
-        # not map one to one onto the socket's readiness); plain ones through the connection loop.
-        self._loop = None if tls is not None else ConnectionLoop(self, self._message_check, framed, idle_timeout_s,
-                                                                 request_timeout_s)
+        self._loop = ConnectionLoop(self, listener, self._message_check, framed, idle_timeout_s, request_timeout_s)
 
     def start(self) -> None:
-        if self._loop is not None:
-            self._loop.start()
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        """Stops accepting, closes every client connection and waits for the accept loop to end."""
+        """Stops accepting, closes every client connection and waits for the connection loop to end."""
         self._stopping.set()
-        self._thread.join(timeout=5)
-        self._listener.close()
-        if self._loop is not None:
-            self._loop.stop()
+        self._loop.stop()
         with self._lock:
             clients = list(self._clients)
         for client in clients:
@@ -127,40 +113,30 @@ class ThriftServer:
             except OSError:
                 pass
 
-    def _accept_loop(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                client, address = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                if self._stopping.is_set():
-                    return
-                log.exception("accept failed")
-                continue
-            if not self._slots.acquire(blocking=False):
-                self._metrics.refused.inc()
-                self._refusals.happened(self._max_connections)
-                client.close()
-                continue
-            client.settimeout(None)
-            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            client.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-            self._metrics.connections.inc()
-            with self._lock:
-                self._clients.add(client)
-            if self._loop is None:
-                threading.Thread(target=self._serve_secured, args=(client, address), name=f"thrift-{address[1]}",
-                                 daemon=True).start()
-            else:
-                self._loop.add(self._connection(client, address))
+    def accepted(self, client: socket.socket, address: Any) -> Connection | None:
+        """A new connection, to be served by the loop; None when it is closed at once (the cap is reached) or
+        served on a thread of its own (TLS)."""
+        if not self._slots.acquire(blocking=False):
+            self._metrics.refused.inc()
+            self._refusals.happened(self._max_connections)
+            client.close()
+            return None
+        client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        self._metrics.connections.inc()
+        with self._lock:
+            self._clients.add(client)
+        if self._tls is not None:   # an SSL socket's reads do not map one to one onto the socket's readiness
+            client.setblocking(True)
+            threading.Thread(target=self._serve_secured, args=(client, address), name=f"thrift-{address[1]}",
+                             daemon=True).start()
+            return None
+        return self._connection(client, address)
 
     def _connection(self, sock: socket.socket, address: Any) -> Connection:
-        writer = SocketWriter(sock, self._idle_timeout_s)
-        transport = TCyFramedTransport(writer) if self._framed else TCyBufferedTransport(writer)
         return Connection(sock, address, self._processor_factory(str(address[0])),   # one processor per connection
                           SocketReader(sock, self._max_message_bytes, self._idle_timeout_s, self._request_timeout_s),
-                          TCyBinaryProtocol(transport, strict_read=False, strict_write=True))
+                          SocketWriter(sock, self._idle_timeout_s))
 
     # ---- serving a request (worker threads, TLS connection threads) -----------------------------------
 
@@ -170,11 +146,10 @@ class ThriftServer:
     def _serve_handed_off(self, connection: Connection) -> None:
         """One request of a connection the loop handed over (or the end of a reply it could not send), then the
         connection goes back to the loop."""
-        assert self._loop is not None
         try:
             if connection.unsent:
                 unsent, connection.unsent = connection.unsent, b""
-                SocketWriter(connection.sock, self._idle_timeout_s).write(unsent)
+                connection.writer.write([unsent])
             else:
                 self._serve_request(connection)
         except Exception as exc:
@@ -200,16 +175,18 @@ class ThriftServer:
     def _serve_request(self, connection: Connection) -> None:
         """Reads the connection's next request (what has arrived of it first) and answers it."""
         connection.reader.new_message(connection.pending, connection.first_byte_at)
-        request, values = read_request(connection.reader.read, self._framed, self._message_check)
+        request, values = connection.reader.read_request(self._framed, self._message_check)
         connection.pending = connection.reader.rest()
-        reply = None if values > LARGE_REQUEST_VALUES else connection.processor.encoded_reply(request)
-        if reply is not None:
-            connection.protocol.trans.write(reply)
-            connection.protocol.trans.flush()
+        ready = None if values > LARGE_REQUEST_VALUES else connection.processor.encoded_reply(request)
+        if ready is not None:
+            pieces = [ready]
         else:
             with self._large_requests if values > LARGE_REQUEST_VALUES else contextlib.nullcontext():
-                connection.processor.process(TCyBinaryProtocol(TCyMemoryBuffer(request), strict_read=False),
-                                             connection.protocol)
+                pieces = connection.processor.reply(request)
+        if pieces:   # a one-way call has no reply
+            if self._framed:
+                pieces.insert(0, struct.pack("!i", sum(map(len, pieces))))
+            connection.writer.write(pieces)
         connection.first_byte_at = time.monotonic() if connection.pending else None
         connection.idle_since = time.monotonic()
 

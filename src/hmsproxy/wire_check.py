@@ -1,4 +1,4 @@
-"""Reads one Thrift binary-protocol message off a transport and checks its shape before anything decodes it.
+"""Checks the shape of one Thrift binary-protocol message before anything decodes it.
 
 thriftpy2's C decoder trusts the bytes: a list header declaring two billion elements of type VOID makes it
 loop without reading, and a few megabytes of empty structs become gigabytes of Python objects. Here the
@@ -8,13 +8,12 @@ message is walked once, without building objects, and refused (MalformedRequest)
   type, or a string more bytes than the message may have;
 - structs and containers nest deeper than `max_depth`, or the message holds more than `max_objects`
   values in all (what bounds the memory its decoding takes).
-The bytes read are returned whole, for the real decoder to read from memory. A message already in memory (what
-the connection loop buffered) is walked in place: `message_in`.
+The walk goes over the bytes in memory as they arrive (what the connection loop buffered, or what a worker
+receives), so the real decoder then reads the message from memory.
 """
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
 
 STOP, BOOL, BYTE, DOUBLE, I16, I32, I64, STRING, STRUCT, MAP, SET, LIST = 0, 2, 3, 4, 6, 8, 10, 11, 12, 13, 14, 15
 FIXED_SIZES = {BOOL: 1, BYTE: 1, DOUBLE: 8, I16: 2, I32: 4, I64: 8}
@@ -26,147 +25,152 @@ class MalformedRequest(Exception):
     pass
 
 
-class Incomplete(Exception):
-    """The bytes in memory end before the message does."""
-
-
-class _Reader:
-    """Takes a message's bytes from a reading function (a socket), keeping them."""
-
-    def __init__(self, read: Callable[[int], bytes], max_bytes: int) -> None:
-        self._read = read
-        self._max_bytes = max_bytes
-        self.chunks: list[bytes] = []
-        self.size = 0
-
-    def take(self, count: int) -> bytes:
-        if self.size + count > self._max_bytes:
-            raise MalformedRequest(f"request larger than {self._max_bytes} bytes")
-        data = b""
-        while len(data) < count:
-            data += self._read(count - len(data))
-        self.chunks.append(data)
-        self.size += count
-        return data
-
-    def room(self) -> int:
-        return self._max_bytes - self.size
-
-
-class _BufferReader:
-    """Takes a message's bytes from memory: only positions move (the message is a prefix of the buffer)."""
-
-    def __init__(self, data: bytes | bytearray, max_bytes: int) -> None:
-        self._data = data
-        self._end = min(len(data), max_bytes)
-        self._max_bytes = max_bytes
-        self.size = 0
-
-    def take(self, count: int) -> bytes | bytearray:
-        start, self.size = self.size, self.size + count
-        if self.size > self._end:
-            if self.size > self._max_bytes:
-                raise MalformedRequest(f"request larger than {self._max_bytes} bytes")
-            raise Incomplete
-        return self._data[start:self.size]
-
-    def room(self) -> int:
-        return self._max_bytes - self.size
-
-
-Source = _Reader | _BufferReader
-
-
 class MessageCheck:
     def __init__(self, max_bytes: int, max_depth: int, max_objects: int) -> None:
         self.max_bytes = max_bytes
         self.max_depth = max_depth
         self.max_objects = max_objects
 
-    def read_message(self, read: Callable[[int], bytes]) -> tuple[bytes, int]:
-        """The next message's bytes, checked (see the module docstring), and how many values it holds;
-        MalformedRequest if refused."""
-        reader = _Reader(read, self.max_bytes)
-        values = self._walk(reader)
-        return b"".join(reader.chunks), values
+    def walk(self) -> MessageWalk:
+        """The check of the next message, to be fed its bytes as they arrive."""
+        return MessageWalk(self)
 
-    def message_in(self, data: bytes | bytearray) -> tuple[int, int]:
-        """The length of the message `data` starts with, checked, and how many values it holds; Incomplete if the
-        data ends first, MalformedRequest if refused."""
-        reader = _BufferReader(data, self.max_bytes)
-        values = self._walk(reader)
-        return reader.size, values
 
-    def _walk(self, reader: Source) -> int:
-        first = struct.unpack("!i", reader.take(4))[0]
+class MessageWalk:
+    """Walks one message over its bytes as they arrive: `advance(data)`, with `data` the message's bytes so far
+    from its first, goes on from where the last call stopped and returns the message's length once it is whole
+    (None until then). Only a value's whole bytes are stepped over, so a stop never falls inside one."""
+
+    def __init__(self, check: MessageCheck) -> None:
+        self._check = check
+        self._pos = 0
+        self._stack: list[list[int]] = []   # open structs and containers: [kind, depth of their values, ...]
+        self._started = False
+        self._budget = check.max_objects
+        self.values = 0   # how many values the message holds, once whole
+
+    def advance(self, data: bytes | bytearray) -> int | None:
+        if not self._started:
+            body = self._header(data)
+            if body is None:
+                return None
+            self._started = True
+            self._stack.append([STRUCT, 1])   # the arguments
+            self._pos = body
+        stack, pos = self._stack, self._pos
+        while stack:
+            frame = stack[-1]
+            if frame[0] == STRUCT:
+                if pos >= len(data):
+                    break
+                kind = data[pos]
+                if kind == STOP:
+                    stack.pop()
+                    pos += 1
+                    continue
+                _check_type(kind)
+                if self._fits(data, pos, 3) is None:
+                    break
+                after = self._enter(data, kind, frame[1], pos + 3)   # past the type and the field id
+                if after is None:
+                    break
+                self._spend(1)
+                pos = after
+            else:   # LIST/SET: [kind, depth, left, element]; MAP: [kind, depth, left (keys and values), key, value]
+                if frame[2] == 0:
+                    stack.pop()
+                    continue
+                kind = frame[3] if frame[0] != MAP or frame[2] % 2 == 0 else frame[4]
+                if kind in FIXED_SIZES and frame[0] != MAP:   # a run of fixed-size elements, stepped at once
+                    after = self._fits(data, pos, FIXED_SIZES[kind] * frame[2])
+                    if after is None:
+                        break
+                    frame[2] = 0
+                else:
+                    after = self._enter(data, kind, frame[1], pos)
+                    if after is None:
+                        break
+                    frame[2] -= 1
+                pos = after
+        self._pos = pos
+        if stack:
+            return None
+        self.values = self._check.max_objects - self._budget
+        return pos
+
+    def _header(self, data: bytes | bytearray) -> int | None:
+        """Where the message's argument struct starts, once its name and sequence id are there."""
+        if len(data) < 4:
+            return None
+        (first,) = struct.unpack_from("!i", data)
         if first < 0:   # strict: version and type, then the name
             if (first & 0xFFFFFFFF) & VERSION_MASK != VERSION_1:
                 raise MalformedRequest("unknown protocol version")
-            self._string(reader)
+            if len(data) < 8:
+                return None
+            (name_size,) = struct.unpack_from("!i", data, 4)
+            name_end = self._string_end(8, name_size)
         else:           # old clients: the name first, then the type byte
-            self._bytes(reader, first)
-            reader.take(1)
-        reader.take(4)  # sequence id
-        budget = [self.max_objects]
-        self._value(reader, STRUCT, 0, budget)
-        return self.max_objects - budget[0]
+            name_end = self._string_end(4, first) + 1
+        return self._fits(data, name_end, 4)   # the sequence id
 
-    def _bytes(self, reader: Source, length: int) -> None:
-        if length < 0 or length > reader.room():
-            raise MalformedRequest(f"a string of {length} bytes does not fit in the request")
-        reader.take(length)
-
-    def _string(self, reader: Source) -> None:
-        self._bytes(reader, struct.unpack("!i", reader.take(4))[0])
-
-    def _count(self, reader: Source, count: int, element_types: tuple[int, ...], budget: list[int]) -> None:
-        smallest = sum(SMALLEST[t] for t in element_types)
-        if count < 0 or count * smallest > reader.room():
-            raise MalformedRequest(f"a container of {count} elements does not fit in the request")
-        budget[0] -= count
-        if budget[0] < 0:
-            raise MalformedRequest(f"more than {self.max_objects} values in one request")
-
-    def _value(self, reader: Source, kind: int, depth: int, budget: list[int]) -> None:
+    def _enter(self, data: bytes | bytearray, kind: int, depth: int, pos: int) -> int | None:
+        """Steps over a value of `kind` at `pos` (a struct or container: over its header, its frame pushed)."""
         if kind in FIXED_SIZES:
-            reader.take(FIXED_SIZES[kind])
-        elif kind == STRING:
-            self._string(reader)
-        elif kind in (STRUCT, MAP, SET, LIST):
-            if depth >= self.max_depth:
-                raise MalformedRequest(f"values nested deeper than {self.max_depth}")
-            if kind == STRUCT:
-                self._struct(reader, depth + 1, budget)
-            elif kind == MAP:
-                key, value = reader.take(2)
-                _check_type(key)
-                _check_type(value)
-                count = struct.unpack("!i", reader.take(4))[0]
-                self._count(reader, count, (key, value), budget)
-                for _ in range(count):
-                    self._value(reader, key, depth + 1, budget)
-                    self._value(reader, value, depth + 1, budget)
-            else:
-                element = reader.take(1)[0]
-                _check_type(element)
-                count = struct.unpack("!i", reader.take(4))[0]
-                self._count(reader, count, (element,), budget)
-                for _ in range(count):
-                    self._value(reader, element, depth + 1, budget)
-        else:
+            return self._fits(data, pos, FIXED_SIZES[kind])
+        if kind == STRING:
+            if self._fits(data, pos, 4) is None:
+                return None
+            (size,) = struct.unpack_from("!i", data, pos)
+            end = self._string_end(pos + 4, size)
+            return end if end <= len(data) else None
+        if kind not in SMALLEST:
             raise MalformedRequest(f"type id {kind} is not a Thrift value type")
+        if depth >= self._check.max_depth:
+            raise MalformedRequest(f"values nested deeper than {self._check.max_depth}")
+        if kind == STRUCT:
+            self._stack.append([STRUCT, depth + 1])
+            return pos
+        if kind == MAP:
+            after = self._fits(data, pos, 6)
+            if after is None:
+                return None
+            key, value, count = struct.unpack_from("!bbi", data, pos)
+            _check_type(key)
+            _check_type(value)
+            self._count(after, count, SMALLEST[key] + SMALLEST[value])
+            self._stack.append([MAP, depth + 1, 2 * count, key, value])
+            return after
+        after = self._fits(data, pos, 5)
+        if after is None:
+            return None
+        element, count = struct.unpack_from("!bi", data, pos)
+        _check_type(element)
+        self._count(after, count, SMALLEST[element])
+        self._stack.append([kind, depth + 1, count, element])
+        return after
 
-    def _struct(self, reader: Source, depth: int, budget: list[int]) -> None:
-        while True:
-            kind = reader.take(1)[0]
-            if kind == STOP:
-                return
-            _check_type(kind)
-            reader.take(2)   # field id
-            budget[0] -= 1
-            if budget[0] < 0:
-                raise MalformedRequest(f"more than {self.max_objects} values in one request")
-            self._value(reader, kind, depth, budget)
+    def _fits(self, data: bytes | bytearray, pos: int, size: int) -> int | None:
+        """The position after `size` bytes at `pos`, or None when the data ends first."""
+        end = pos + size
+        if end > self._check.max_bytes:
+            raise MalformedRequest(f"request larger than {self._check.max_bytes} bytes")
+        return end if end <= len(data) else None
+
+    def _string_end(self, start: int, size: int) -> int:
+        if size < 0 or size > self._check.max_bytes - start:
+            raise MalformedRequest(f"a string of {size} bytes does not fit in the request")
+        return start + size
+
+    def _count(self, start: int, count: int, smallest: int) -> None:
+        if count < 0 or count * smallest > self._check.max_bytes - start:
+            raise MalformedRequest(f"a container of {count} elements does not fit in the request")
+        self._spend(count)
+
+    def _spend(self, values: int) -> None:
+        self._budget -= values
+        if self._budget < 0:
+            raise MalformedRequest(f"more than {self._check.max_objects} values in one request")
 
 
 def _check_type(kind: int) -> None:

@@ -8,7 +8,6 @@ import sys
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hmsproxy.codec import decode
 from hmsproxy.idl import hms
 from hmsproxy.names import make_partition_name
 from hmsproxy.store.cache.partitions import SMALL_CHANGE, PartitionSet, PartitionSetBuilder
@@ -63,8 +62,7 @@ def test_a_set_changed_in_place_equals_one_built_from_scratch(initial, ops):
         assert _rows(current) == _rows(fresh)
         unused_tails = [t for t in current.tails if t not in fresh.tails]   # they stay until a rebuild
         assert current.size_bytes() == fresh.size_bytes() + sum(map(sys.getsizeof, unused_tails))
-        assert [decode(hms.Partition, b"".join(i), tolerant=True) for i in current.all().items] == [
-            decode(hms.Partition, b"".join(i), tolerant=True) for i in fresh.all().items]
+        assert list(current.all()) == list(fresh.all())
         assert current.tolerant_tails >= fresh.tolerant_tails
 
 
