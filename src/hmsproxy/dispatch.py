@@ -162,6 +162,12 @@ class Calls(Protocol):
 
 
 @functools.cache
+def _reader(api: str) -> Reader:
+    """The reader of a call with no snapshot of its own: one per method, as readers never change."""
+    return Reader(api)
+
+
+@functools.cache
 def _arg_names(args_type: Any) -> tuple[str, ...]:
     return tuple(spec[1] for spec in args_type.thrift_spec.values())
 
@@ -245,7 +251,7 @@ class MetastoreProcessor(TProcessor):
             args.read(iprot)
             names = _arg_names(args.__class__)
             values = [getattr(args, name) for name in names]
-            answer = self._calls.encoded_answer(api, Reader(api), values)
+            answer = self._calls.encoded_answer(api, _reader(api), values)
         except Exception:
             return None
         if answer is None or len(answer) > self._max_reply_bytes:
@@ -261,7 +267,7 @@ class MetastoreProcessor(TProcessor):
         started = time.perf_counter()
         outcome = "ok"
         try:
-            method = self._calls.method_for(api, Reader(api))
+            method = self._calls.method_for(api, _reader(api))
             if method is None:  # in the IDL, not served: the declared MetaException says so
                 raise hms.MetaException(message=f"{api} is not supported by hmsproxy")
             result.success = method(*arguments.values())

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import math
 import re
 from decimal import ROUND_HALF_EVEN, Decimal
@@ -94,15 +95,26 @@ def java_double(value: float) -> str:
     return f"{sign}{digits[0]}.{digits[1:] or '0'}E{point - 1}"
 
 
+@functools.cache
+def _fields(struct_type: Any) -> tuple[tuple[str, int, Any, str, str], ...]:
+    """(name, ttype, type argument, opening as the first field, opening after another) of a struct type's fields,
+    in field-id order: worked out once per type, not per object (events carry thousands of partitions)."""
+    fields = []
+    for fid in sorted(struct_type.thrift_spec):
+        ttype, name, arg = _field_spec(struct_type.thrift_spec[fid])
+        opening = f'"{fid}":{{"{_NAMES[ttype]}":'
+        fields.append((name, ttype, arg, opening, "," + opening))
+    return tuple(fields)
+
+
 def _write_struct(out: list[str], obj: Any) -> None:
     out.append("{")
     first = True
-    for fid in sorted(obj.thrift_spec):
-        ttype, name, arg = _field_spec(obj.thrift_spec[fid])
+    for name, ttype, arg, opening, later_opening in _fields(obj.__class__):
         value = getattr(obj, name)
         if value is None:
             continue
-        out.append(f'"{fid}":{{"{_NAMES[ttype]}":' if first else f',"{fid}":{{"{_NAMES[ttype]}":')
+        out.append(opening if first else later_opening)
         first = False
         _write_value(out, ttype, arg, value, key=False)
         out.append("}")

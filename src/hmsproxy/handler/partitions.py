@@ -88,9 +88,11 @@ class PartitionCalls(Calls):
     # ---- add ---------------------------------------------------------------------------------------
 
     def _prepare_partition(self, table: Any, part: Any, env: dict[str, str], work: DirectoryWork) -> Any:
-        """Fills defaults (location, SD, times), creates the directory, computes quick stats.
-        Returns the partition and whether its directory was created here."""
-        part = copy.deepcopy(part)
+        """Fills defaults (location, SD, times), creates the directory, computes quick stats; returns the partition
+        to store. Only the partition and its storage descriptor are copied, the two objects changed here (a deep
+        copy of each partition was a sixth of adding a thousand)."""
+        part = copy.copy(part)
+        part.sd = copy.copy(part.sd)
         part.values = check_partition_values(table, part.values)
         part.dbName, part.tableName, part.catName = table.dbName, table.tableName, table.catName
         if part.sd is None:
