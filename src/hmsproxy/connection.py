@@ -36,23 +36,29 @@ class Incomplete(Exception):
     """The buffered bytes end before the request does."""
 
 
-def request_in(data: bytearray, framed: bool, check: MessageCheck) -> tuple[bytes, int, int]:
-    """The request `data` starts with (one message, checked), how many values it holds and how many bytes of
-    `data` it takes; Incomplete if `data` ends before it does."""
+@dataclass(frozen=True)
+class Request:
+    """One request's bytes, checked, and what the check saw in them."""
+    message: bytes
+    values: int             # how many values it holds
+    container_keys: bool    # whether it holds a list- or set-keyed map with entries: only idl.py's decoder reads it
+
+
+def request_in(data: bytearray, framed: bool, check: MessageCheck) -> tuple[Request, int]:
+    """The request `data` starts with, and how many bytes of `data` it takes; Incomplete if `data` ends before it
+    does."""
     if not framed:
         walk = check.walk()
         length = walk.advance(data)
         if length is None:
             raise Incomplete
-        return bytes(data[:length]), walk.values, length
+        return Request(bytes(data[:length]), walk.values, walk.container_keys), length
     if len(data) < 4:
         raise Incomplete
     size = _frame_size(data[:4], check)
     if len(data) < 4 + size:
         raise Incomplete
-    frame = bytes(data[4:4 + size])
-    length, values = _message_in_frame(frame, check)
-    return frame[:length], values, 4 + size
+    return _request_in_frame(bytes(data[4:4 + size]), check), 4 + size
 
 
 def _frame_size(header: bytes | bytearray, check: MessageCheck) -> int:
@@ -64,12 +70,12 @@ def _frame_size(header: bytes | bytearray, check: MessageCheck) -> int:
     return size
 
 
-def _message_in_frame(frame: bytes, check: MessageCheck) -> tuple[int, int]:
+def _request_in_frame(frame: bytes, check: MessageCheck) -> Request:
     walk = check.walk()
     length = walk.advance(frame)
     if length is None:
         raise MalformedRequest("a message longer than its frame")
-    return length, walk.values
+    return Request(frame[:length], walk.values, walk.container_keys)
 
 
 class SocketReader:
@@ -100,20 +106,18 @@ class SocketReader:
         rest, self._buffer = self._buffer, bytearray()
         return rest
 
-    def read_request(self, framed: bool, check: MessageCheck) -> tuple[bytes, int]:
-        """The next request (one message, checked), and how many values it holds."""
+    def read_request(self, framed: bool, check: MessageCheck) -> Request:
+        """The next request (one message, checked)."""
         if framed:
-            frame = self._read(_frame_size(self._read(4), check))
-            frame_length, values = _message_in_frame(frame, check)
-            return frame[:frame_length], values
+            return _request_in_frame(self._read(_frame_size(self._read(4), check)), check)
         walk = check.walk()
         length = walk.advance(self._buffer)
         while length is None:   # walked on as its bytes arrive
             self._receive()
             length = walk.advance(self._buffer)
-        request = bytes(self._buffer[:length])
+        request = Request(bytes(self._buffer[:length]), walk.values, walk.container_keys)
         del self._buffer[:length]
-        return request, walk.values
+        return request
 
     def _read(self, count: int) -> bytes:
         self._received += count

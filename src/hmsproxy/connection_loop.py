@@ -178,7 +178,7 @@ class ConnectionLoop:
         first that is not (or when the reply cannot be sent without waiting)."""
         while connection.pending:
             try:
-                request, values, consumed = request_in(connection.pending, self._framed, self._check)
+                request, consumed = request_in(connection.pending, self._framed, self._check)
             except Incomplete:
                 if len(connection.pending) > LOOP_BUFFER_BYTES:
                     self._hand_off(connection)
@@ -186,7 +186,8 @@ class ConnectionLoop:
             except (MalformedRequest, MessageTooLarge) as exc:
                 self._release(connection, exc)
                 return
-            reply = None if values > LARGE_REQUEST_VALUES else connection.processor.encoded_reply(request)
+            large = request.values > LARGE_REQUEST_VALUES
+            reply = None if large else connection.processor.encoded_reply(request.message)
             if reply is None:
                 self._hand_off(connection)
                 return

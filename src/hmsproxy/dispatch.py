@@ -213,7 +213,8 @@ class MetastoreProcessor(TProcessor):
         self._peer = peer
         self._user = ""
 
-    def process(self, iprot: Any, oprot: Any) -> None:
+    def process(self, iprot: Any, oprot: Any, compiled: bool = False) -> None:
+        """`compiled`: the arguments are read by the compiled decoder even where idl.py set the tolerant one."""
         api, _, seqid = iprot.read_message_begin()
         if api not in self._service.thrift_services:  # not in the IDL: named, as Thrift's servers answer
             iprot.skip(TType.STRUCT)
@@ -223,18 +224,22 @@ class MetastoreProcessor(TProcessor):
             self._audited(api[:200], {}, "unknown_method")
             return self.send_exception(oprot, api, unknown, seqid)
         args = getattr(self._service, api + "_args")()
-        args.read(iprot)
+        if compiled:
+            iprot.read_struct(args)
+        else:
+            args.read(iprot)
         iprot.read_message_end()
         arguments = {spec[1]: getattr(args, spec[1]) for spec in args.thrift_spec.values()}
         if api == "set_ugi" and isinstance(arguments.get("user_name"), str):
             self._user = arguments["user_name"][:200]
         self._audited(api, arguments, self._answer(api, arguments, seqid, oprot))
 
-    def reply(self, request: bytes) -> list[bytes]:
-        """The reply to one request (one message), as byte pieces to send in order; empty for a one-way call."""
+    def reply(self, request: bytes, tolerant: bool = True) -> list[bytes]:
+        """The reply to one request (one message), as byte pieces to send in order; empty for a one-way call.
+        `tolerant=False` (the request holds no list-keyed map with entries) lets the compiled decoder read it all."""
         out = ReplyBuffer()
         self.process(TCyBinaryProtocol(TCyMemoryBuffer(request), strict_read=False),
-                     TCyBinaryProtocol(out, strict_write=True))
+                     TCyBinaryProtocol(out, strict_write=True), compiled=not tolerant)
         return out.pieces()
 
     def encoded_reply(self, request: bytes) -> bytes | None:

@@ -175,14 +175,15 @@ class ThriftServer:
     def _serve_request(self, connection: Connection) -> None:
         """Reads the connection's next request (what has arrived of it first) and answers it."""
         connection.reader.new_message(connection.pending, connection.first_byte_at)
-        request, values = connection.reader.read_request(self._framed, self._message_check)
+        request = connection.reader.read_request(self._framed, self._message_check)
+        large = request.values > LARGE_REQUEST_VALUES
         connection.pending = connection.reader.rest()
-        ready = None if values > LARGE_REQUEST_VALUES else connection.processor.encoded_reply(request)
+        ready = None if large else connection.processor.encoded_reply(request.message)
         if ready is not None:
             pieces = [ready]
         else:
-            with self._large_requests if values > LARGE_REQUEST_VALUES else contextlib.nullcontext():
-                pieces = connection.processor.reply(request)
+            with self._large_requests if large else contextlib.nullcontext():
+                pieces = connection.processor.reply(request.message, tolerant=request.container_keys)
         if pieces:   # a one-way call has no reply
             if self._framed:
                 pieces.insert(0, struct.pack("!i", sum(map(len, pieces))))

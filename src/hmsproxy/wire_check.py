@@ -48,6 +48,7 @@ class MessageWalk:
         self._started = False
         self._budget = check.max_objects
         self.values = 0   # how many values the message holds, once whole
+        self.container_keys = False   # whether it holds a map with list or set keys and entries (see idl.py)
 
     def advance(self, data: bytes | bytearray) -> int | None:
         if not self._started:
@@ -138,6 +139,7 @@ class MessageWalk:
             key, value, count = struct.unpack_from("!bbi", data, pos)
             _check_type(key)
             _check_type(value)
+            self.container_keys |= count > 0 and key in (LIST, SET)
             self._count(after, count, SMALLEST[key] + SMALLEST[value])
             self._stack.append([MAP, depth + 1, 2 * count, key, value])
             return after

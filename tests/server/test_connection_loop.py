@@ -241,3 +241,28 @@ def test_readers_in_other_processes_never_see_a_write_undone(served):
     client.close()
     for versions in seen:
         assert versions == sorted(versions)
+
+
+def test_list_keyed_skew_maps_are_read_by_the_tolerant_decoder_and_the_rest_by_the_compiled_one(served):
+    """The compiled decoder cannot build a map keyed by lists; the request check says which requests hold one
+    with entries, and only those take the slower decoder."""
+    client = served.client()
+    try:
+        table = _table("skewed", {})
+        table.sd.skewedInfo = hms.SkewedInfo(skewedColNames=["a"], skewedColValues=[["1"], ["2"]],
+                                             skewedColValueLocationMaps={("1",): "file:/w/a=1", ("2",): "file:/w/a=2"})
+        table.partitionKeys = [hms.FieldSchema(name="p", type="string")]
+        client.create_table(table)
+        part = hms.Partition(values=["x"], dbName=DB, tableName="skewed", parameters={}, sd=table.sd)
+        plain = hms.Partition(values=["y"], dbName=DB, tableName="skewed", parameters={},
+                              sd=hms.StorageDescriptor(cols=table.sd.cols, serdeInfo=table.sd.serdeInfo,
+                                                       skewedInfo=hms.SkewedInfo(skewedColNames=[], skewedColValues=[],
+                                                                                 skewedColValueLocationMaps={})))
+        assert client.add_partitions([part, plain]) == 2
+        read = client.get_table(DB, "skewed").sd.skewedInfo.skewedColValueLocationMaps
+        assert read == {("1",): "file:/w/a=1", ("2",): "file:/w/a=2"}
+        stored = {p.values[0]: p.sd.skewedInfo.skewedColValueLocationMaps
+                  for p in client.get_partitions(DB, "skewed", -1)}
+        assert stored == {"x": {("1",): "file:/w/a=1", ("2",): "file:/w/a=2"}, "y": {}}
+    finally:
+        client.close()
