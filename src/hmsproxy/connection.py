@@ -79,26 +79,23 @@ def _request_in_frame(frame: bytes, check: MessageCheck) -> Request:
 
 
 class SocketReader:
-    """Reads requests off a blocking socket: exactly the bytes asked for, in pieces of at most RECV_BYTES, and
-    keeps what arrived beyond them for the next request.
+    """Reads requests off a blocking socket, in pieces of at most RECV_BYTES, keeping what arrived beyond a request
+    for the next one.
 
-    Past `max_bytes` in one request the connection is dropped: a hostile or broken client (a huge length prefix,
-    an endless list) cannot make the server read and hold gigabytes. No request may take longer than the request
-    timeout from its first byte, and no connection may wait longer than the idle timeout for one."""
+    A request is walked as its bytes arrive, so one larger than the maximum (a huge length prefix, an endless list)
+    is refused before it is held whole. No request may take longer than the request timeout from its first byte,
+    and no connection may wait longer than the idle timeout for one."""
 
-    def __init__(self, sock: socket.socket, max_bytes: int, idle_timeout_s: float, request_timeout_s: float) -> None:
+    def __init__(self, sock: socket.socket, idle_timeout_s: float, request_timeout_s: float) -> None:
         self._sock = sock
-        self._max_bytes = max_bytes
         self._idle_timeout_s = idle_timeout_s
         self._request_timeout_s = request_timeout_s
         self._request_deadline: float | None = None   # set by the first byte of a request
         self._buffer = bytearray()
-        self._received = 0
 
     def new_message(self, pending: bytearray, first_byte_at: float | None) -> None:
         """Starts a request: `pending` holds its first bytes if some arrived already, at `first_byte_at`."""
         self._buffer = pending
-        self._received = 0
         self._request_deadline = None if first_byte_at is None else first_byte_at + self._request_timeout_s
 
     def rest(self) -> bytearray:
@@ -120,9 +117,7 @@ class SocketReader:
         return request
 
     def _read(self, count: int) -> bytes:
-        self._received += count
-        if self._received > self._max_bytes:
-            raise MessageTooLarge(message=f"request larger than {self._max_bytes} bytes")
+        """Exactly `count` bytes (a frame, whose size was checked)."""
         while len(self._buffer) < count:
             self._receive()
         data = bytes(self._buffer[:count])

@@ -79,7 +79,6 @@ class ThriftServer:
         self._tls_failures = BurstLog("closing connection from %s: TLS handshake failed: %s", REFUSAL_LOG_INTERVAL_S,
                                       log)
         self._framed = framed
-        self._max_message_bytes = max_message_bytes
         self._idle_timeout_s = idle_timeout_s
         self._request_timeout_s = request_timeout_s
         self._refusals = BurstLog("refusing a connection: %d connections already open", REFUSAL_LOG_INTERVAL_S, log)
@@ -135,7 +134,7 @@ class ThriftServer:
 
     def _connection(self, sock: socket.socket, address: Any) -> Connection:
         return Connection(sock, address, self._processor_factory(str(address[0])),   # one processor per connection
-                          SocketReader(sock, self._max_message_bytes, self._idle_timeout_s, self._request_timeout_s),
+                          SocketReader(sock, self._idle_timeout_s, self._request_timeout_s),
                           SocketWriter(sock, self._idle_timeout_s))
 
     # ---- serving a request (worker threads, TLS connection threads) -----------------------------------
