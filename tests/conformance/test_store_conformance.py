@@ -22,7 +22,7 @@ from hmsproxy.events import messages
 from hmsproxy.events.journal import Journal
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
-from hmsproxy.partition_filter import compile_partition_filter
+from hmsproxy.partition_filter import compile_partition_filter, names_matching
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache
@@ -269,6 +269,23 @@ def test_partitions_are_selected_by_a_filter_in_name_order(store: RawStore) -> N
     assert names("hr != 2") == ["ds=a/hr=10", "ds=b/hr=1"]
     assert names("") == ["ds=a/hr=10", "ds=a/hr=2", "ds=b/hr=1", "ds=c/hr=x"]
     assert names("ds = 'z'") == []
+
+
+def test_a_filter_answers_what_its_predicate_answers_over_every_partition(store: RawStore) -> None:
+    """A database store narrows a filter's candidates in SQL first (equalities on string keys): values a MariaDB
+    collation finds equal (case, trailing spaces), an int key stored as "07", characters beyond the BMP and the
+    empty string must still come out exactly as the predicate alone decides."""
+    keys = [("ds", "string"), ("hr", "int")]
+    parent = _with_table(store, part_keys=tuple(keys))
+    store.add_partitions(CAT, "d", "t", [partition(hms, parent, [ds, hr]) for ds, hr in [
+        ("a", "1"), ("A", "1"), ("a ", "2"), ("b", "07"), ("b", "7"), ("\U0001F600", "3"), ("", "4"), ("c", "x")]])
+    everything = store.get_partition_values(CAT, "d", "t")
+    for text in ["ds = 'a'", "ds = 'A'", "ds = 'a '", "ds = 'a' and hr = 1", "ds = 'b' and hr = 7",
+                 "(ds) in ('a', 'b')", "ds = 'a' or ds = 'b'", "ds = 'a' or hr = 7", "ds = '\U0001F600'", "ds = ''",
+                 "ds = 'b' and hr > 5", "hr = 7", "ds = 'b' and (hr = 7 or ds = 'a')", "ds = 'z'"]:
+        compiled = compile_partition_filter(text, keys)
+        assert store.get_partition_names_by_filter(CAT, "d", "t", compiled) == \
+            names_matching(everything, compiled), text
 
 
 def test_a_partition_that_exists_or_does_not_is_refused_and_nothing_of_the_batch_is_added(store: RawStore) -> None:

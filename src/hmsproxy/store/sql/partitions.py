@@ -33,6 +33,7 @@ from hmsproxy.store.sql.descriptors import (
     load_descriptors,
     params_rows,
 )
+from hmsproxy.store.sql.filter_sql import narrowing
 from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.lookups import TableRef, no_such_object, table_ref
 from hmsproxy.store.sql.tables import column_tuples, current_columns
@@ -252,7 +253,16 @@ class PartitionStore:
 
     def get_partition_names_by_filter(self, cat: str, db_name: str, tbl_name: str,
                                       partition_filter: PartitionFilter) -> list[str]:
-        return names_matching(self.get_partition_values(cat, db_name, tbl_name), partition_filter)
+        """The filter's predicate decides, over the values of the partitions its plan's SQL condition keeps."""
+        with self.db.transaction() as conn:
+            ref = table_ref(conn, cat, db_name, tbl_name)
+            kept = [s.PARTITIONS.c.TBL_ID == ref.tbl_id]
+            condition = narrowing(partition_filter.plan)
+            if condition is not None:
+                kept.append(condition)
+            values = self._values(conn, select(s.PARTITIONS.c.PART_ID).where(*kept))
+            rows = conn.execute(select(s.PARTITIONS.c.PART_ID, s.PARTITIONS.c.PART_NAME).where(*kept)).all()
+        return names_matching(sorted((name, values.get(part_id, [])) for part_id, name in rows), partition_filter)
 
     @staticmethod
     def _names(conn: Connection, ref: TableRef) -> list[str]:
