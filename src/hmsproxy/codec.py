@@ -38,10 +38,18 @@ class EncodedList(Sequence[Any]):
     listing costs the kernel's copy of the cache's own bytes objects instead of building and serializing 100k
     objects."""
 
-    def __init__(self, pieces: list[bytes], width: int, decode_item: Callable[[list[bytes]], Any]) -> None:
+    def __init__(self, pieces: list[bytes], width: int, decode_item: Callable[[list[bytes]], Any],
+                 byte_size: int | None = None) -> None:
         self.pieces = pieces
         self.width = width
         self._decode_item = decode_item
+        self._byte_size = byte_size   # given where the producer knows it without adding up the pieces
+
+    def byte_size(self) -> int:
+        """The bytes of all its pieces."""
+        if self._byte_size is None:
+            self._byte_size = sum(map(len, self.pieces))
+        return self._byte_size
 
     def __len__(self) -> int:
         return len(self.pieces) // self.width

@@ -116,11 +116,14 @@ def _list_fields(struct_type: Any) -> tuple[tuple[int, str], ...]:
     return tuple((fid, spec[1]) for fid, spec in struct_type.thrift_spec.items() if spec[0] == TType.LIST)
 
 
-def encoded_reply(success: Any) -> list[bytes] | None:
-    """The result struct of a call as byte pieces when the answer holds pre-encoded lists (field 0 is
-    `success`), or None when it holds none and ordinary serialization applies."""
+_LIST_HEADER_BYTES = 8   # a list field's type, id, element type and count
+
+
+def encoded_reply(success: Any) -> tuple[list[bytes], int] | None:
+    """The result struct of a call as byte pieces, and their size, when the answer holds pre-encoded lists (field
+    0 is `success`); None when it holds none and ordinary serialization applies."""
     if type(success) is EncodedList:
-        return _encoded_list_bytes(0, success) + [b"\x00"]
+        return _encoded_list_bytes(0, success) + [b"\x00"], _LIST_HEADER_BYTES + success.byte_size() + 1
     if not hasattr(success, "thrift_spec"):
         return None
     lists = {fid: value for fid, name in _list_fields(success.__class__)
@@ -131,9 +134,11 @@ def encoded_reply(success: Any) -> list[bytes] | None:
     for fid in lists:
         setattr(rest, success.thrift_spec[fid][1], None)
     pieces = [struct.pack("!bh", TType.STRUCT, 0), encode(rest)[:-1]]
+    size = sum(map(len, pieces)) + 2
     for fid, items in lists.items():
         pieces += _encoded_list_bytes(fid, items)
-    return pieces + [b"\x00", b"\x00"]
+        size += _LIST_HEADER_BYTES + items.byte_size()
+    return pieces + [b"\x00", b"\x00"], size
 
 
 LARGE_REPLY_ITEMS = 1000
@@ -301,12 +306,13 @@ class MetastoreProcessor(TProcessor):
 
     def send_result(self, oprot: Any, api: str, result: Any, seqid: int) -> None:
         success = getattr(result, "success", None)
-        pieces = encoded_reply(success)
-        if pieces is None and _is_large(success):
-            pieces = [encode(result)]  # encoded once, so that its size can be checked first
-        if pieces is None:
+        encoded = encoded_reply(success)
+        if encoded is None and _is_large(success):
+            whole = encode(result)   # encoded once, so that its size can be checked first
+            encoded = [whole], len(whole)
+        if encoded is None:
             return super().send_result(oprot, api, result, seqid)
-        size = sum(map(len, pieces))
+        pieces, size = encoded
         if size > self._max_reply_bytes:
             self._metrics.refused_messages.inc()
             result.success = None

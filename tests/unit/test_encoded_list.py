@@ -38,6 +38,11 @@ def test_a_slice_is_the_encoded_list_of_that_slice(window):
     assert list(sliced) == PARTITIONS[window]
 
 
+def test_the_byte_size_is_that_of_the_pieces_unless_the_producer_says_it():
+    assert _encoded().byte_size() == sum(len(encode(p)) for p in PARTITIONS)
+    assert _encoded()[1:3].byte_size() == sum(len(encode(p)) for p in PARTITIONS[1:3])
+
+
 def test_iteration_and_equality_follow_the_decoded_structs():
     assert list(_encoded()) == PARTITIONS
     assert _encoded() == PARTITIONS

@@ -63,6 +63,8 @@ def test_a_set_changed_in_place_equals_one_built_from_scratch(initial, ops):
         unused_tails = [t for t in current.tails if t not in fresh.tails]   # they stay until a rebuild
         assert current.size_bytes() == fresh.size_bytes() + sum(map(sys.getsizeof, unused_tails))
         assert list(current.all()) == list(fresh.all())
+        listing = current.all()
+        assert listing.byte_size() == sum(map(len, listing.pieces)) == fresh.all().byte_size()
         assert current.tolerant_tails >= fresh.tolerant_tails
 
 

@@ -11,6 +11,7 @@ A PartitionSet never changes: writes build a new one, so readers need no lock.
 from __future__ import annotations
 
 import bisect
+import functools
 import struct
 import sys
 from array import array
@@ -91,15 +92,25 @@ class PartitionSet:
         (gathered in C: no Python step per partition)."""
         pieces = [b""] * (2 * len(indexes))
         pieces[0::2] = map(self.own.__getitem__, indexes)
-        pieces[1::2] = map(self.tails.__getitem__, map(self.tail_refs.__getitem__, indexes))
+        pieces[1::2] = self._tails_of(indexes)
         return EncodedList(pieces, 2, self._decode)
+
+    def _tails_of(self, indexes: Sequence[int]) -> Iterable[bytes]:
+        if len(self.tails) == 1:   # the usual table: every partition shares one storage-descriptor tail
+            return self.tails * len(indexes)
+        return map(self.tails.__getitem__, map(self.tail_refs.__getitem__, indexes))
 
     def all(self, limit: int | None = None) -> EncodedList:
         count = len(self.names) if limit is None or limit < 0 else min(limit, len(self.names))
         pieces = [b""] * (2 * count)
         pieces[0::2] = self.own[:count]
-        pieces[1::2] = map(self.tails.__getitem__, self.tail_refs[:count])
-        return EncodedList(pieces, 2, self._decode)
+        pieces[1::2] = self._tails_of(range(count))
+        return EncodedList(pieces, 2, self._decode, self.encoded_bytes if count == len(self.names) else None)
+
+    @functools.cached_property
+    def encoded_bytes(self) -> int:
+        """The bytes of all its partitions as sent, counted once per set."""
+        return sum(map(len, self.own)) + sum(map(len, map(self.tails.__getitem__, self.tail_refs)))
 
     def by_names(self, names: Sequence[str]) -> EncodedList:
         """The named partitions that exist, sorted by name (as the database answers)."""
