@@ -171,8 +171,12 @@ def _send_pieces(sock: socket.socket, pieces: list[bytes]) -> None:
     buffers: list[bytes | memoryview] = list(pieces)
     first = 0
     while first < len(buffers):
-        sent = sock.sendmsg(buffers[first:first + IOV_MAX])
-        while first < len(buffers) and sent >= len(buffers[first]):   # past the buffers sent whole
+        batch = buffers[first:first + IOV_MAX]
+        sent = sock.sendmsg(batch)
+        if sent == sum(map(len, batch)):   # the usual case, counted in C
+            first += len(batch)
+            continue
+        while sent >= len(buffers[first]):   # past the buffers sent whole
             sent -= len(buffers[first])
             first += 1
         if sent:   # into the one sent in part
