@@ -193,6 +193,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
                     self.cache.unindex_table(key)
             return 0
         entry = entry_from_bundle(bundle, builder)
+        entry.size_bytes()   # counted before the lock (see SharedCache.put_table)
         with self.cache.lock:
             current = self.cache.generation(key) == load.generation and bundle.version >= load.newest_seen
             if current:

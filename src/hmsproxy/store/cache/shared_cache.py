@@ -130,6 +130,7 @@ class SharedCache:
     def put_table(self, key: TableKey, entry: TableEntry, loaded_at_generation: tuple[int, int] | None = None) -> bool:
         """Stores an entry; a load (with its starting generation) is dropped if a write came in between.
         False if it was not stored (stale load, or larger than the whole cache)."""
+        entry.size_bytes()   # counted (once per set) before the lock: the connection loop's reads wait for it
         with self.lock:
             if loaded_at_generation is not None and self.generation(key) != loaded_at_generation:
                 return False
