@@ -15,7 +15,7 @@ from typing import Any
 
 from thriftpy2.transport import TTransportException
 
-from hmsproxy.wire_check import MalformedRequest, MessageCheck
+from hmsproxy.wire_check import MalformedRequest, MessageCheck, MessageWalk
 
 RECV_BYTES = 65536   # the most one receive asks for: requests are read in pieces, never by their declared size
 # Requests holding more values than this are decoded and answered a few at a time (max_large_requests), on
@@ -30,6 +30,14 @@ class MessageTooLarge(TTransportException):
 
 class ClientTooSlow(TTransportException):
     """Idle past the idle timeout, a request not complete within the request timeout, or a reply not taken."""
+
+    @classmethod
+    def idle(cls, idle_timeout_s: float) -> ClientTooSlow:
+        return cls(message=f"no request for {idle_timeout_s:g} s")
+
+    @classmethod
+    def request(cls, request_timeout_s: float) -> ClientTooSlow:
+        return cls(message=f"request not complete within {request_timeout_s:g} s")
 
 
 class Incomplete(Exception):
@@ -52,7 +60,7 @@ def request_in(data: bytearray, framed: bool, check: MessageCheck) -> tuple[Requ
         length = walk.advance(data)
         if length is None:
             raise Incomplete
-        return Request(bytes(data[:length]), walk.values, walk.container_keys), length
+        return _walked(walk, data, length), length
     if len(data) < 4:
         raise Incomplete
     size = _frame_size(data[:4], check)
@@ -75,7 +83,12 @@ def _request_in_frame(frame: bytes, check: MessageCheck) -> Request:
     length = walk.advance(frame)
     if length is None:
         raise MalformedRequest("a message longer than its frame")
-    return Request(frame[:length], walk.values, walk.container_keys)
+    return _walked(walk, frame, length)
+
+
+def _walked(walk: MessageWalk, data: bytes | bytearray, length: int) -> Request:
+    """The request a finished walk found at the start of `data`."""
+    return Request(bytes(data[:length]), walk.values, walk.container_keys)
 
 
 class SocketReader:
@@ -112,7 +125,7 @@ class SocketReader:
         while length is None:   # walked on as its bytes arrive
             self._receive()
             length = walk.advance(self._buffer)
-        request = Request(bytes(self._buffer[:length]), walk.values, walk.container_keys)
+        request = _walked(walk, self._buffer, length)
         del self._buffer[:length]
         return request
 
@@ -132,8 +145,8 @@ class SocketReader:
         try:
             chunk = self._sock.recv(RECV_BYTES)
         except TimeoutError:
-            raise ClientTooSlow(message=f"no request for {self._idle_timeout_s:g} s" if self._request_deadline is None
-                                else f"request not complete within {self._request_timeout_s:g} s") from None
+            raise (ClientTooSlow.idle(self._idle_timeout_s) if self._request_deadline is None
+                   else ClientTooSlow.request(self._request_timeout_s)) from None
         except OSError as exc:
             raise TTransportException(TTransportException.END_OF_FILE, str(exc)) from None
         if not chunk:

@@ -224,7 +224,6 @@ class ConnectionLoop:
             if not isinstance(connection, Connection):
                 continue
             if connection.first_byte_at is not None and now - connection.first_byte_at > self._request_timeout_s:
-                self._release(connection, ClientTooSlow(
-                    message=f"request not complete within {self._request_timeout_s:g} s"))
+                self._release(connection, ClientTooSlow.request(self._request_timeout_s))
             elif connection.first_byte_at is None and now - connection.idle_since > self._idle_timeout_s:
-                self._release(connection, ClientTooSlow(message=f"no request for {self._idle_timeout_s:g} s"))
+                self._release(connection, ClientTooSlow.idle(self._idle_timeout_s))

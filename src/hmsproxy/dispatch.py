@@ -117,6 +117,7 @@ def _list_fields(struct_type: Any) -> tuple[tuple[int, str], ...]:
 
 
 _LIST_HEADER_BYTES = 8   # a list field's type, id, element type and count
+_SUCCESS_STRUCT = struct.pack("!bh", TType.STRUCT, 0)   # a result's field 0 holding a struct
 
 
 def encoded_reply(success: Any) -> tuple[list[bytes], int] | None:
@@ -133,7 +134,7 @@ def encoded_reply(success: Any) -> tuple[list[bytes], int] | None:
     rest = copy.copy(success)
     for fid in lists:
         setattr(rest, success.thrift_spec[fid][1], None)
-    pieces = [struct.pack("!bh", TType.STRUCT, 0), encode(rest)[:-1]]
+    pieces = [_SUCCESS_STRUCT, encode(rest)[:-1]]
     size = sum(map(len, pieces)) + 2
     for fid, items in lists.items():
         pieces += _encoded_list_bytes(fid, items)
@@ -142,7 +143,6 @@ def encoded_reply(success: Any) -> tuple[list[bytes], int] | None:
 
 
 LARGE_REPLY_ITEMS = 1000
-_SUCCESS_STRUCT = struct.pack("!bh", TType.STRUCT, 0)   # a result's field 0 holding a struct
 
 
 def _is_large(success: Any) -> bool:
@@ -234,7 +234,7 @@ class MetastoreProcessor(TProcessor):
         else:
             args.read(iprot)
         iprot.read_message_end()
-        arguments = {spec[1]: getattr(args, spec[1]) for spec in args.thrift_spec.values()}
+        arguments = {name: getattr(args, name) for name in _arg_names(args.__class__)}
         if api == "set_ugi" and isinstance(arguments.get("user_name"), str):
             self._user = arguments["user_name"][:200]
         self._audited(api, arguments, self._answer(api, arguments, seqid, oprot))

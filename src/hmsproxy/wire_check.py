@@ -125,9 +125,7 @@ class MessageWalk:
             (size,) = struct.unpack_from("!i", data, pos)
             end = self._string_end(pos + 4, size)
             return end if end <= len(data) else None
-        if kind not in SMALLEST:
-            raise MalformedRequest(f"type id {kind} is not a Thrift value type")
-        if depth >= self._check.max_depth:
+        if depth >= self._check.max_depth:   # (every kind was checked when its field or container header was read)
             raise MalformedRequest(f"values nested deeper than {self._check.max_depth}")
         if kind == STRUCT:
             self._stack.append([STRUCT, depth + 1])

@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Select, delete, func, insert, select, update
+from sqlalchemy import ColumnElement, Connection, Select, delete, func, insert, select, update
 
 from hmsproxy.events import messages
 from hmsproxy.events.journal import Journal
@@ -244,25 +244,23 @@ class PartitionStore:
 
     def get_partition_values(self, cat: str, db_name: str, tbl_name: str) -> list[tuple[str, list[str]]]:
         """(name, values) of every partition, sorted by name: the input of filter and spec matching."""
-        with self.db.transaction() as conn:
-            ref = table_ref(conn, cat, db_name, tbl_name)
-            values = self._values(conn, select(s.PARTITIONS.c.PART_ID).where(s.PARTITIONS.c.TBL_ID == ref.tbl_id))
-            rows = conn.execute(select(s.PARTITIONS.c.PART_ID, s.PARTITIONS.c.PART_NAME)
-                                .where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)).all()
-        return sorted((name, values.get(part_id, [])) for part_id, name in rows)
+        return self._names_and_values(cat, db_name, tbl_name, None)
 
     def get_partition_names_by_filter(self, cat: str, db_name: str, tbl_name: str,
                                       partition_filter: PartitionFilter) -> list[str]:
         """The filter's predicate decides, over the values of the partitions its plan's SQL condition keeps."""
+        kept = self._names_and_values(cat, db_name, tbl_name, narrowing(partition_filter.plan))
+        return names_matching(kept, partition_filter)
+
+    def _names_and_values(self, cat: str, db_name: str, tbl_name: str, condition: ColumnElement[bool] | None
+                          ) -> list[tuple[str, list[str]]]:
+        """(name, values) of the table's partitions that meet `condition` (None: all), sorted by name."""
         with self.db.transaction() as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
-            kept = [s.PARTITIONS.c.TBL_ID == ref.tbl_id]
-            condition = narrowing(partition_filter.plan)
-            if condition is not None:
-                kept.append(condition)
+            kept = [s.PARTITIONS.c.TBL_ID == ref.tbl_id] + ([] if condition is None else [condition])
             values = self._values(conn, select(s.PARTITIONS.c.PART_ID).where(*kept))
             rows = conn.execute(select(s.PARTITIONS.c.PART_ID, s.PARTITIONS.c.PART_NAME).where(*kept)).all()
-        return names_matching(sorted((name, values.get(part_id, [])) for part_id, name in rows), partition_filter)
+        return sorted((name, values.get(part_id, [])) for part_id, name in rows)
 
     @staticmethod
     def _names(conn: Connection, ref: TableRef) -> list[str]:
