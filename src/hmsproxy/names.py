@@ -23,8 +23,11 @@ def is_valid_identifier(name: str | None) -> bool:
     return bool(name and _IDENTIFIER.match(name))
 
 
+_TO_ESCAPE = re.compile("[" + re.escape("".join(sorted(_ESCAPED))) + "]")
+
+
 def escape_path_name(text: str) -> str:
-    return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED else ch for ch in text)
+    return _TO_ESCAPE.sub(lambda found: f"%{ord(found.group()):02X}", text)
 
 
 def unescape_path_name(text: str) -> str:

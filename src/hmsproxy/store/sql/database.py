@@ -73,7 +73,9 @@ def normalise_url(url: str) -> str:
 
 # MySQL/MariaDB without strict mode store text a column's character set cannot hold as '?' (Hive's MySQL
 # tables are latin1) and cut text that is too long: strict, they refuse it (dispatch.py says what was refused).
-STRICT_SESSION = "SET SESSION sql_mode = TRIM(BOTH ',' FROM CONCAT(@@SESSION.sql_mode, ',STRICT_ALL_TABLES'))"
+# MariaDB cuts a JSON_ARRAYAGG (json_rows.py) at group_concat_max_len, 1 MB by default: no limit here.
+STRICT_SESSION = ("SET SESSION sql_mode = TRIM(BOTH ',' FROM CONCAT(@@SESSION.sql_mode, ',STRICT_ALL_TABLES')), "
+                  "SESSION group_concat_max_len = 4294967295")
 
 
 def _timeouts(url: str, connect_timeout_s: float, statement_timeout_s: float) -> dict[str, Any]:

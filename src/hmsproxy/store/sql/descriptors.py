@@ -2,8 +2,10 @@
 
 A storage descriptor spans SDS, SERDES, CDS/COLUMNS_V2, their parameter tables, bucketing, sort and
 skew tables. Reads take a subquery that selects SD ids (e.g. all partitions of a table), so listing 100k
-partitions costs about ten queries, not one per partition. Partitions that have the same columns as their
-table share the table's column descriptor, as in Hive.
+partitions costs a handful of queries, not one per partition: one row per descriptor, its parameters, serde
+parameters, bucketing and sort columns aggregated into it (json_rows.py), then the shared columns and the
+skew tables. Partitions that have the same columns as their table share the table's column descriptor, as
+in Hive.
 """
 from __future__ import annotations
 
@@ -11,12 +13,13 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Column, Connection, ScalarSelect, Select, Table, delete, exists, insert, select
+from sqlalchemy import Column, ColumnElement, Connection, Select, Table, delete, exists, insert, select
 
 from hmsproxy.idl import hms
 from hmsproxy.java_map_order import in_java_hashmap_order
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.json_rows import as_dict, as_items, json_rows, ordered
 
 
 def params_rows(key_col: str, owner_id: int, params: dict[str, str] | None) -> list[dict[str, Any]]:
@@ -104,64 +107,69 @@ def _insert_skew_values(db: Database, conn: Connection, skewed: list[tuple[int, 
             conn.execute(insert(table), rows)
 
 
-def _params(conn: Connection, table: Table, key_col: Column[Any],
-            ids_query: Select[Any] | ScalarSelect[Any]) -> dict[int, dict[str, str]]:
-    result: dict[int, dict[str, str]] = defaultdict(dict)
-    rows = conn.execute(select(key_col, table.c.PARAM_KEY, table.c.PARAM_VALUE).where(key_col.in_(ids_query)))
-    for owner, key, value in rows:
-        result[owner][key] = value if value is not None else ""
-    return result
-
-
-def load_descriptors(conn: Connection, sd_ids: Select[Any]) -> dict[int, Any]:
-    """All storage descriptors whose ids `sd_ids` (a one-column select) yields, keyed by SD id."""
+def descriptor_columns() -> list[Any]:
+    """What a query joining SDS to SERDES (outer) selects for descriptor_from_row: one row per descriptor."""
     sds, serdes = s.SDS, s.SERDES
-    rows = conn.execute(
-        select(sds, serdes.c.NAME, serdes.c.SLIB, serdes.c.DESCRIPTION, serdes.c.SERIALIZER_CLASS,
-               serdes.c.DESERIALIZER_CLASS, serdes.c.SERDE_TYPE)
-        .join(serdes, serdes.c.SERDE_ID == sds.c.SERDE_ID, isouter=True)
-        .where(sds.c.SD_ID.in_(sd_ids))
-    ).all()
-    if not rows:
-        return {}
-    serde_ids = select(sds.c.SERDE_ID).where(sds.c.SD_ID.in_(sd_ids)).scalar_subquery()
-    cd_ids = select(sds.c.CD_ID).where(sds.c.SD_ID.in_(sd_ids)).scalar_subquery()
-    sd_params = _params(conn, s.SD_PARAMS, s.SD_PARAMS.c.SD_ID, sd_ids)
-    serde_params = _params(conn, s.SERDE_PARAMS, s.SERDE_PARAMS.c.SERDE_ID, serde_ids)
+
+    def rows(owner: ColumnElement[bool], *columns: Column[Any]) -> Any:
+        return select(json_rows(*columns)).where(owner).scalar_subquery()
+
+    return [
+        *sds.c, serdes.c.NAME, serdes.c.SLIB, serdes.c.DESCRIPTION, serdes.c.SERIALIZER_CLASS,
+        serdes.c.DESERIALIZER_CLASS, serdes.c.SERDE_TYPE,
+        rows(s.SD_PARAMS.c.SD_ID == sds.c.SD_ID, s.SD_PARAMS.c.PARAM_KEY,
+             s.SD_PARAMS.c.PARAM_VALUE).label("SD_PARAMETERS"),
+        rows(s.SERDE_PARAMS.c.SERDE_ID == sds.c.SERDE_ID, s.SERDE_PARAMS.c.PARAM_KEY,
+             s.SERDE_PARAMS.c.PARAM_VALUE).label("SERDE_PARAMETERS"),
+        rows(s.BUCKETING_COLS.c.SD_ID == sds.c.SD_ID, s.BUCKETING_COLS.c.INTEGER_IDX,
+             s.BUCKETING_COLS.c.BUCKET_COL_NAME).label("BUCKET_COLUMNS"),
+        rows(s.SORT_COLS.c.SD_ID == sds.c.SD_ID, s.SORT_COLS.c.INTEGER_IDX, s.SORT_COLS.c.COLUMN_NAME,
+             s.SORT_COLS.c.ORDER).label("SORT_COLUMNS"),
+    ]
+
+
+def descriptor_from_row(m: Any, columns: dict[int, list[Any]], skew: dict[int, Any]) -> Any:
+    """The StorageDescriptor of a row selected with descriptor_columns (a mapping); `columns` by CD_ID and
+    `skew` by SD_ID from load_columns and load_skew."""
+    serde = hms.SerDeInfo(
+        name=m["NAME"], serializationLib=m["SLIB"],
+        parameters=dict(as_items(m["SERDE_PARAMETERS"], in_java_hashmap_order)),
+        description=m["DESCRIPTION"], serializerClass=m["SERIALIZER_CLASS"],
+        deserializerClass=m["DESERIALIZER_CLASS"], serdeType=m["SERDE_TYPE"],
+    )
+    sd_id = m["SD_ID"]
+    return hms.StorageDescriptor(
+        cols=list(columns.get(m["CD_ID"], [])), location=m["LOCATION"], inputFormat=m["INPUT_FORMAT"],
+        outputFormat=m["OUTPUT_FORMAT"], compressed=bool(m["IS_COMPRESSED"]), numBuckets=m["NUM_BUCKETS"],
+        serdeInfo=serde, bucketCols=[name for name, in ordered(m["BUCKET_COLUMNS"])],
+        sortCols=[hms.Order(col=col, order=order) for col, order in ordered(m["SORT_COLUMNS"])],
+        parameters=as_dict(m["SD_PARAMETERS"]),
+        skewedInfo=skew.get(sd_id) or hms.SkewedInfo(skewedColNames=[], skewedColValues=[],
+                                                      skewedColValueLocationMaps={}),
+        storedAsSubDirectories=bool(m["IS_STOREDASSUBDIRECTORIES"]),
+    )
+
+
+def load_columns(conn: Connection, cd_ids: Select[Any]) -> dict[int, list[Any]]:
+    """The columns of the column descriptors `cd_ids` selects, by CD_ID."""
     columns: dict[int, list[Any]] = defaultdict(list)
     for cd_id, name, type_name, comment in conn.execute(
         select(s.COLUMNS_V2.c.CD_ID, s.COLUMNS_V2.c.COLUMN_NAME, s.COLUMNS_V2.c.TYPE_NAME, s.COLUMNS_V2.c.COMMENT)
         .where(s.COLUMNS_V2.c.CD_ID.in_(cd_ids)).order_by(s.COLUMNS_V2.c.CD_ID, s.COLUMNS_V2.c.INTEGER_IDX)
     ):
         columns[cd_id].append(hms.FieldSchema(name=name, type=type_name, comment=comment))
-    buckets = _ordered_lists(conn, s.BUCKETING_COLS, s.BUCKETING_COLS.c.BUCKET_COL_NAME, sd_ids)
-    sorts: dict[int, list[Any]] = defaultdict(list)
-    for sd_id, col, order in conn.execute(
-        select(s.SORT_COLS.c.SD_ID, s.SORT_COLS.c.COLUMN_NAME, s.SORT_COLS.c.ORDER)
-        .where(s.SORT_COLS.c.SD_ID.in_(sd_ids)).order_by(s.SORT_COLS.c.SD_ID, s.SORT_COLS.c.INTEGER_IDX)
-    ):
-        sorts[sd_id].append(hms.Order(col=col, order=order))
-    skew = _load_skew(conn, sd_ids)
-    result: dict[int, Any] = {}
-    for row in rows:
-        m = row._mapping
-        sd_id = m["SD_ID"]
-        serde = hms.SerDeInfo(
-            name=m["NAME"], serializationLib=m["SLIB"],
-            parameters=in_java_hashmap_order(serde_params.get(m["SERDE_ID"], {})),
-            description=m["DESCRIPTION"], serializerClass=m["SERIALIZER_CLASS"],
-            deserializerClass=m["DESERIALIZER_CLASS"], serdeType=m["SERDE_TYPE"],
-        )
-        result[sd_id] = hms.StorageDescriptor(
-            cols=list(columns.get(m["CD_ID"], [])), location=m["LOCATION"], inputFormat=m["INPUT_FORMAT"],
-            outputFormat=m["OUTPUT_FORMAT"], compressed=bool(m["IS_COMPRESSED"]), numBuckets=m["NUM_BUCKETS"],
-            serdeInfo=serde, bucketCols=buckets.get(sd_id, []), sortCols=sorts.get(sd_id, []),
-            parameters=sd_params.get(sd_id, {}),
-            skewedInfo=skew.get(sd_id) or hms.SkewedInfo(skewedColNames=[], skewedColValues=[],
-                                                          skewedColValueLocationMaps={}),
-            storedAsSubDirectories=bool(m["IS_STOREDASSUBDIRECTORIES"]),
-        )
-    return result
+    return columns
+
+
+def load_descriptors(conn: Connection, sd_ids: Select[Any]) -> dict[int, Any]:
+    """All storage descriptors whose ids `sd_ids` (a one-column select) yields, keyed by SD id."""
+    rows = conn.execute(select(*descriptor_columns()).select_from(s.SDS.outerjoin(
+        s.SERDES, s.SERDES.c.SERDE_ID == s.SDS.c.SERDE_ID)).where(s.SDS.c.SD_ID.in_(sd_ids))).all()
+    if not rows:
+        return {}
+    columns = load_columns(conn, select(s.SDS.c.CD_ID).where(s.SDS.c.SD_ID.in_(sd_ids)))
+    skew = load_skew(conn, sd_ids)
+    return {row.SD_ID: descriptor_from_row(row._mapping, columns, skew) for row in rows}
 
 
 def _ordered_lists(conn: Connection, table: Table, value_col: Column[Any], sd_ids: Select[Any]) -> dict[int, list[str]]:
@@ -173,7 +181,7 @@ def _ordered_lists(conn: Connection, table: Table, value_col: Column[Any], sd_id
     return result
 
 
-def _load_skew(conn: Connection, sd_ids: Select[Any]) -> dict[int, Any]:
+def load_skew(conn: Connection, sd_ids: Select[Any]) -> dict[int, Any]:
     names = _ordered_lists(conn, s.SKEWED_COL_NAMES, s.SKEWED_COL_NAMES.c.SKEWED_COL_NAME, sd_ids)
     values_rows = conn.execute(
         select(s.SKEWED_VALUES.c.SD_ID_OID, s.SKEWED_VALUES.c.STRING_LIST_ID_EID)

@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Select, delete, func, insert, select, update
+from sqlalchemy import ColumnElement, Connection, Select, and_, delete, func, insert, select, update
 
 from hmsproxy.events import messages
 from hmsproxy.events.journal import Journal
@@ -28,12 +28,16 @@ from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.descriptors import (
     delete_descriptors,
+    descriptor_columns,
+    descriptor_from_row,
     insert_columns,
     insert_descriptors,
-    load_descriptors,
+    load_columns,
+    load_skew,
     params_rows,
 )
 from hmsproxy.store.sql.filter_sql import narrowing
+from hmsproxy.store.sql.json_rows import as_dict, json_rows, ordered
 from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.lookups import TableRef, no_such_object, table_ref
 from hmsproxy.store.sql.tables import column_tuples, current_columns
@@ -279,45 +283,60 @@ class PartitionStore:
         return values
 
     @staticmethod
-    def _partition_id_ranges(conn: Connection, ref: TableRef) -> list[Select[Any]]:
-        """The table's partitions as selects of consecutive id ranges of LOAD_CHUNK partitions each."""
+    def _partition_id_ranges(conn: Connection, ref: TableRef) -> list[ColumnElement[bool]]:
+        """The table's partitions as conditions on consecutive id ranges of LOAD_CHUNK partitions each."""
         ids = sorted(conn.execute(select(s.PARTITIONS.c.PART_ID).where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)).scalars())
-        return [select(s.PARTITIONS.c.PART_ID).where(
-                    s.PARTITIONS.c.TBL_ID == ref.tbl_id,
-                    s.PARTITIONS.c.PART_ID.between(ids[i], ids[min(i + LOAD_CHUNK, len(ids)) - 1]))
+        return [and_(s.PARTITIONS.c.TBL_ID == ref.tbl_id,
+                     s.PARTITIONS.c.PART_ID.between(ids[i], ids[min(i + LOAD_CHUNK, len(ids)) - 1]))
                 for i in range(0, len(ids), LOAD_CHUNK)]
 
     def _load_partitions(self, conn: Connection, cat: str, db_name: str, tbl_name: str, ref: TableRef,
-                         part_ids: Select[Any] | Sequence[int] | None) -> list[Any]:
-        """Partitions by id (a select of ids, a list of ids, or None = all of the table), sorted by name."""
+                         part_ids: ColumnElement[bool] | Sequence[int] | None) -> list[Any]:
+        """Partitions by id (a condition on PARTITIONS, a list of ids, or None = all of the table), sorted by name."""
         if part_ids is None:
-            batches: list[Any] = [select(s.PARTITIONS.c.PART_ID).where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)]
-        elif isinstance(part_ids, Select):
+            batches: list[ColumnElement[bool]] = [s.PARTITIONS.c.TBL_ID == ref.tbl_id]
+        elif isinstance(part_ids, ColumnElement):
             batches = [part_ids]
         else:
-            batches = _chunks(list(part_ids))
-        result: list[tuple[str, Any]] = []
-        for ids in batches:
-            rows = conn.execute(select(s.PARTITIONS).where(s.PARTITIONS.c.PART_ID.in_(ids))).all()
-            if not rows:
-                continue
-            values = self._values(conn, ids)
-            params: dict[int, dict[str, str]] = defaultdict(dict)
-            for part_id, key, value in conn.execute(
-                select(s.PARTITION_PARAMS.c.PART_ID, s.PARTITION_PARAMS.c.PARAM_KEY, s.PARTITION_PARAMS.c.PARAM_VALUE)
-                .where(s.PARTITION_PARAMS.c.PART_ID.in_(ids))
-            ):
-                params[part_id][key] = value if value is not None else ""
-            sd_ids = select(s.PARTITIONS.c.SD_ID).where(s.PARTITIONS.c.PART_ID.in_(ids))
-            sds = load_descriptors(conn, sd_ids)
-            for r in rows:
-                result.append((r.PART_NAME, hms.Partition(
-                    values=values.get(r.PART_ID, []), dbName=db_name, tableName=tbl_name,
-                    createTime=r.CREATE_TIME, lastAccessTime=r.LAST_ACCESS_TIME, sd=sds.get(r.SD_ID),
-                    parameters=params.get(r.PART_ID, {}), catName=cat, writeId=r.WRITE_ID or 0,
-                )))
-        result.sort(key=lambda item: item[0])
-        return [p for _, p in result]
+            batches = [s.PARTITIONS.c.PART_ID.in_(chunk) for chunk in _chunks(list(part_ids))]
+        named = {ref.tbl_id: (db_name, tbl_name)}
+        result = [row for kept in batches for row in self._read_partitions(conn, cat, named, kept)]
+        result.sort(key=lambda row: row[1])
+        return [p for _, _, p in result]
+
+    def _read_partitions(self, conn: Connection, cat: str, table_names: dict[int, tuple[str, str]],
+                         kept: ColumnElement[bool]) -> list[tuple[int, str, Any]]:
+        """(TBL_ID, PART_NAME, Partition) of the partitions meeting `kept` (a condition on PARTITIONS), in a fixed
+        number of queries whatever the number of partitions and tables: one row per partition with its values,
+        parameters and storage descriptor, then the descriptors' columns and skew. `table_names` gives each
+        table's (database, table) names."""
+        parts, sds = s.PARTITIONS, s.SDS
+        values = select(json_rows(s.PARTITION_KEY_VALS.c.INTEGER_IDX, s.PARTITION_KEY_VALS.c.PART_KEY_VAL)).where(
+            s.PARTITION_KEY_VALS.c.PART_ID == parts.c.PART_ID).scalar_subquery()
+        params = select(json_rows(s.PARTITION_PARAMS.c.PARAM_KEY, s.PARTITION_PARAMS.c.PARAM_VALUE)).where(
+            s.PARTITION_PARAMS.c.PART_ID == parts.c.PART_ID).scalar_subquery()
+        joined = parts.outerjoin(sds, sds.c.SD_ID == parts.c.SD_ID).outerjoin(
+            s.SERDES, s.SERDES.c.SERDE_ID == sds.c.SERDE_ID)
+        rows = conn.execute(select(
+            parts.c.PART_ID, parts.c.TBL_ID, parts.c.PART_NAME, parts.c.CREATE_TIME, parts.c.LAST_ACCESS_TIME,
+            parts.c.WRITE_ID, values.label("PART_VALUES"), params.label("PART_PARAMETERS"), *descriptor_columns(),
+        ).select_from(joined).where(kept)).all()
+        if not rows:
+            return []
+        columns = load_columns(conn, select(sds.c.CD_ID).select_from(parts.join(sds, sds.c.SD_ID == parts.c.SD_ID))
+                               .where(kept).distinct())
+        skew = load_skew(conn, select(parts.c.SD_ID).where(kept))
+        result = []
+        for row in rows:
+            m = row._mapping
+            db_name, tbl_name = table_names[m["TBL_ID"]]
+            sd = None if m["SD_ID"] is None else descriptor_from_row(m, columns, skew)
+            result.append((m["TBL_ID"], m["PART_NAME"], hms.Partition(
+                values=[value for value, in ordered(m["PART_VALUES"])], dbName=db_name, tableName=tbl_name,
+                createTime=m["CREATE_TIME"], lastAccessTime=m["LAST_ACCESS_TIME"], sd=sd,
+                parameters=as_dict(m["PART_PARAMETERS"]), catName=cat, writeId=m["WRITE_ID"] or 0,
+            )))
+        return result
 
 
 def _batch_window(conn: Connection, ref: TableRef, from_id: int, to_id: int, limit: int) -> list[Any]:

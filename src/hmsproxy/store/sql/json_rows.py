@@ -1,0 +1,72 @@
+"""json_rows(a, b, ...): an aggregate giving the group's rows as one JSON array of arrays, in each dialect.
+
+It lets one query bring a partition with its values, parameters and storage descriptor in one row instead of
+one row per value and per parameter: with a pure-Python driver the rows, not the bytes, are what costs.
+The order of the rows inside the array is not defined (MySQL has no ORDER BY in JSON_ARRAYAGG): carry an index
+column where order matters and sort on it (`ordered`).
+"""
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import FunctionElement
+from sqlalchemy.types import Text
+
+
+class json_rows(FunctionElement[Any]):
+    type = Text()   # the driver's text as it is (PostgreSQL's decodes json itself), so that equal text is memoized
+    inherit_cache = True
+    name = "json_rows"
+
+
+def _arguments(element: json_rows, compiler: Any, **kw: Any) -> str:
+    return str(compiler.process(element.clauses, **kw))
+
+
+@compiles(json_rows, "mysql")
+def _mysql(element: json_rows, compiler: Any, **kw: Any) -> str:
+    return f"JSON_ARRAYAGG(JSON_ARRAY({_arguments(element, compiler, **kw)}))"
+
+
+@compiles(json_rows, "postgresql")
+def _postgresql(element: json_rows, compiler: Any, **kw: Any) -> str:
+    return f"json_agg(json_build_array({_arguments(element, compiler, **kw)}))"
+
+
+@compiles(json_rows, "sqlite")
+def _sqlite(element: json_rows, compiler: Any, **kw: Any) -> str:
+    return f"json_group_array(json_array({_arguments(element, compiler, **kw)}))"
+
+
+def rows_of(value: Any) -> list[list[Any]]:
+    """The rows of a json_rows value as the driver gives it (text, or already decoded); none for NULL."""
+    if value is None:
+        return []
+    return json.loads(value) if isinstance(value, (str, bytes)) else list(value)
+
+
+def ordered(value: Any) -> list[list[Any]]:
+    """Rows whose first column is an index, sorted by it (indexes are distinct), without it."""
+    return [row[1:] for row in sorted(rows_of(value))] if value is not None else []
+
+
+def as_dict(value: Any) -> dict[str, str]:
+    """(key, value) rows as a dict; a NULL value reads as "" (as Hive reads it)."""
+    return {key: "" if item is None else item for key, item in rows_of(value)}
+
+
+def as_items(value: Any, arrange: Callable[[dict[str, str]], dict[str, str]]) -> tuple[tuple[str, str], ...]:
+    """as_dict's items in the order `arrange` gives them, memoized for text: the partitions of a table
+    mostly carry the same serde parameters, and arranging them (Java's HashMap order) costs more than reading."""
+    if isinstance(value, str):
+        return _arranged_items(value, arrange)
+    return tuple(arrange(as_dict(value)).items())
+
+
+@functools.lru_cache(maxsize=1024)
+def _arranged_items(text: str, arrange: Callable[[dict[str, str]], dict[str, str]]) -> tuple[tuple[str, str], ...]:
+    return tuple(arrange(as_dict(text)).items())
