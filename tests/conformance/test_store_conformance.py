@@ -339,6 +339,55 @@ def test_a_table_bundle_holds_the_table_its_partitions_and_statistics(store: Raw
     assert streamed.partitions == [] and sorted(p.values[0] for c in chunks for p in c) == ["1", "2"]
 
 
+def _by_name(partitions: list[object]) -> dict[str, object]:
+    return {"/".join(p.values): p for p in partitions}
+
+
+def test_bundles_read_together_equal_bundles_read_one_by_one(store: RawStore) -> None:
+    """What prewarm reads for many tables at once is exactly what it would read table by table: tables,
+    partitions with every field (odd values and parameters included), statistics, write ids and versions."""
+    store.create_database(_database("d"))
+    store.create_database(_database("e"))
+    store.create_table(_table("d", "t", part_keys=(("ds", "string"), ("hr", "int"))))
+    store.create_table(_table("d", "plain", params={"k": "v"}))
+    store.create_table(_table("e", "u", part_keys=(("ds", "string"),), params={"owner": "e"}))
+    store.create_table(_table("e", "acid", part_keys=(("ds", "string"),),
+                              params={"transactional": "true", "transactional_properties": "insert_only"}))
+    odd = {"quote\"s": "back\\slash", "ünï": "日本", "empty": "", "json": '{"a": [1, "2"]}'}
+    t, u = store.get_table(CAT, "d", "t"), store.get_table(CAT, "e", "u")
+    parts = [partition(hms, t, [f"2024-01-0{i}", str(i)], params={"i": str(i), **odd},
+                       location=f"{WAREHOUSE}/d.db/t/p{i}") for i in range(1, 6)]
+    parts[2].sd.bucketCols, parts[2].sd.numBuckets = ["name", "id"], 4
+    parts[2].sd.sortCols = [hms.Order(col="name", order=0), hms.Order(col="id", order=1)]
+    parts[2].sd.parameters = {"sd": "ü", "other": "2"}
+    parts[2].sd.serdeInfo.parameters = {"serialization.format": "1", "field.delim": ",", "escape.delim": "\\"}
+    store.add_partitions(CAT, "d", "t", parts)
+    store.add_partitions(CAT, "e", "u", [partition(hms, u, [v], location=f"{WAREHOUSE}/e.db/u/{v}")
+                                         for v in ("a/b", "c=d", "%")])
+    store.update_table_column_statistics(CAT, _stats("t", "id", None, 1, 9))
+    store.update_partition_column_statistics(CAT, _stats("t", "id", "ds=2024-01-01/hr=1", 1, 5),
+                                             ["2024-01-01", "1"])
+    names = [("d", "t"), ("d", "plain"), ("e", "u"), ("e", "acid"), ("d", "missing")]
+    together = {(b.table.dbName, b.table.tableName): b for b in store.get_table_bundles(CAT, names)}
+    assert sorted(together) == sorted(names[:4])   # the missing table is left out
+    for db, name in names[:4]:
+        alone, bundle = store.get_table_bundle(CAT, db, name), together[(db, name)]
+        assert bundle.table == alone.table
+        assert _by_name(bundle.partitions) == _by_name(alone.partitions)
+        assert (bundle.table_stats, bundle.partition_stats) == (alone.table_stats, alone.partition_stats)
+        assert str(bundle.write_ids) == str(alone.write_ids) and bundle.version == alone.version
+    assert _by_name(together[("d", "t")].partitions)["2024-01-01/1"].parameters.items() >= {"i": "1", **odd}.items()
+    assert sorted(_by_name(together[("e", "u")].partitions)) == ["%", "a/b", "c=d"]
+    rich = _by_name(together[("d", "t")].partitions)["2024-01-03/3"].sd
+    assert (rich.bucketCols, rich.sortCols, rich.parameters) == (["name", "id"], [
+        hms.Order(col="name", order=0), hms.Order(col="id", order=1)], {"sd": "ü", "other": "2"})
+    assert rich.serdeInfo.parameters == {"serialization.format": "1", "field.delim": ",", "escape.delim": "\\"}
+    assert rich.numBuckets == 4 and rich.location == f"{WAREHOUSE}/d.db/t/p3"
+    assert together[("d", "t")].partition_stats["ds=2024-01-01/hr=1"]["id"].statsData.longStats.highValue == 5
+    counts = store.partition_counts(CAT)
+    assert counts is None or {key: n for key, n in counts.items() if n} == {("d", "t"): 5, ("e", "u"): 3}
+
+
 # ---- functions -------------------------------------------------------------------------------------
 
 

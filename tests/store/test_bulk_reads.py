@@ -5,6 +5,7 @@ from sqlalchemy import event
 from hmsproxy.idl import hms
 from hmsproxy.store.sql.database import Database, init_schema
 from hmsproxy.store.sql.store import SqlStore
+from support.databases import fresh_database
 
 
 def _sd(location: str) -> object:
@@ -73,3 +74,55 @@ def test_partitions_round_trip_every_field(store, tmp_path):
     assert part.sd.sortCols == expected.sortCols and part.sd.parameters == {"sd": "x"}
     assert part.sd.skewedInfo.skewedColValues == [["a"]]
     assert part.sd.skewedInfo.skewedColValueLocationMaps == {("a",): f"file:{tmp_path}/k=7/v=a"}
+
+
+def _tables(store: SqlStore, count: int, partitions: int, tmp_location: str) -> list[tuple[str, str]]:
+    names = []
+    for i in range(count):
+        name = f"many{i}"
+        store.create_table(hms.Table(tableName=name, dbName="d", catName="hive", sd=_sd(f"{tmp_location}/{name}"),
+                                     partitionKeys=[hms.FieldSchema(name="k", type="int")], parameters={"i": str(i)},
+                                     tableType="MANAGED_TABLE", createTime=1, lastAccessTime=0, retention=0))
+        store.add_partitions("hive", "d", name, [
+            hms.Partition(values=[str(j)], dbName="d", tableName=name, sd=_sd(f"{tmp_location}/{name}/k={j}"),
+                          parameters={"n": str(j)}, createTime=1, lastAccessTime=0) for j in range(partitions)])
+        names.append(("d", name))
+    return names
+
+
+def test_reading_many_tables_together_costs_the_same_queries_as_reading_a_few(store, tmp_path):
+    """Prewarm's bulk read: a remote database costs a few round trips per group of tables, not per table."""
+    names = _tables(store, 40, 5, f"file:{tmp_path}")
+    few, bundles = _count_statements(store, lambda: store.get_table_bundles("hive", names[:2]))
+    assert [len(b.partitions) for b in bundles] == [5, 5]
+    many, bundles = _count_statements(store, lambda: store.get_table_bundles("hive", names))
+    assert len(bundles) == 40 and sum(len(b.partitions) for b in bundles) == 200
+    assert many == few <= 30
+    one_by_one, _ = _count_statements(store, lambda: [store.get_table_bundle("hive", *key) for key in names])
+    assert one_by_one > 10 * many
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "mariadb", "postgres"])
+def test_a_partition_with_megabytes_of_parameters_reads_back_whole(backend, tmp_path):
+    """A partition's parameters travel aggregated into one value (store/sql/json_rows.py); MariaDB would cut
+    that value at group_concat_max_len (1 MB by default) if the session did not lift it."""
+    with fresh_database(backend, tmp_path) as url:
+        db = Database(url)
+        init_schema(db, f"file:{tmp_path}")
+        store = SqlStore(db)
+        try:
+            store.create_database(hms.Database(name="d", locationUri=f"file:{tmp_path}/d.db", parameters={},
+                                               catalogName="hive"))
+            store.create_table(hms.Table(tableName="t", dbName="d", catName="hive", sd=_sd(f"file:{tmp_path}/t"),
+                                         partitionKeys=[hms.FieldSchema(name="k", type="int")], parameters={},
+                                         tableType="MANAGED_TABLE", createTime=1, lastAccessTime=0, retention=0))
+            params = {f"spark.sql.part.{i}": f"{i:04d}" + "x\"ü\\" * 1000 for i in range(400)}   # 1.6 MB
+            store.add_partitions("hive", "d", "t", [hms.Partition(
+                values=["1"], dbName="d", tableName="t", sd=_sd(f"file:{tmp_path}/t/k=1"), parameters=params,
+                createTime=1, lastAccessTime=0)])
+            [part] = store.get_partitions("hive", "d", "t")
+            assert part.parameters == params
+            [bundle] = store.get_table_bundles("hive", [("d", "t")])
+            assert bundle.partitions[0].parameters == params
+        finally:
+            store.close()

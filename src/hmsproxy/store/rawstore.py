@@ -74,6 +74,11 @@ class MetadataStore(Protocol):
     def get_table_bundle(self, cat: str, db_name: str, tbl_name: str,
                          partition_sink: Callable[[Table, list[Partition]], None] | None = None) -> TableBundle:
         """With a sink, the partitions go to it as (table, chunk) and the bundle's list stays empty."""
+    def get_table_bundles(self, cat: str, tables: Sequence[tuple[str, str]]) -> list[TableBundle]:
+        """Bundles of many small tables, (database, table) each, read together; missing tables are left out."""
+    def partition_counts(self, cat: str) -> dict[tuple[str, str], int] | None:
+        """(database, table) -> partitions (tables with none left out), for grouping loads; None when the store
+        cannot count cheaply."""
 
     # partitions
     def add_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Partition],

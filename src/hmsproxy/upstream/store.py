@@ -180,6 +180,19 @@ class UpstreamStore:
         self.upstream.call("drop_table", db_name, tbl_name, False, write=True)
         return dropped
 
+    def get_table_bundles(self, cat: str, tables: Sequence[tuple[str, str]]) -> list[TableBundle]:
+        """One table after the other: the upstream has no call that reads many at once."""
+        bundles = []
+        for db_name, tbl_name in tables:
+            try:
+                bundles.append(self.get_table_bundle(cat, db_name, tbl_name))
+            except hms.NoSuchObjectException:
+                pass
+        return bundles
+
+    def partition_counts(self, cat: str) -> dict[tuple[str, str], int] | None:
+        return None   # a call per table to find out: the loader then loads tables one by one
+
     def _dropped(self, cat: str, db_name: str, tbl_name: str) -> DroppedTable:
         table = self.get_table(cat, db_name, tbl_name)
         names = self.get_partition_names(cat, db_name, tbl_name) if table.partitionKeys else []

@@ -18,8 +18,9 @@ database.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -160,17 +161,40 @@ class CachedStore(CachedStatistics, CachedTransactions):
         """Loads one table into the cache (prewarm and reloads); returns the partitions loaded."""
         if not self.policy.allows(key[1], key[2]):
             return 0
-        with self.cache.lock:
-            load = _LoadInFlight(self.cache.generation(key))
-            self._loads_in_flight.setdefault(key, []).append(load)
-        try:
+        with self._loading([key]) as [load]:
             return self._load(key, load)
+
+    def load_tables(self, keys: Sequence[TableKey]) -> int:
+        """Loads many small tables of one catalog in one read (prewarm); returns the partitions loaded. Each is
+        installed under the same rule as load_table's."""
+        keys = [key for key in keys if self.policy.allows(key[1], key[2])]
+        if not keys:
+            return 0
+        with self._loading(keys) as loads:
+            bundles = self.delegate.get_table_bundles(keys[0][0], [(db, tbl) for _, db, tbl in keys])
+            found = {(b.table.dbName.lower(), b.table.tableName.lower()): b for b in bundles}
+            loaded = 0
+            for key, load in zip(keys, loads):
+                bundle = found.get((key[1].lower(), key[2].lower()))
+                loaded += self._install(key, load, bundle, None)
+            return loaded
+
+    @contextlib.contextmanager
+    def _loading(self, keys: Sequence[TableKey]) -> Iterator[list[_LoadInFlight]]:
+        """Loads of the tables in flight while the body reads them: a write or a newer read meanwhile marks them."""
+        with self.cache.lock:
+            loads = [_LoadInFlight(self.cache.generation(key)) for key in keys]
+            for key, load in zip(keys, loads):
+                self._loads_in_flight.setdefault(key, []).append(load)
+        try:
+            yield loads
         finally:
             with self.cache.lock:
-                loads = self._loads_in_flight[key]
-                loads.remove(load)
-                if not loads:
-                    del self._loads_in_flight[key]
+                for key, load in zip(keys, loads):
+                    in_flight = self._loads_in_flight[key]
+                    in_flight.remove(load)
+                    if not in_flight:
+                        del self._loads_in_flight[key]
 
     def loads_in_flight(self) -> int:
         with self.cache.lock:
@@ -188,6 +212,14 @@ class CachedStore(CachedStatistics, CachedTransactions):
         try:
             bundle = self.delegate.get_table_bundle(*key, partition_sink=collect)
         except hms.NoSuchObjectException:
+            bundle = None
+        return self._install(key, load, bundle, builder)
+
+    def _install(self, key: TableKey, load: _LoadInFlight, bundle: TableBundle | None,
+                 builder: PartitionSetBuilder | None) -> int:
+        """Caches a table read (None: it does not exist) unless a change overlapped the read, which queues
+        another load instead; returns the partitions cached."""
+        if bundle is None:
             with self.cache.lock:
                 if self.cache.generation(key) == load.generation:
                     self.cache.unindex_table(key)
@@ -387,6 +419,12 @@ class CachedStore(CachedStatistics, CachedTransactions):
     def get_table_bundle(self, cat: str, db_name: str, tbl_name: str,
                          partition_sink: Callable[[Any, list[Any]], None] | None = None) -> TableBundle:
         return self.delegate.get_table_bundle(cat, db_name, tbl_name, partition_sink)
+
+    def get_table_bundles(self, cat: str, tables: Sequence[tuple[str, str]]) -> list[TableBundle]:
+        return self.delegate.get_table_bundles(cat, tables)
+
+    def partition_counts(self, cat: str) -> dict[tuple[str, str], int] | None:
+        return self.delegate.partition_counts(cat)
 
     def get_table_objects(self, cat: str, db_name: str, tbl_names: Sequence[str]) -> list[Any]:
         if self.passing_through or not self.cache.knows_tables_of((cat, db_name)):

@@ -1,8 +1,10 @@
 """The loader thread: prewarms the cache at start, then (re)loads tables on request.
 
 Prewarm loads every catalog's databases, functions and table names, then every table with its partitions
-and statistics, one table per database transaction. Requests for a table that is not loaded yet move it to
-the front of the queue. Progress is logged and exported as metrics; `complete` drives /readyz.
+and statistics: small tables in groups read together (up to GROUP_PARTITIONS partitions or GROUP_TABLES
+tables per database transaction, so a remote database costs a few round trips per group), a large table
+alone with its partitions streamed. Requests for a table that is not loaded yet move it to the front of the
+queue. Progress is logged and exported as metrics; `complete` drives /readyz.
 """
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ from hmsproxy.store.cache.shared_cache import TableKey
 
 log = logging.getLogger(__name__)
 PROGRESS_INTERVAL_S = 5.0
+GROUP_PARTITIONS = 10_000   # partitions of a group read at once: all exist as objects until encoded
+GROUP_TABLES = 500          # tables of a group: bounds the lists of names and ids in its queries
 
 
 class Loader:
@@ -77,6 +81,38 @@ class Loader:
         while (key := self._next()) is not None:
             self._load(key)
 
+    def _next_group(self, counts: dict[str, dict[tuple[str, str], int] | None]) -> list[TableKey]:
+        """The next table in the queue with the small tables of its catalog that follow it, as one group;
+        a large table, or one of a store that cannot count partitions, alone."""
+        first = self._next()
+        if first is None:
+            return []
+        group, partitions = [first], 0
+        counted = counts.get(first[0])
+        if counted is None:
+            return group
+        partitions = counted.get(first[1:], 0)
+        with self._wakeup:
+            while partitions <= GROUP_PARTITIONS and len(group) < GROUP_TABLES and self._queue:
+                key = self._queue[0]
+                more = counted.get(key[1:], 0)
+                if key[0] != first[0] or partitions + more > GROUP_PARTITIONS:
+                    break
+                self._queue.popleft()
+                self._queued.discard(key)
+                group.append(key)
+                partitions += more
+        return group
+
+    def _load_group(self, group: list[TableKey]) -> int:
+        if len(group) == 1:
+            return self._load(group[0])
+        try:
+            return self.store.load_tables(group)
+        except Exception as exc:  # the database may be down: the first failure in full, then a count per minute
+            self._load_failures.happened(f"{len(group)} tables from {'.'.join(group[0])}", exc_info=exc)
+            return 0
+
     def _load(self, key: TableKey) -> int:
         try:
             return self.store.load_table(key)
@@ -113,10 +149,11 @@ class Loader:
         total, done, partitions = len(tables), 0, 0
         self.metrics.prewarm_tables.labels("total").set(total)
         log.info("prewarm: %d databases, %d tables to load", self.store.cache.database_count(), total)
+        counts = {cat: self.store.partition_counts(cat) for cat in {key[0] for key in tables}}
         last_report = started
-        while (key := self._next()) is not None:
-            partitions += self._load(key)
-            done += 1
+        while group := self._next_group(counts):
+            partitions += self._load_group(group)
+            done += len(group)
             self.metrics.prewarm_tables.labels("done").set(done)
             self.metrics.prewarm_partitions.set(partitions)
             self.metrics.prewarm_seconds.set(time.monotonic() - started)

@@ -62,6 +62,19 @@ def table_version(conn: Connection, db: str, table: str) -> int:
     return conn.execute(newest).scalar() or 0
 
 
+def table_versions(conn: Connection, databases: Sequence[str]) -> dict[tuple[str, str], int]:
+    """table_version of every table of the databases that has events, in one query; keyed by lower-case
+    names (names are stored lower-case; MariaDB compares them without case)."""
+    log = s.NOTIFICATION_LOG
+    newest = select(log.c.DB_NAME, log.c.TBL_NAME, func.max(log.c.EVENT_ID)).where(
+        log.c.DB_NAME.in_(databases), log.c.TBL_NAME.is_not(None)).group_by(log.c.DB_NAME, log.c.TBL_NAME)
+    versions: dict[tuple[str, str], int] = {}
+    for db, table, version in conn.execute(newest):
+        key = (db.lower(), table.lower())
+        versions[key] = max(versions.get(key, 0), version)
+    return versions
+
+
 def count(conn: Connection, after: int, db: str, cat: str | None = None, up_to: int | None = None) -> int:
     log = s.NOTIFICATION_LOG
     query = select(func.count()).select_from(log).where(log.c.EVENT_ID > after, log.c.DB_NAME == db)

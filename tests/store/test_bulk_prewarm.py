@@ -1,0 +1,130 @@
+"""Prewarm reads small tables in groups (store/cache/prewarm.py): every table ends up cached as it is in the
+database, groups respect their bounds, a large table is read alone, and a write that overlaps a group's read
+never leaves a stale entry behind."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from api.builders import PLACEHOLDER_FORMATS, sd
+from hmsproxy.idl import hms
+from hmsproxy.metrics import Metrics
+from hmsproxy.store.cache import prewarm
+from hmsproxy.store.cache.cached_store import CachedStore
+from hmsproxy.store.cache.policy import CachePolicy
+from hmsproxy.store.cache.prewarm import Loader
+from hmsproxy.store.cache.shared_cache import SharedCache
+from hmsproxy.store.sql.database import Database, init_schema
+from hmsproxy.store.sql.store import SqlStore
+
+SIZES = {"a": 3, "b": 4, "c": 0, "d": 5, "big": 30, "e": 2, "f": 6, "g": 1}
+
+
+def _sd(location: str) -> Any:
+    return sd(hms, [("c", "string")], location, **PLACEHOLDER_FORMATS)
+
+
+class Recording:
+    """The SQL store, recording which tables each read asked for."""
+
+    def __init__(self, store: SqlStore) -> None:
+        self.store = store
+        self.groups: list[list[tuple[str, str]]] = []
+        self.alone: list[tuple[str, str]] = []
+        self.during_group_read: Any = None   # called between a group's read and its return
+
+    def get_table_bundles(self, cat: str, tables: Any) -> Any:
+        self.groups.append(list(tables))
+        bundles = self.store.get_table_bundles(cat, tables)
+        if self.during_group_read is not None:
+            self.during_group_read()
+        return bundles
+
+    def get_table_bundle(self, cat: str, db: str, tbl: str, partition_sink: Any = None) -> Any:
+        self.alone.append((db, tbl))
+        return self.store.get_table_bundle(cat, db, tbl, partition_sink)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+@pytest.fixture
+def plain(tmp_path):
+    db = Database(f"sqlite:///{tmp_path / 'm.db'}")
+    init_schema(db, "file:/w")
+    store = SqlStore(db)
+    for database in ("d", "e"):
+        store.create_database(hms.Database(name=database, locationUri=f"file:/w/{database}.db", parameters={},
+                                           catalogName="hive"))
+    for i, (name, count) in enumerate(SIZES.items()):
+        database = "de"[i % 2]
+        store.create_table(hms.Table(tableName=name, dbName=database, catName="hive", parameters={"n": name},
+                                     sd=_sd(f"file:/w/{database}.db/{name}"), tableType="MANAGED_TABLE",
+                                     partitionKeys=[hms.FieldSchema(name="k", type="int")]))
+        store.add_partitions("hive", database, name, [
+            hms.Partition(values=[str(j)], sd=_sd(f"file:/w/{name}/k={j}"), parameters={"j": str(j)})
+            for j in range(count)])
+    yield store
+    store.close()
+
+
+def _cached(delegate: Any) -> tuple[CachedStore, SharedCache]:
+    cache = SharedCache(max_bytes=1 << 30)
+    return CachedStore(delegate, cache, CachePolicy.from_patterns(), Metrics()), cache
+
+
+def _prewarmed(delegate: Any) -> tuple[CachedStore, SharedCache]:
+    store, cache = _cached(delegate)
+    loader = Loader(store, store.metrics)
+    loader.start()
+    try:
+        assert loader.complete.wait(60)
+    finally:
+        loader.stop()
+    return store, cache
+
+
+def test_prewarm_groups_small_tables_within_the_bounds_and_caches_every_table_as_stored(plain, monkeypatch):
+    monkeypatch.setattr(prewarm, "GROUP_PARTITIONS", 10)
+    monkeypatch.setattr(prewarm, "GROUP_TABLES", 3)
+    recording = Recording(plain)
+    store, cache = _prewarmed(recording)
+    counts = plain.partition_counts("hive")
+    for group in recording.groups:
+        assert 1 < len(group) <= 3 and sum(counts.get(key, 0) for key in group) <= 10
+    assert ("d", "big") in recording.alone                    # larger than a group: read alone, streamed
+    read = [key for group in recording.groups for key in group] + recording.alone
+    assert sorted(read) == sorted((("de"[i % 2], name)) for i, name in enumerate(SIZES))   # each once
+    for i, name in enumerate(SIZES):
+        key = ("hive", "de"[i % 2], name)
+        entry = cache.get_table(key)
+        assert entry is not None and len(entry.partitions) == SIZES[name]
+        assert store.get_table(*key) == plain.get_table(*key)
+        assert list(store.get_partitions(*key)) == plain.get_partitions(*key)
+
+
+def test_a_store_that_cannot_count_partitions_is_prewarmed_table_by_table(plain):
+    recording = Recording(plain)
+    recording.partition_counts = lambda cat: None   # as the upstream store answers
+    _store, cache = _prewarmed(recording)
+    assert recording.groups == [] and len(recording.alone) == len(SIZES)
+    assert all(cache.get_table(("hive", "de"[i % 2], name)) is not None for i, name in enumerate(SIZES))
+
+
+def test_a_write_that_overlaps_a_group_read_leaves_no_stale_entry(plain):
+    recording = Recording(plain)
+    requested: list[Any] = []
+    store, cache = _cached(recording)
+    store.request_load = requested.append
+    store.load_catalog("hive")
+    changed = ("hive", "d", "a")
+    recording.during_group_read = lambda: store.alter_partitions(
+        "hive", "d", "a", [hms.Partition(values=["1"], sd=_sd("file:/w/moved"), parameters={"j": "moved"})])
+    keys = [("hive", "d", "a"), ("hive", "e", "b"), ("hive", "e", "d")]
+    loaded = store.load_tables(keys)
+    assert loaded == SIZES["b"] + SIZES["d"]                   # the two the write did not touch
+    assert cache.get_table(changed) is None and requested == [changed]   # not cached stale: read again
+    store.load_table(changed)
+    assert store.get_partition("hive", "d", "a", ["1"]).sd.location == "file:/w/moved"
+    assert cache.get_table(changed) is not None
