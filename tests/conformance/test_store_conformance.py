@@ -335,7 +335,7 @@ def test_a_table_bundle_holds_the_table_its_partitions_and_statistics(store: Raw
     assert bundle.partition_stats["ds=1"]["id"].statsData.longStats.highValue == 5
     assert bundle.write_ids is None   # not transactional
     chunks: list[list[object]] = []
-    streamed = store.get_table_bundle(CAT, "d", "t", partition_sink=lambda table, chunk: chunks.append(chunk))
+    streamed = store.get_table_bundle(CAT, "d", "t", partition_sink=lambda table, chunk, ids: chunks.append(chunk))
     assert streamed.partitions == [] and sorted(p.values[0] for c in chunks for p in c) == ["1", "2"]
 
 

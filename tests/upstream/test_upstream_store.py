@@ -231,7 +231,7 @@ def test_a_table_bundle_reads_partitions_in_chunks_with_all_statistics(store, di
     store.update_table_column_statistics(CAT, column_stats(db, "events", None, ["id"]))
     store.update_partition_column_statistics(CAT, column_stats(db, "events", "ds=4", ["id", "name"]), ["4"])
     chunks: list[list] = []
-    bundle = store.get_table_bundle(CAT, db, "events", lambda tbl, chunk: chunks.append(chunk))
+    bundle = store.get_table_bundle(CAT, db, "events", lambda tbl, chunk, ids: chunks.append(chunk))
     assert bundle.table == direct.get_table(db, "events")
     assert bundle.partitions == [] and [len(chunk) for chunk in chunks] == [2, 2, 1]
     assert [p for chunk in chunks for p in chunk] == direct.get_partitions(db, "events", -1)

@@ -18,6 +18,7 @@ from hmsproxy.events.messages import Event
 class Journal:
     events: list[Event] = field(default_factory=list)
     event_ids: list[int] = field(default_factory=list)   # of the events committed so far, in order
+    partition_ids: dict[str, int] = field(default_factory=dict)   # the ids a write gave the partitions it added
 
     @classmethod
     def of(cls, *events: Event) -> Journal:

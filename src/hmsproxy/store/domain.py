@@ -6,6 +6,7 @@ only, so that none of its callers depends on how it keeps them. The IDL's types 
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +40,10 @@ class DroppedTable:
     partition_locations: list[str] = field(default_factory=list)
 
 
+# Where a table load streams its partitions: (table, chunk of partitions, their PART_IDs or None).
+PartitionSink = Callable[[Table, list[Partition], list[int] | None], None]
+
+
 @dataclass
 class TableBundle:
     """A table with everything hanging off it, read in one transaction: what the cache loads."""
@@ -49,6 +54,7 @@ class TableBundle:
     partition_stats: dict[str, dict[str, ColumnStatisticsObj]]   # partition name -> column -> statistics
     write_ids: ValidWriteIdList | None = None    # transactional tables: write ids read *before* the rest
     version: int = 0                             # the table's newest event id, read before the rest
+    partition_ids: list[int] | None = None       # PART_ID of each partition, parallel; None: the store has none
 
 
 @dataclass(frozen=True)
@@ -71,11 +77,14 @@ class LockOutcome:
     blocked_by: int = 0                            # of a WAITING lock: the lock it waits for
 
 
+BATCH_SCAN_FACTOR = 10   # a filtered batch examines at most this many times its size of partitions per call
+
+
 @dataclass(frozen=True)
 class PartitionBatch:
     """One batch of a table's partitions in id order (the batch API; handler/partitions.py)."""
 
-    items: list[Partition] | list[str]   # partitions or names, in partition id order
+    items: Sequence[Partition] | list[str]   # partitions (encoded, from the cache) or names, in id order
     next_id: int               # where the next batch starts; -1 when the range is done
     min_id: int                # the table's partition ids now; -1 when it has none
     max_id: int

@@ -26,6 +26,7 @@ from hmsproxy.store.domain import (
     NotificationEvent,
     Partition,
     PartitionBatch,
+    PartitionSink,
     ShowLocksResponseElement,
     Table,
     TableBundle,
@@ -72,8 +73,8 @@ class MetadataStore(Protocol):
                     expected_parameter: tuple[str, str] | None = None, journal: Journal | None = None) -> None: ...
     def drop_table(self, cat: str, db_name: str, tbl_name: str, journal: Journal | None = None) -> DroppedTable: ...
     def get_table_bundle(self, cat: str, db_name: str, tbl_name: str,
-                         partition_sink: Callable[[Table, list[Partition]], None] | None = None) -> TableBundle:
-        """With a sink, the partitions go to it as (table, chunk) and the bundle's list stays empty."""
+                         partition_sink: PartitionSink | None = None) -> TableBundle:
+        """With a sink, the partitions go to it as (table, chunk, ids) and the bundle's list stays empty."""
     def get_table_bundles(self, cat: str, tables: Sequence[tuple[str, str]]) -> list[TableBundle]:
         """Bundles of many small tables, (database, table) each, read together; missing tables are left out."""
     def partition_counts(self, cat: str) -> dict[tuple[str, str], int] | None:

@@ -43,6 +43,7 @@ from hmsproxy.store.domain import (
     NotificationEvent,
     Partition,
     PartitionBatch,
+    PartitionSink,
     ShowLocksResponseElement,
     Table,
     TableBundle,
@@ -200,7 +201,7 @@ class UpstreamStore:
                                     for p in chunk if p.sd is not None and p.sd.location])
 
     def get_table_bundle(self, cat: str, db_name: str, tbl_name: str,
-                         partition_sink: Callable[[Table, list[Partition]], None] | None = None) -> TableBundle:
+                         partition_sink: PartitionSink | None = None) -> TableBundle:
         """The table with its partitions (PARTITION_CHUNK at a time) and the statistics of all their columns.
 
         Read in many calls, not as one snapshot, so the version (the upstream's newest event id: 0 without a log)
@@ -221,7 +222,7 @@ class UpstreamStore:
             if partition_sink is None:
                 partitions += chunk
             else:
-                partition_sink(table, chunk)
+                partition_sink(table, chunk, None)   # the HMS API tells no partition ids
         table_stats = {o.colName: o for o in self.get_table_column_statistics(cat, db_name, tbl_name, table_columns)}
         partition_stats: dict[str, dict[str, ColumnStatisticsObj]] = {}
         for start in range(0, len(names), PARTITION_CHUNK):

@@ -36,7 +36,15 @@ from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import DbKey, SharedCache, TableEntry, TableKey
 from hmsproxy.store.cache.statistics import CachedStatistics
 from hmsproxy.store.cache.transactions import CachedTransactions
-from hmsproxy.store.domain import DroppedTable, NotificationEvent, PartitionBatch, TableBundle, is_transactional
+from hmsproxy.store.domain import (
+    BATCH_SCAN_FACTOR,
+    DroppedTable,
+    NotificationEvent,
+    PartitionBatch,
+    PartitionSink,
+    TableBundle,
+    is_transactional,
+)
 from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.reader import INTERNAL, Reader, shallow_copy
 from hmsproxy.txn.write_ids import ValidWriteIdList, is_fresh_or_newer
@@ -203,11 +211,11 @@ class CachedStore(CachedStatistics, CachedTransactions):
     def _load(self, key: TableKey, load: _LoadInFlight) -> int:
         builder: PartitionSetBuilder | None = None
 
-        def collect(table: Any, chunk: list[Any]) -> None:
+        def collect(table: Any, chunk: list[Any], ids: list[int] | None) -> None:
             nonlocal builder
             if builder is None:
                 builder = PartitionSetBuilder(PartitionSet(keys=tuple(k.name for k in table.partitionKeys)))
-            builder.add(chunk)
+            builder.add(chunk, ids)
 
         try:
             bundle = self.delegate.get_table_bundle(*key, partition_sink=collect)
@@ -417,7 +425,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
         return entry.table_bytes
 
     def get_table_bundle(self, cat: str, db_name: str, tbl_name: str,
-                         partition_sink: Callable[[Any, list[Any]], None] | None = None) -> TableBundle:
+                         partition_sink: PartitionSink | None = None) -> TableBundle:
         return self.delegate.get_table_bundle(cat, db_name, tbl_name, partition_sink)
 
     def get_table_bundles(self, cat: str, tables: Sequence[tuple[str, str]]) -> list[TableBundle]:
@@ -507,7 +515,8 @@ class CachedStore(CachedStatistics, CachedTransactions):
         with self.cache.writing(key):
             added = self.delegate.add_partitions(cat, db_name, tbl_name, parts, if_not_exists, journal)
             stored = self._canonical_parts(key, added)
-            self._update_entry(key, lambda e: e.but(partitions=e.partitions.with_partitions(stored)), journal.version)
+            self._update_entry(key, lambda e: e.but(partitions=e.partitions.with_partitions(
+                stored, journal.partition_ids)), journal.version)
         return added
 
     def alter_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any],
@@ -533,8 +542,10 @@ class CachedStore(CachedStatistics, CachedTransactions):
                 stats = dict(entry.partition_stats)
                 if old_name in stats:
                     stats[new_name] = stats.pop(old_name)
-                return entry.but(partitions=entry.partitions.without([old_name]).with_partitions([stored]),
-                                 partition_stats=stats)
+                kept_id = entry.partitions.id_of(old_name)   # a rename keeps the partition's id
+                partitions = entry.partitions.without([old_name]).with_partitions(
+                    [stored], None if kept_id is None else {new_name: kept_id})
+                return entry.but(partitions=partitions, partition_stats=stats)
 
             self._update_entry(key, change, journal.version)
 
@@ -623,7 +634,21 @@ class CachedStore(CachedStatistics, CachedTransactions):
 
     def get_partition_batch(self, cat: str, db_name: str, tbl_name: str, from_id: int, to_id: int, size: int,
                             predicate: Callable[[Sequence[str]], bool] | None, names_only: bool) -> PartitionBatch:
-        return self.delegate.get_partition_batch(cat, db_name, tbl_name, from_id, to_id, size, predicate, names_only)
+        """From memory when the cached set knows every partition's id (under the snapshot rules of every cached
+        read), else from the database, and the table is read again to learn them."""
+        def from_db() -> PartitionBatch:
+            return self.delegate.get_partition_batch(cat, db_name, tbl_name, from_id, to_id, size, predicate,
+                                                     names_only)
+
+        def from_cache(entry: TableEntry) -> PartitionBatch:
+            scan = size if predicate is None else size * BATCH_SCAN_FACTOR
+            batch = entry.partitions.batch(from_id, to_id, size, scan, predicate, names_only)
+            if batch is not None:
+                return batch
+            self.request_load((cat, db_name, tbl_name))
+            return from_db()
+
+        return self._read(cat, db_name, tbl_name, "partition", from_cache, from_db)
 
     def statistics_analyzed_at(self, cat: str, db_name: str, tbl_name: str, part_name: str | None,
                                col_name: str) -> int | None:
@@ -661,7 +686,7 @@ def entry_from_bundle(bundle: TableBundle, partitions: PartitionSetBuilder | Non
     the bundle's list."""
     keys = tuple(k.name for k in bundle.table.partitionKeys or [])
     builder = partitions or PartitionSetBuilder(PartitionSet(keys=keys))
-    builder.add(bundle.partitions)
+    builder.add(bundle.partitions, bundle.partition_ids)
     return TableEntry(
         table=bundle.table, partitions=builder.build(), table_stats=bundle.table_stats,
         partition_stats=bundle.partition_stats, write_ids=bundle.write_ids, version=bundle.version,

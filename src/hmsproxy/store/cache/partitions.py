@@ -6,6 +6,11 @@ partitions of a table almost always share and which is therefore stored once. Th
 fields in any order, so the two pieces concatenate to a valid Partition struct. Partition values are
 interned so that every partition with ds=2024-01-01 shares one string.
 
+Each partition's id in the database (PARTITIONS.PART_ID) is kept too, for the batch API, which pages through
+a table in id order: loads read the ids, a local add learns them from its write; where one is not known
+(partitions another instance added, applied from its events) the set's ids are None and batches come from the
+database until the table is loaded again.
+
 A PartitionSet never changes: writes build a new one, so readers need no lock.
 """
 from __future__ import annotations
@@ -15,7 +20,7 @@ import functools
 import struct
 import sys
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +29,7 @@ from hmsproxy.idl import hms
 from hmsproxy.names import make_partition_name
 from hmsproxy.partition_filter import PartitionFilter
 from hmsproxy.store.cache.value_index import ValueIndex
+from hmsproxy.store.domain import PartitionBatch
 
 _SD_FIELD = b"\x0c\x00\x06"         # struct, field 6 (Partition.sd)
 _LOCATION_FIELD = b"\x0b\x00\x02"   # string, field 2 (StorageDescriptor.location)
@@ -69,6 +75,7 @@ class PartitionSet:
     values: tuple[tuple[str, ...], ...] = ()     # parallel, interned strings
     tails: tuple[bytes, ...] = ()
     tolerant_tails: frozenset[bytes] = frozenset()  # tails holding list-keyed skew maps
+    ids: array[int] | None = None                # parallel: PART_ID of each; None when not all are known
     index: ValueIndex = field(init=False, repr=False, compare=False)   # of `values`, built as filters ask
     known_size: int | None = field(default=None, repr=False, compare=False)   # size_bytes(), once counted
 
@@ -124,6 +131,39 @@ class PartitionSet:
         positions = range(len(self.names)) if candidates is None else sorted(candidates)
         return [self.names[i] for i in positions if partition_filter.matches(self.values[i])]
 
+    def id_of(self, name: str) -> int | None:
+        i = self.index_of(name)
+        return None if i is None or self.ids is None else self.ids[i]
+
+    @functools.cached_property
+    def _id_order(self) -> tuple[list[int], list[int]]:
+        """(positions sorted by id, the ids in that order), built once per set when a batch first asks."""
+        assert self.ids is not None
+        order = sorted(range(len(self.ids)), key=self.ids.__getitem__)
+        return order, [self.ids[i] for i in order]
+
+    def batch(self, from_id: int, to_id: int, size: int, scan: int,
+              predicate: Callable[[Sequence[str]], bool] | None, names_only: bool) -> PartitionBatch | None:
+        """The batch API's answer from memory (the rules of PartitionStore.get_partition_batch: `scan`
+        partitions from `from_id` examined at most); None when the ids are not all known."""
+        if self.ids is None:
+            return None
+        order, sorted_ids = self._id_order
+        start = bisect.bisect_left(sorted_ids, from_id)
+        end = len(order) if to_id < 0 else bisect.bisect_left(sorted_ids, to_id)
+        window = order[start:min(end, start + scan + 1)]
+        examined, following = window[:scan], window[scan:]
+        if predicate is not None:
+            examined = [i for i in examined if predicate(self.values[i])]
+        chosen = examined[:size]
+        if len(examined) > size:
+            next_id = self.ids[examined[size]]
+        else:
+            next_id = self.ids[following[0]] if following else -1
+        items = [self.names[i] for i in chosen] if names_only else self.encoded(chosen)
+        low, high = (sorted_ids[0], sorted_ids[-1]) if sorted_ids else (-1, -1)
+        return PartitionBatch(items, next_id, low, high)
+
     def size_bytes(self) -> int:
         """Estimated memory: the bytes objects, the shared strings and the containers holding them. Counted once
         per set; a set changed in place carries its base's count, adjusted by the rows it changed."""
@@ -135,15 +175,17 @@ class PartitionSet:
 
     # ---- writes (each returns a new set) -----------------------------------------------------------
 
-    def with_partitions(self, parts: Sequence[Any]) -> PartitionSet:
-        """Adds or replaces partitions (matched by name). A few are put in place one by one, so that a write's
-        cost does not grow with the table beyond copying its arrays; many rebuild the set."""
+    def with_partitions(self, parts: Sequence[Any], new_ids: Mapping[str, int] | None = None) -> PartitionSet:
+        """Adds or replaces partitions (matched by name). A replaced partition keeps its id; an added one takes
+        its id from `new_ids` (by name), else the set's ids become unknown. A few are put in place one by one,
+        so that a write's cost does not grow with the table beyond copying its arrays; many rebuild the set."""
         if len(parts) > SMALL_CHANGE or len(self.tails) > SMALL_CHANGE:
             builder = PartitionSetBuilder(self)
-            builder.add(parts)
+            builder.add(parts, [self._kept_id(p, new_ids) for p in parts])
             return builder.build()
         names, own, refs, values = list(self.names), list(self.own), array("I", self.tail_refs), list(self.values)
         tails, tolerant, size = list(self.tails), set(self.tolerant_tails), self.size_bytes()
+        ids: array[int] | None = array("q", self.ids) if self.ids is not None else None
         for part in parts:
             part_own, tail, needs_tolerant = encode_partition(part)
             if needs_tolerant:
@@ -162,12 +204,26 @@ class PartitionSet:
                 own.insert(i, row[0])
                 refs.insert(i, row[1])
                 values.insert(i, row[2])
+                new_id = None if new_ids is None else new_ids.get(name)
+                if ids is not None and new_id is not None:
+                    ids.insert(i, new_id)
+                else:
+                    ids = None
             size += _row_bytes(name, row[0], row[2])
         return PartitionSet(self.keys, tuple(names), tuple(own), refs, tuple(values), tuple(tails),
-                            frozenset(t for t in tails if t in tolerant), known_size=size)
+                            frozenset(t for t in tails if t in tolerant), ids, known_size=size)
 
-    def _rows(self) -> dict[str, tuple[bytes, bytes, tuple[str, ...]]]:
-        return dict(zip(self.names, zip(self.own, (self.tails[r] for r in self.tail_refs), self.values)))
+    def _kept_id(self, part: Any, new_ids: Mapping[str, int] | None) -> int | None:
+        """The id a partition written into this set has: its own if it is here already, else the new one."""
+        name = make_partition_name(self.keys, part.values)
+        i = self.index_of(name)
+        if i is not None:
+            return None if self.ids is None else self.ids[i]
+        return None if new_ids is None else new_ids.get(name)
+
+    def _rows(self) -> dict[str, Row]:
+        ids: Iterable[int | None] = self.ids if self.ids is not None else [None] * len(self.names)
+        return dict(zip(self.names, zip(self.own, (self.tails[r] for r in self.tail_refs), self.values, ids)))
 
     def without(self, names: Iterable[str]) -> PartitionSet:
         drop = sorted({i for i in map(self.index_of, set(names)) if i is not None}, reverse=True)
@@ -176,12 +232,15 @@ class PartitionSet:
             rows = {n: row for n, row in self._rows().items() if n not in dropped}
             return _from_rows(self.keys, rows, set(self.tolerant_tails))
         kept_names, own, refs, values = list(self.names), list(self.own), array("I", self.tail_refs), list(self.values)
+        ids = array("q", self.ids) if self.ids is not None else None
         size = self.size_bytes()
         for i in drop:   # from the end, so that the positions still to drop stay where they were
             size -= _row_bytes(kept_names[i], own[i], values[i])
             del kept_names[i], own[i], refs[i], values[i]
+            if ids is not None:
+                del ids[i]
         return PartitionSet(self.keys, tuple(kept_names), tuple(own), refs, tuple(values), self.tails,
-                            self.tolerant_tails, known_size=size)   # an unused tail stays until a rebuild
+                            self.tolerant_tails, ids, known_size=size)   # an unused tail stays until a rebuild
 
 
 def _row_bytes(name: str, own: bytes, values: tuple[str, ...]) -> int:
@@ -189,7 +248,8 @@ def _row_bytes(name: str, own: bytes, values: tuple[str, ...]) -> int:
     return sys.getsizeof(own) + sys.getsizeof(name) + sys.getsizeof(values) + ROW_SLOT_BYTES
 
 
-ROW_SLOT_BYTES = 3 * 8 + 4   # a pointer in each of three tuples, an entry of the tail_refs array
+ROW_SLOT_BYTES = 3 * 8 + 4 + 8   # a pointer in each of three tuples, an entry of tail_refs and one of ids
+Row = tuple[bytes, bytes, tuple[str, ...], int | None]   # own bytes, tail, values, id (None: not known)
 
 
 class PartitionSetBuilder:
@@ -201,28 +261,30 @@ class PartitionSetBuilder:
         self._rows = base._rows()
         self._tolerant = set(base.tolerant_tails)
 
-    def add(self, parts: Sequence[Any]) -> None:
-        for part in parts:
+    def add(self, parts: Sequence[Any], ids: Sequence[int | None] | None = None) -> None:
+        """Adds (or replaces) partitions; `ids` parallel to them, or None when the store gave none."""
+        for part, part_id in zip(parts, ids if ids is not None else [None] * len(parts)):
             own, tail, needs_tolerant = encode_partition(part)
             if needs_tolerant:
                 self._tolerant.add(tail)
             values = tuple(sys.intern(v) for v in part.values)
-            self._rows[make_partition_name(self.keys, part.values)] = (own, tail, values)
+            self._rows[make_partition_name(self.keys, part.values)] = (own, tail, values, part_id)
 
     def build(self) -> PartitionSet:
         return _from_rows(self.keys, self._rows, self._tolerant)
 
 
-def _from_rows(keys: tuple[str, ...], rows: dict[str, tuple[bytes, bytes, tuple[str, ...]]],
-               tolerant: set[bytes]) -> PartitionSet:
+def _from_rows(keys: tuple[str, ...], rows: dict[str, Row], tolerant: set[bytes]) -> PartitionSet:
     names = sorted(rows)
     tail_index: dict[bytes, int] = {}
     refs = array("I")
     for name in names:
         refs.append(tail_index.setdefault(rows[name][1], len(tail_index)))
     tails = tuple(tail_index)
+    ids = [rows[n][3] for n in names]
     return PartitionSet(
         keys=keys, names=tuple(names), own=tuple(rows[n][0] for n in names), tail_refs=refs,
         values=tuple(rows[n][2] for n in names), tails=tails,
         tolerant_tails=frozenset(t for t in tails if t in tolerant),
+        ids=None if None in ids else array("q", ids),   # type: ignore[arg-type]   # no None left
     )

@@ -16,11 +16,12 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, func, select
 
-from hmsproxy.store.domain import TableBundle, is_transactional
+from hmsproxy.store.domain import PartitionSink, TableBundle, is_transactional
 from hmsproxy.store.sql import event_log
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.lookups import TableRef, no_such_object, table_ref
+from hmsproxy.store.sql.partitions import PartitionRow
 from hmsproxy.store.sql.stats_codec import row_to_obj
 from hmsproxy.txn.write_ids import ValidWriteIdList
 
@@ -31,9 +32,8 @@ class BundleStore:
     db: Database
     _load_tables: Callable[[Connection, str, str, Sequence[str]], list[Any]]                     # TableStore
     _partition_id_ranges: Callable[[Connection, TableRef], list[ColumnElement[bool]]]            # PartitionStore
-    _load_partitions: Callable[..., list[Any]]                                                   # PartitionStore
     _read_partitions: Callable[[Connection, str, dict[int, tuple[str, str]], ColumnElement[bool]],
-                               list[tuple[int, str, Any]]]                                        # PartitionStore
+                               list[PartitionRow]]                                                # PartitionStore
     table_write_ids: Callable[[Connection, str, str], ValidWriteIdList | None]                   # TransactionStore
 
     def partition_counts(self, cat: str) -> dict[tuple[str, str], int] | None:
@@ -46,7 +46,7 @@ class BundleStore:
             return {(db, table): count for db, table, count in conn.execute(counted)}
 
     def get_table_bundle(self, cat: str, db_name: str, tbl_name: str,
-                         partition_sink: Callable[[Any, list[Any]], None] | None = None) -> TableBundle:
+                         partition_sink: PartitionSink | None = None) -> TableBundle:
         """One table; with a sink, its partitions go there chunk by chunk and the bundle's list stays empty."""
         with self.db.transaction() as conn:
             version = event_log.table_version(conn, db_name, tbl_name)
@@ -59,16 +59,19 @@ class BundleStore:
                 write_ids = self.table_write_ids(conn, db_name, tbl_name)
             ref = table_ref(conn, cat, db_name, tbl_name)
             partitions: list[Any] = []
+            ids: list[int] = []
             if ref.partition_keys:
                 for chunk in self._partition_id_ranges(conn, ref):
-                    loaded = self._load_partitions(conn, cat, db_name, tbl_name, ref, chunk)
+                    rows = self._read_partitions(conn, cat, {ref.tbl_id: (db_name, tbl_name)}, chunk)
+                    loaded, loaded_ids = [row.partition for row in rows], [row.part_id for row in rows]
                     if partition_sink is None:
                         partitions += loaded
+                        ids += loaded_ids
                     else:
-                        partition_sink(tables[0], loaded)
+                        partition_sink(tables[0], loaded, loaded_ids)
             table_stats, partition_stats = _statistics(conn, [ref.tbl_id])
         return TableBundle(tables[0], partitions, table_stats.get(ref.tbl_id, {}),
-                           partition_stats.get(ref.tbl_id, {}), write_ids, version)
+                           partition_stats.get(ref.tbl_id, {}), write_ids, version, ids)
 
     def get_table_bundles(self, cat: str, tables: Sequence[tuple[str, str]]) -> list[TableBundle]:
         """The bundles of many tables of a catalog, (database, table) each, read together: for tables small
@@ -88,14 +91,16 @@ class BundleStore:
                     write_ids[key] = self.table_write_ids(conn, *key)
             partitioned = {t.id: (t.dbName, t.tableName) for t in loaded if t.partitionKeys}
             partitions: dict[int, list[Any]] = defaultdict(list)
+            ids: dict[int, list[int]] = defaultdict(list)
             if partitioned:
                 kept = s.PARTITIONS.c.TBL_ID.in_(list(partitioned))
-                for tbl_id, _, partition in self._read_partitions(conn, cat, partitioned, kept):
-                    partitions[tbl_id].append(partition)
+                for row in self._read_partitions(conn, cat, partitioned, kept):
+                    partitions[row.tbl_id].append(row.partition)
+                    ids[row.tbl_id].append(row.part_id)
             table_stats, partition_stats = _statistics(conn, [t.id for t in loaded])
         return [TableBundle(t, partitions.get(t.id, []), table_stats.get(t.id, {}), partition_stats.get(t.id, {}),
                             write_ids.get((t.dbName, t.tableName)),
-                            versions.get((t.dbName.lower(), t.tableName.lower()), 0))
+                            versions.get((t.dbName.lower(), t.tableName.lower()), 0), ids.get(t.id, []))
                 for t in loaded]
 
 

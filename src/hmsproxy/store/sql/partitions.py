@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import ColumnElement, Connection, Select, and_, delete, func, insert, select, update
 
@@ -23,7 +23,7 @@ from hmsproxy.names import (
 from hmsproxy.partition_filter import PartitionFilter, names_matching
 from hmsproxy.partitions_to_add import check_new_and_distinct
 from hmsproxy.store.canonical import write_id
-from hmsproxy.store.domain import PartitionBatch
+from hmsproxy.store.domain import BATCH_SCAN_FACTOR, PartitionBatch
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.descriptors import (
@@ -43,7 +43,6 @@ from hmsproxy.store.sql.lookups import TableRef, no_such_object, table_ref
 from hmsproxy.store.sql.tables import column_tuples, current_columns
 
 CHUNK = 900
-BATCH_SCAN_FACTOR = 10
 LOAD_CHUNK = 10_000  # partitions read per step when a whole table is loaded
 
 
@@ -72,7 +71,9 @@ class PartitionStore:
             existing = self._existing_names(conn, ref.tbl_id, names)
             check_new_and_distinct(names, parts, existing, if_not_exists)
             to_add = [(n, p) for n, p in zip(names, parts) if n not in existing]
-            self._insert_partitions(conn, ref, to_add)
+            ids = self._insert_partitions(conn, ref, to_add)
+            if journal is not None:
+                journal.partition_ids.update(zip((n for n, _ in to_add), ids))
             return [p for _, p in to_add]
 
     def _existing_names(self, conn: Connection, tbl_id: int, names: Sequence[str]) -> set[str]:
@@ -82,9 +83,10 @@ class PartitionStore:
                 s.PARTITIONS.c.TBL_ID == tbl_id, s.PARTITIONS.c.PART_NAME.in_(chunk))).scalars())
         return found
 
-    def _insert_partitions(self, conn: Connection, ref: TableRef, named: Sequence[tuple[str, Any]]) -> None:
+    def _insert_partitions(self, conn: Connection, ref: TableRef, named: Sequence[tuple[str, Any]]) -> list[int]:
+        """Writes the partitions; returns the ids they were given, in order."""
         if not named:
-            return
+            return []
         table_columns = current_columns(conn, ref.cd_id)
         cd_ids: list[int] = []
         for _, part in named:
@@ -105,6 +107,7 @@ class PartitionStore:
         conn.execute(insert(s.PARTITION_KEY_VALS), values)
         if params:
             conn.execute(insert(s.PARTITION_PARAMS), params)
+        return [first + i for i in range(len(named))]
 
     def alter_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any],
                          journal: Journal | None = None) -> None:
@@ -301,12 +304,12 @@ class PartitionStore:
             batches = [s.PARTITIONS.c.PART_ID.in_(chunk) for chunk in _chunks(list(part_ids))]
         named = {ref.tbl_id: (db_name, tbl_name)}
         result = [row for kept in batches for row in self._read_partitions(conn, cat, named, kept)]
-        result.sort(key=lambda row: row[1])
-        return [p for _, _, p in result]
+        result.sort(key=lambda row: row.name)
+        return [row.partition for row in result]
 
     def _read_partitions(self, conn: Connection, cat: str, table_names: dict[int, tuple[str, str]],
-                         kept: ColumnElement[bool]) -> list[tuple[int, str, Any]]:
-        """(TBL_ID, PART_NAME, Partition) of the partitions meeting `kept` (a condition on PARTITIONS), in a fixed
+                         kept: ColumnElement[bool]) -> list[PartitionRow]:
+        """The partitions meeting `kept` (a condition on PARTITIONS), in a fixed
         number of queries whatever the number of partitions and tables: one row per partition with its values,
         parameters and storage descriptor, then the descriptors' columns and skew. `table_names` gives each
         table's (database, table) names."""
@@ -331,12 +334,20 @@ class PartitionStore:
             m = row._mapping
             db_name, tbl_name = table_names[m["TBL_ID"]]
             sd = None if m["SD_ID"] is None else descriptor_from_row(m, columns, skew)
-            result.append((m["TBL_ID"], m["PART_NAME"], hms.Partition(
+            result.append(PartitionRow(m["TBL_ID"], m["PART_ID"], m["PART_NAME"], hms.Partition(
                 values=[value for value, in ordered(m["PART_VALUES"])], dbName=db_name, tableName=tbl_name,
                 createTime=m["CREATE_TIME"], lastAccessTime=m["LAST_ACCESS_TIME"], sd=sd,
                 parameters=as_dict(m["PART_PARAMETERS"]), catName=cat, writeId=m["WRITE_ID"] or 0,
             )))
         return result
+
+
+class PartitionRow(NamedTuple):
+    """A partition as read, with the ids and name it has in the database."""
+    tbl_id: int
+    part_id: int
+    name: str
+    partition: Any
 
 
 def _batch_window(conn: Connection, ref: TableRef, from_id: int, to_id: int, limit: int) -> list[Any]:
