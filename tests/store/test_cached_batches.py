@@ -114,7 +114,7 @@ def test_local_writes_keep_the_ids_known_and_the_batches_right(stores):
     altered.parameters = {"changed": "yes"}
     cached.alter_partitions("hive", "d", "t", [altered])
     for size in (1, 13, 1000):
-        statements, answers = _statements(plain, lambda: _walk(cached, size, None, False))
+        statements, answers = _statements(plain, lambda size=size: _walk(cached, size, None, False))
         assert statements == 0
         assert answers == _walk(plain, size, None, False)
     assert requested == []

@@ -1,6 +1,8 @@
 """A cached table's partition set changed in place by a write (a few partitions added, replaced or dropped, its
 size adjusted rather than counted again) holds exactly what a set built from scratch with the same partitions
-holds: the same rows in name order, the same encoded bytes and storage-descriptor tails, and the same size."""
+holds: the same rows in name order, the same encoded bytes and storage-descriptor tails, the same size, and
+the same partition ids (a replaced partition keeps its id; an added one takes the id its write gave it, and
+one added without an id leaves the set's ids unknown)."""
 from __future__ import annotations
 
 import sys
@@ -28,14 +30,14 @@ def _partition(ds: str, hr: str, variant: int) -> hms.Partition:
 
 PARTS = st.builds(_partition, st.sampled_from(["2024-01-01", "2024-01-02", "2024-01-03", "b"]),
                   st.sampled_from([str(h) for h in range(6)]), st.integers(0, 2))
-OPS = st.lists(st.one_of(st.tuples(st.just("put"), st.lists(PARTS, max_size=5)),
+OPS = st.lists(st.one_of(st.tuples(st.just("put"), st.lists(PARTS, max_size=5), st.booleans()),
                          st.tuples(st.just("drop"), st.lists(PARTS.map(lambda p: make_partition_name(KEYS, p.values)),
-                                                             max_size=5))), max_size=8)
+                                                             max_size=5), st.just(True))), max_size=8)
 
 
-def _built(parts: dict[str, hms.Partition]) -> PartitionSet:
+def _built(parts: dict[str, hms.Partition], ids: dict[str, int] | None = None) -> PartitionSet:
     builder = PartitionSetBuilder(PartitionSet(keys=KEYS))
-    builder.add(list(parts.values()))
+    builder.add(list(parts.values()), None if ids is None else [ids[name] for name in parts])
     return builder.build()
 
 
@@ -48,11 +50,18 @@ def _rows(partitions: PartitionSet) -> list[tuple]:
 @given(st.lists(PARTS, max_size=12), OPS)
 def test_a_set_changed_in_place_equals_one_built_from_scratch(initial, ops):
     expected = {make_partition_name(KEYS, p.values): p for p in initial}
-    current = _built(expected)
+    expected_ids: dict[str, int] | None = {name: 1000 + i for i, name in enumerate(expected)}
+    current = _built(expected, expected_ids)
     current.size_bytes()   # counted once: every change from here adjusts the count
-    for kind, items in ops:
+    for kind, items, with_ids in ops:
         if kind == "put":
-            current = current.with_partitions(items)
+            names = [make_partition_name(KEYS, p.values) for p in items]
+            new_ids = {name: 5000 + i for i, name in enumerate(names)} if with_ids else None
+            current = current.with_partitions(items, new_ids)
+            if expected_ids is not None:
+                added = [name for name in dict.fromkeys(names) if name not in expected]
+                expected_ids = None if added and new_ids is None else \
+                    {**expected_ids, **{name: new_ids[name] for name in added if new_ids is not None}}
             expected.update((make_partition_name(KEYS, p.values), p) for p in items)
         else:
             current = current.without(items)
@@ -60,6 +69,10 @@ def test_a_set_changed_in_place_equals_one_built_from_scratch(initial, ops):
                 expected.pop(name, None)
         fresh = _built(expected)
         assert _rows(current) == _rows(fresh)
+        if expected_ids is None:
+            assert current.ids is None
+        else:
+            assert current.ids is not None and list(current.ids) == [expected_ids[name] for name in current.names]
         unused_tails = [t for t in current.tails if t not in fresh.tails]   # they stay until a rebuild
         assert current.size_bytes() == fresh.size_bytes() + sum(map(sys.getsizeof, unused_tails))
         assert list(current.all()) == list(fresh.all())
@@ -79,7 +92,11 @@ def test_the_size_a_change_carries_is_the_size_counted_from_scratch():
     assert changed.known_size is not None and changed.size_bytes() == recounted.size_bytes()
 
 
-def test_a_large_change_rebuilds_the_set():
+def test_a_large_change_rebuilds_the_set_keeping_the_ids():
+    first = _partition("2024-01-01", "0", 0)
+    base = _built({make_partition_name(KEYS, first.values): first}, {make_partition_name(KEYS, first.values): 7})
     parts = [_partition("2024-01-01", str(h), h % 2) for h in range(SMALL_CHANGE + 1)]
-    changed = PartitionSet(KEYS).with_partitions(parts)
+    new_ids = {make_partition_name(KEYS, p.values): 100 + i for i, p in enumerate(parts)}
+    changed = base.with_partitions(parts, new_ids)
     assert _rows(changed) == _rows(_built({make_partition_name(KEYS, p.values): p for p in parts}))
+    assert changed.ids is not None and list(changed.ids) == [7] + [new_ids[n] for n in changed.names[1:]]
