@@ -44,6 +44,8 @@ def test_writes_that_log_no_event_turn_the_cache_off(backend, tmp_path):
         assert client.get_database("kept").parameters == {"v": "1"}
         assert metric(server, "hmsproxy_cache_lookups_total", kind="database", result="hit") == hits + 1
         assert metric(server, "hmsproxy_cache_passing_through") == 0
+        # The first look only marks where counting starts: the unlogged rows must come after it.
+        wait_for(lambda: metric(server, "hmsproxy_unlogged_write_checks_total") >= 1, "the first look")
 
         _write_as_a_java_hms_without_listener(url)
         wait_for(lambda: metric(server, "hmsproxy_cache_passing_through") == 1, "the cache turned off")
