@@ -1,11 +1,11 @@
 """Reading many partitions costs a fixed number of queries, not one per partition."""
 import pytest
-from sqlalchemy import event
 
 from hmsproxy.idl import hms
 from hmsproxy.store.sql.database import Database, init_schema
 from hmsproxy.store.sql.store import SqlStore
 from support.databases import fresh_database
+from support.statements import count_statements
 
 
 def _sd(location: str) -> object:
@@ -33,16 +33,6 @@ def store(tmp_path):
     store.close()
 
 
-def _count_statements(store: SqlStore, call) -> tuple[int, object]:
-    statements = []
-    listener = lambda conn, cursor, statement, *args: statements.append(statement)  # noqa: E731
-    event.listen(store.db.engine, "before_cursor_execute", listener)
-    try:
-        result = call()
-    finally:
-        event.remove(store.db.engine, "before_cursor_execute", listener)
-    return len(statements), result
-
 
 def _add(store: SqlStore, start: int, count: int, tmp_location: str) -> None:
     parts = [hms.Partition(values=[str(i)], dbName="d", tableName="t", sd=_sd(f"{tmp_location}/k={i}"),
@@ -53,13 +43,13 @@ def _add(store: SqlStore, start: int, count: int, tmp_location: str) -> None:
 
 def test_listing_cost_does_not_grow_with_the_partition_count(store, tmp_path):
     _add(store, 0, 20, f"file:{tmp_path}")
-    few, parts = _count_statements(store, lambda: store.get_partitions("hive", "d", "t"))
+    few, parts = count_statements(store, lambda: store.get_partitions("hive", "d", "t"))
     assert len(parts) == 20
     _add(store, 20, 480, f"file:{tmp_path}")
-    many, parts = _count_statements(store, lambda: store.get_partitions("hive", "d", "t"))
+    many, parts = count_statements(store, lambda: store.get_partitions("hive", "d", "t"))
     assert len(parts) == 500
     assert many == few <= 20
-    by_names, found = _count_statements(
+    by_names, found = count_statements(
         store, lambda: store.get_partitions_by_names("hive", "d", "t", [f"k={i}" for i in range(0, 500, 2)]))
     assert len(found) == 250 and by_names <= 20
 
@@ -93,12 +83,12 @@ def _tables(store: SqlStore, count: int, partitions: int, tmp_location: str) -> 
 def test_reading_many_tables_together_costs_the_same_queries_as_reading_a_few(store, tmp_path):
     """Prewarm's bulk read: a remote database costs a few round trips per group of tables, not per table."""
     names = _tables(store, 40, 5, f"file:{tmp_path}")
-    few, bundles = _count_statements(store, lambda: store.get_table_bundles("hive", names[:2]))
+    few, bundles = count_statements(store, lambda: store.get_table_bundles("hive", names[:2]))
     assert [len(b.partitions) for b in bundles] == [5, 5]
-    many, bundles = _count_statements(store, lambda: store.get_table_bundles("hive", names))
+    many, bundles = count_statements(store, lambda: store.get_table_bundles("hive", names))
     assert len(bundles) == 40 and sum(len(b.partitions) for b in bundles) == 200
     assert many == few <= 30
-    one_by_one, _ = _count_statements(store, lambda: [store.get_table_bundle("hive", *key) for key in names])
+    one_by_one, _ = count_statements(store, lambda: [store.get_table_bundle("hive", *key) for key in names])
     assert one_by_one > 10 * many
 
 

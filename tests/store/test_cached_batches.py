@@ -7,7 +7,6 @@ import random
 from typing import Any
 
 import pytest
-from sqlalchemy import event
 
 from api.builders import PLACEHOLDER_FORMATS, sd
 from hmsproxy.idl import hms
@@ -18,6 +17,7 @@ from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache
 from hmsproxy.store.sql.database import Database, init_schema
 from hmsproxy.store.sql.store import SqlStore
+from support.statements import count_statements
 
 KEY = ("hive", "d", "t")
 KEYS = [("ds", "string"), ("hr", "int")]
@@ -52,16 +52,6 @@ def stores(tmp_path):
     yield plain, cached, requested
     plain.close()
 
-
-def _statements(store: SqlStore, call: Any) -> tuple[int, Any]:
-    seen: list[str] = []
-    listener = lambda conn, cursor, statement, *args: seen.append(statement)  # noqa: E731
-    event.listen(store.db.engine, "before_cursor_execute", listener)
-    try:
-        result = call()
-    finally:
-        event.remove(store.db.engine, "before_cursor_execute", listener)
-    return len(seen), result
 
 
 def _answer(batch: Any, names_only: bool) -> tuple[Any, ...]:
@@ -100,7 +90,7 @@ def test_batches_from_the_cache_are_the_databases_batch_for_batch(stores, size, 
 
 def test_a_batch_from_the_cache_costs_no_database_round_trip(stores):
     plain, cached, _requested = stores
-    statements, batch = _statements(plain, lambda: cached.get_partition_batch(*KEY, 0, -1, 10, None, False))
+    statements, batch = count_statements(plain, lambda: cached.get_partition_batch(*KEY, 0, -1, 10, None, False))
     assert statements == 0 and len(batch.items) == 10
 
 
@@ -114,7 +104,7 @@ def test_local_writes_keep_the_ids_known_and_the_batches_right(stores):
     altered.parameters = {"changed": "yes"}
     cached.alter_partitions("hive", "d", "t", [altered])
     for size in (1, 13, 1000):
-        statements, answers = _statements(plain, lambda size=size: _walk(cached, size, None, False))
+        statements, answers = count_statements(plain, lambda size=size: _walk(cached, size, None, False))
         assert statements == 0
         assert answers == _walk(plain, size, None, False)
     assert requested == []
@@ -127,9 +117,9 @@ def test_partitions_of_unknown_id_send_batches_to_the_database_and_the_table_to_
     assert unknown.ids is None
     plain.add_partitions("hive", "d", "t", [_partition("2025-01-01", 0)])
     cached.cache.put_table(KEY, entry.but(partitions=unknown))
-    statements, answers = _statements(plain, lambda: _walk(cached, 50, None, True))
+    statements, answers = count_statements(plain, lambda: _walk(cached, 50, None, True))
     assert statements > 0 and answers == _walk(plain, 50, None, True)
     assert KEY in requested
     cached.load_table(KEY)
-    statements, answers = _statements(plain, lambda: _walk(cached, 50, None, True))
+    statements, answers = count_statements(plain, lambda: _walk(cached, 50, None, True))
     assert statements == 0 and answers == _walk(plain, 50, None, True)
