@@ -20,7 +20,7 @@ from hmsproxy.store.cache.shared_cache import TableKey
 
 log = logging.getLogger(__name__)
 PROGRESS_INTERVAL_S = 5.0
-GROUP_PARTITIONS = 10_000   # partitions of a group read at once: all exist as objects until encoded
+GROUP_PARTITIONS = 5_000   # partitions of a group read at once: all exist as objects until encoded
 GROUP_TABLES = 500          # tables of a group: bounds the lists of names and ids in its queries
 
 
