@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from hmsproxy.txn.write_ids import ValidWriteIdList
 
@@ -78,6 +78,26 @@ class LockOutcome:
 
 
 BATCH_SCAN_FACTOR = 10   # a filtered batch examines at most this many times its size of partitions per call
+T = TypeVar("T")
+
+
+def batch_scan(size: int, filtered: bool) -> int:
+    """The most partitions one batch call examines: so a selective filter answers a short (even empty) batch
+    with the id to continue from rather than scanning the whole table."""
+    return size * BATCH_SCAN_FACTOR if filtered else size
+
+
+def cut_batch(window: Sequence[T], size: int, scan: int, keep: Callable[[T], bool] | None,
+              id_of: Callable[[T], int]) -> tuple[list[T], int]:
+    """The batch API's rule, wherever the partitions come from: of `window` (up to scan + 1 partitions in id
+    order from where the batch starts) the first `scan` are examined and those `keep` accepts kept; the first
+    `size` of them are the batch. Returns them and the id the next batch starts from (-1: the range is done)."""
+    examined, following = list(window[:scan]), window[scan:]
+    if keep is not None:
+        examined = [item for item in examined if keep(item)]
+    if len(examined) > size:
+        return examined[:size], id_of(examined[size])
+    return examined, id_of(following[0]) if following else -1
 
 
 @dataclass(frozen=True)

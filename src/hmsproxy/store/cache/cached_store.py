@@ -37,7 +37,6 @@ from hmsproxy.store.cache.shared_cache import DbKey, SharedCache, TableEntry, Ta
 from hmsproxy.store.cache.statistics import CachedStatistics
 from hmsproxy.store.cache.transactions import CachedTransactions
 from hmsproxy.store.domain import (
-    BATCH_SCAN_FACTOR,
     DroppedTable,
     NotificationEvent,
     PartitionBatch,
@@ -641,8 +640,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
                                                      names_only)
 
         def from_cache(entry: TableEntry) -> PartitionBatch:
-            scan = size if predicate is None else size * BATCH_SCAN_FACTOR
-            batch = entry.partitions.batch(from_id, to_id, size, scan, predicate, names_only)
+            batch = entry.partitions.batch(from_id, to_id, size, predicate, names_only)
             if batch is not None:
                 return batch
             self.request_load((cat, db_name, tbl_name))

@@ -29,7 +29,7 @@ from hmsproxy.idl import hms
 from hmsproxy.names import make_partition_name
 from hmsproxy.partition_filter import PartitionFilter
 from hmsproxy.store.cache.value_index import ValueIndex
-from hmsproxy.store.domain import PartitionBatch
+from hmsproxy.store.domain import PartitionBatch, batch_scan, cut_batch
 
 _SD_FIELD = b"\x0c\x00\x06"         # struct, field 6 (Partition.sd)
 _LOCATION_FIELD = b"\x0b\x00\x02"   # string, field 2 (StorageDescriptor.location)
@@ -142,24 +142,19 @@ class PartitionSet:
         order = sorted(range(len(self.ids)), key=self.ids.__getitem__)
         return order, [self.ids[i] for i in order]
 
-    def batch(self, from_id: int, to_id: int, size: int, scan: int,
-              predicate: Callable[[Sequence[str]], bool] | None, names_only: bool) -> PartitionBatch | None:
-        """The batch API's answer from memory (the rules of PartitionStore.get_partition_batch: `scan`
-        partitions from `from_id` examined at most); None when the ids are not all known."""
+    def batch(self, from_id: int, to_id: int, size: int, predicate: Callable[[Sequence[str]], bool] | None,
+              names_only: bool) -> PartitionBatch | None:
+        """The batch API's answer from memory, by the rule of domain.cut_batch; None when the ids are not all
+        known."""
         if self.ids is None:
             return None
+        ids = self.ids
         order, sorted_ids = self._id_order
+        scan = batch_scan(size, predicate is not None)
         start = bisect.bisect_left(sorted_ids, from_id)
         end = len(order) if to_id < 0 else bisect.bisect_left(sorted_ids, to_id)
-        window = order[start:min(end, start + scan + 1)]
-        examined, following = window[:scan], window[scan:]
-        if predicate is not None:
-            examined = [i for i in examined if predicate(self.values[i])]
-        chosen = examined[:size]
-        if len(examined) > size:
-            next_id = self.ids[examined[size]]
-        else:
-            next_id = self.ids[following[0]] if following else -1
+        keep = None if predicate is None else (lambda i: predicate(self.values[i]))
+        chosen, next_id = cut_batch(order[start:min(end, start + scan + 1)], size, scan, keep, ids.__getitem__)
         items = [self.names[i] for i in chosen] if names_only else self.encoded(chosen)
         low, high = (sorted_ids[0], sorted_ids[-1]) if sorted_ids else (-1, -1)
         return PartitionBatch(items, next_id, low, high)

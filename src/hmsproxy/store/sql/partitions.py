@@ -23,7 +23,7 @@ from hmsproxy.names import (
 from hmsproxy.partition_filter import PartitionFilter, names_matching
 from hmsproxy.partitions_to_add import check_new_and_distinct
 from hmsproxy.store.canonical import write_id
-from hmsproxy.store.domain import BATCH_SCAN_FACTOR, PartitionBatch
+from hmsproxy.store.domain import PartitionBatch, batch_scan, cut_batch
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.descriptors import (
@@ -186,25 +186,19 @@ class PartitionStore:
 
     def get_partition_batch(self, cat: str, db_name: str, tbl_name: str, from_id: int, to_id: int, size: int,
                             predicate: Callable[[Sequence[str]], bool] | None, names_only: bool) -> PartitionBatch:
-        """Up to `size` partitions (or names) in id order from `from_id`, those matching `predicate`.
-
-        At most BATCH_SCAN_FACTOR * size partitions are examined per call, so a selective filter returns a
-        short (even empty) batch with the id to continue from rather than scanning the whole table."""
+        """Up to `size` partitions (or names) in id order from `from_id`, those matching `predicate`, by the
+        rule of domain.cut_batch."""
         with self.db.transaction() as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
             low, high = conn.execute(select(func.min(s.PARTITIONS.c.PART_ID), func.max(s.PARTITIONS.c.PART_ID))
                                      .where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)).one()
-            scan = size if predicate is None else size * BATCH_SCAN_FACTOR
+            scan = batch_scan(size, predicate is not None)
             window = _batch_window(conn, ref, from_id, to_id, scan + 1)
-            examined, following = window[:scan], window[scan:]
+            keep = None
             if predicate is not None:
-                values = self._values(conn, [row.PART_ID for row in examined])
-                examined = [row for row in examined if predicate(values.get(row.PART_ID, []))]
-            chosen = examined[:size]
-            if len(examined) > size:
-                next_id = examined[size].PART_ID
-            else:
-                next_id = following[0].PART_ID if following else -1
+                values = self._values(conn, [row.PART_ID for row in window[:scan]])
+                keep = lambda row: predicate(values.get(row.PART_ID, []))  # noqa: E731
+            chosen, next_id = cut_batch(window, size, scan, keep, lambda row: row.PART_ID)
             if names_only:
                 items = [row.PART_NAME for row in chosen]
             else:
