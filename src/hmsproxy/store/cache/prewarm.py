@@ -87,7 +87,7 @@ class Loader:
         first = self._next()
         if first is None:
             return []
-        group, partitions = [first], 0
+        group = [first]
         counted = counts.get(first[0])
         if counted is None:
             return group
