@@ -15,8 +15,8 @@ from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.prewarm import Loader
 from hmsproxy.store.cache.shared_cache import SharedCache
-from hmsproxy.store.sql.database import Database, init_schema
 from hmsproxy.store.sql.store import SqlStore
+from support.sql_stores import sqlite_store
 
 SIZES = {"a": 3, "b": 4, "c": 0, "d": 5, "big": 30, "e": 2, "f": 6, "g": 1}
 
@@ -51,12 +51,7 @@ class Recording:
 
 @pytest.fixture
 def plain(tmp_path):
-    db = Database(f"sqlite:///{tmp_path / 'm.db'}")
-    init_schema(db, "file:/w")
-    store = SqlStore(db)
-    for database in ("d", "e"):
-        store.create_database(hms.Database(name=database, locationUri=f"file:/w/{database}.db", parameters={},
-                                           catalogName="hive"))
+    store = sqlite_store(tmp_path, "d", "e")
     for i, (name, count) in enumerate(SIZES.items()):
         database = "de"[i % 2]
         store.create_table(hms.Table(tableName=name, dbName=database, catName="hive", parameters={"n": name},

@@ -13,8 +13,7 @@ from hmsproxy.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache
-from hmsproxy.store.sql.database import Database, init_schema
-from hmsproxy.store.sql.store import SqlStore
+from support.sql_stores import sqlite_store
 
 KEPT = 50
 
@@ -30,10 +29,7 @@ def _table(name: str) -> hms.Table:
 
 @pytest.fixture
 def store(tmp_path):
-    db = Database(f"sqlite:///{tmp_path / 'm.db'}")
-    init_schema(db, "file:/w")
-    plain = SqlStore(db)
-    plain.create_database(hms.Database(name="d", locationUri="file:/w/d.db", parameters={}, catalogName="hive"))
+    plain = sqlite_store(tmp_path, "d")
     cache = SharedCache(max_bytes=1 << 30, generations_kept=KEPT)
     requested: list = []
     cached = CachedStore(plain, cache, CachePolicy.from_patterns(), Metrics(), request_load=requested.append)

@@ -10,8 +10,7 @@ from hmsproxy.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore, entry_from_bundle
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache
-from hmsproxy.store.sql.database import Database, init_schema
-from hmsproxy.store.sql.store import SqlStore
+from support.sql_stores import sqlite_store
 
 
 def _sd(location):
@@ -20,10 +19,7 @@ def _sd(location):
 
 @pytest.fixture
 def stores(tmp_path):
-    db = Database(f"sqlite:///{tmp_path / 'm.db'}")
-    init_schema(db, "file:/w")
-    plain = SqlStore(db)
-    plain.create_database(hms.Database(name="d", locationUri="file:/w/d.db", parameters={}, catalogName="hive"))
+    plain = sqlite_store(tmp_path, "d")
     sizes = {"t0": 50, "t1": 50, "t2": 50, "t3": 50, "huge": 3000}
     for name, count in sizes.items():
         plain.create_table(hms.Table(tableName=name, dbName="d", catName="hive", sd=_sd(f"file:/w/d.db/{name}"),

@@ -15,8 +15,7 @@ from hmsproxy.partition_filter import compile_filter
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache
-from hmsproxy.store.sql.database import Database, init_schema
-from hmsproxy.store.sql.store import SqlStore
+from support.sql_stores import sqlite_store
 from support.statements import count_statements
 
 KEY = ("hive", "d", "t")
@@ -33,10 +32,7 @@ def _partition(ds: str, hr: int) -> Any:
 
 @pytest.fixture
 def stores(tmp_path):
-    db = Database(f"sqlite:///{tmp_path / 'm.db'}")
-    init_schema(db, "file:/w")
-    plain = SqlStore(db)
-    plain.create_database(hms.Database(name="d", locationUri="file:/w/d.db", parameters={}, catalogName="hive"))
+    plain = sqlite_store(tmp_path, "d")
     plain.create_table(hms.Table(tableName="t", dbName="d", catName="hive", sd=_sd("file:/w/t"), parameters={},
                                  partitionKeys=[hms.FieldSchema(name=k, type=t) for k, t in KEYS],
                                  tableType="MANAGED_TABLE"))
