@@ -8,6 +8,8 @@ for every map of 2 to 5 keys tried. Bins that Java turns into trees (8+ keys in 
 """
 from __future__ import annotations
 
+import functools
+
 INITIAL_CAPACITY, LOAD_FACTOR = 16, 0.75
 
 
@@ -22,10 +24,17 @@ def string_hash(text: str) -> int:
 
 def in_java_hashmap_order(params: dict[str, str]) -> dict[str, str]:
     """`params` reordered as a Java HashMap filled in key order iterates them."""
+    return {key: params[key] for key in _filled_in_key_order(tuple(params))}
+
+
+@functools.lru_cache(maxsize=4096)
+def _filled_in_key_order(keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The iteration order of a HashMap filled with `keys` in sorted order, memoized: the partitions of a table
+    mostly carry the same keys (serde parameters), and hashing them in Python costs more than the rest."""
     capacity = INITIAL_CAPACITY
-    while len(params) > capacity * LOAD_FACTOR:
+    while len(keys) > capacity * LOAD_FACTOR:
         capacity *= 2
-    return java_hashmap_order({key: params[key] for key in sorted(params)}, capacity)
+    return tuple(java_hashmap_order(dict.fromkeys(sorted(keys), ""), capacity))
 
 
 def java_hashmap_order(params: dict[str, str], capacity: int) -> dict[str, str]:

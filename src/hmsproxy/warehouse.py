@@ -13,6 +13,7 @@ What a client may name, and what the server may delete or move:
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import re
@@ -108,13 +109,25 @@ class Warehouse:
         return join(db_location, table_name)
 
     @staticmethod
-    def mkdirs(location: str | None) -> bool:
-        """Creates the directory; True if it did not exist before (so a failed call can undo it)."""
+    def mkdirs(location: str | None) -> list[Path]:
+        """Creates the directory and its missing parents; returns those it created, innermost first (what a failed
+        call removes), none when the directory existed."""
         path = local_path(location)
         if path is None or path.exists():
-            return False
+            return []
+        created = [path, *itertools.takewhile(lambda parent: not parent.exists(), path.parents)]
         path.mkdir(parents=True, exist_ok=True)
-        return True
+        return created
+
+    def remove_created(self, created: list[Path]) -> None:
+        """Undoes `mkdirs`: the directory it made, then each parent it made while that is empty (another call
+        may have put its own directory there meanwhile)."""
+        self.remove(to_uri(created[0]))
+        for parent in created[1:]:
+            try:
+                parent.rmdir()
+            except OSError:
+                return
 
     def remove(self, location: str | None) -> None:
         """Deletes an object's directory; never one that holds something kept (then it logs and keeps it)."""
@@ -206,10 +219,10 @@ class DirectoryWork:
 
     def mkdirs(self, location: str | None) -> bool:
         """Creates the directory; True if it did not exist before (and then removing it is the undo)."""
-        made = self._warehouse.mkdirs(location)
-        if made:
-            self._undo.append(lambda: self._warehouse.remove(location))
-        return made
+        created = self._warehouse.mkdirs(location)
+        if created:
+            self._undo.append(lambda: self._warehouse.remove_created(created))
+        return bool(created)
 
     def move(self, source: str | None, target: str | None) -> bool:
         """Warehouse.move, and moving it back is the undo."""

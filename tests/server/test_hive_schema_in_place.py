@@ -17,6 +17,7 @@ from hmsproxy.events import messages
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import event_log
 from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.sequences import reserve
 from hmsproxy.store.sql.store import SqlStore
 from support.cli import run_hmsproxy
 from support.databases import fresh_database
@@ -132,7 +133,8 @@ def test_a_change_logged_as_hive_4s_listener_logs_it_reaches_the_cache(backend, 
             packed = base64.b64encode(gzip.compress(event.message.encode("utf-8"))).decode("ascii")
             db = Database(url)
             with db.engine.begin() as conn:
-                event_log.append(conn, [dataclasses.replace(event, message=packed, message_format="gzip(json-2.0)")])
+                packed_event = dataclasses.replace(event, message=packed, message_format="gzip(json-2.0)")
+                event_log.append(conn, [packed_event], reserve(conn, "MNotificationLog", 1))
             db.dispose()
             deadline = time.monotonic() + 15  # the poller reads the log every 0.2 s; this bounds a broken test
             while client.get_table("shop", "t").parameters["note"] != "after" and time.monotonic() < deadline:

@@ -16,6 +16,7 @@ from hmsproxy.idl import hms
 from hmsproxy.store.sql import event_log
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database, init_schema
+from hmsproxy.store.sql.sequences import reserve
 from hmsproxy.store.sql.store import SqlStore
 from support.databases import fresh_database
 from support.hive_schema import columns_layout, keys_layout, load_hive_script
@@ -142,7 +143,8 @@ def test_a_log_an_older_hmsproxy_numbered_by_event_id_goes_on_without_a_clash(ba
 
         def log_one(name: str) -> None:
             with db.engine.begin() as conn:
-                event_log.append(conn, [messages.create_database(hms.Database(name=name, parameters={}))])
+                event = messages.create_database(hms.Database(name=name, parameters={}))
+                event_log.append(conn, [event], reserve(conn, "MNotificationLog", 1))
 
         log_one("one")
         log_one("two")

@@ -13,6 +13,7 @@ from hmsproxy.store.cache.unlogged_writes import UnloggedWrites
 from hmsproxy.store.sql import event_log
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database, init_schema
+from hmsproxy.store.sql.sequences import reserve
 from hmsproxy.store.sql.store import SqlStore
 from support.databases import BACKENDS, fresh_database
 
@@ -39,7 +40,8 @@ def _its_event(db: Database, name: str) -> None:
 
 
 def _log_creation(conn, name: str) -> None:
-    event_log.append(conn, [messages.create_database(hms.Database(name=name, parameters={}, catalogName="hive"))])
+    event = messages.create_database(hms.Database(name=name, parameters={}, catalogName="hive"))
+    event_log.append(conn, [event], reserve(conn, "MNotificationLog", 1))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

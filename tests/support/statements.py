@@ -10,15 +10,23 @@ T = TypeVar("T")
 
 
 def count_statements(store: Any, call: Callable[[], T]) -> tuple[int, T]:
-    """(statements `call` sent through the SQL store's engine, what it returned)."""
+    """(statements `call` sent through the SQL store's engines, what it returned)."""
+    seen, result = statements_sent(store, call)
+    return len(seen), result
+
+
+def statements_sent(store: Any, call: Callable[[], T]) -> tuple[list[str], T]:
+    """(the statements `call` sent through the SQL store's engines, in order; what it returned)."""
     seen: list[str] = []
 
     def listener(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
         seen.append(statement)
 
-    event.listen(store.db.engine, "before_cursor_execute", listener)
+    for engine in store.db.engines:
+        event.listen(engine, "before_cursor_execute", listener)
     try:
         result = call()
     finally:
-        event.remove(store.db.engine, "before_cursor_execute", listener)
-    return len(seen), result
+        for engine in store.db.engines:
+            event.remove(engine, "before_cursor_execute", listener)
+    return seen, result

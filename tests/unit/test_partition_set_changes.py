@@ -92,7 +92,7 @@ def test_the_size_a_change_carries_is_the_size_counted_from_scratch():
     assert changed.known_size is not None and changed.size_bytes() == recounted.size_bytes()
 
 
-def test_a_large_change_rebuilds_the_set_keeping_the_ids():
+def test_a_large_change_keeps_the_ids():
     first = _partition("2024-01-01", "0", 0)
     base = _built({make_partition_name(KEYS, first.values): first}, {make_partition_name(KEYS, first.values): 7})
     parts = [_partition("2024-01-01", str(h), h % 2) for h in range(SMALL_CHANGE + 1)]
@@ -100,3 +100,18 @@ def test_a_large_change_rebuilds_the_set_keeping_the_ids():
     changed = base.with_partitions(parts, new_ids)
     assert _rows(changed) == _rows(_built({make_partition_name(KEYS, p.values): p for p in parts}))
     assert changed.ids is not None and list(changed.ids) == [7] + [new_ids[n] for n in changed.names[1:]]
+
+
+def test_a_tail_no_partition_uses_any_more_is_let_go():
+    """Partitions altered one at a time to new storage descriptors: the set never holds more tails than its
+    partitions use, however many writes came before (memory that does not grow with writes)."""
+    parts = {make_partition_name(KEYS, ["2024-01-01", str(h)]): _partition("2024-01-01", str(h), 0) for h in range(6)}
+    current = _built(parts)
+    current.size_bytes()
+    for variant in (1, 2, 0, 1, 2):
+        for h in range(6):
+            current = current.with_partitions([_partition("2024-01-01", str(h), variant)])
+            parts[make_partition_name(KEYS, ["2024-01-01", str(h)])] = _partition("2024-01-01", str(h), variant)
+            fresh = _built(parts)
+            assert sorted(current.tails) == sorted(fresh.tails)
+            assert current.size_bytes() == fresh.size_bytes()

@@ -26,6 +26,7 @@ import binascii
 import functools
 import math
 import re
+from collections.abc import Callable
 from decimal import ROUND_HALF_EVEN, Decimal
 from json.decoder import scanstring  # type: ignore[attr-defined]  # undocumented, so typeshed leaves it out
 from typing import Any, NoReturn, TypeVar
@@ -46,6 +47,7 @@ _INT_BITS = {TType.BYTE: 8, TType.I16: 16, TType.I32: 32, TType.I64: 64}
 _ESCAPES = {i: f"\\u{i:04x}" for i in range(0x20)}
 _ESCAPES.update({ord("\b"): "\\b", ord("\t"): "\\t", ord("\n"): "\\n", ord("\f"): "\\f", ord("\r"): "\\r",
                  ord('"'): '\\"', ord("\\"): "\\\\"})
+_TO_ESCAPE = re.compile(r'[\x00-\x1f"\\]')
 _NUMBER = re.compile(r"[-+.0-9Ee]+")
 
 
@@ -64,7 +66,7 @@ def _field_spec(field: tuple[Any, ...]) -> tuple[int, str, Any]:
 def encode(obj: Any) -> str:
     """TJSONProtocol text of a thriftpy2 struct, as Java's ``TSerializer.toString`` returns it."""
     out: list[str] = []
-    _write_struct(out, obj)
+    _struct_writer(obj.__class__)(out, obj)
     return "".join(out)
 
 
@@ -95,74 +97,101 @@ def java_double(value: float) -> str:
     return f"{sign}{digits[0]}.{digits[1:] or '0'}E{point - 1}"
 
 
+Writer = Callable[[list[str], Any], None]   # appends one value's text
+
+
 @functools.cache
-def _fields(struct_type: Any) -> tuple[tuple[str, int, Any, str, str], ...]:
-    """(name, ttype, type argument, opening as the first field, opening after another) of a struct type's fields,
-    in field-id order: worked out once per type, not per object (events carry thousands of partitions)."""
-    fields = []
+def _struct_writer(struct_type: Any) -> Writer:
+    """The writer of a struct type, its fields in field-id order, each with a writer made for its type: worked
+    out once per type, not per object (events carry thousands of partitions)."""
+    fields: list[tuple[str, str, str, Writer]] = []
     for fid in sorted(struct_type.thrift_spec):
         ttype, name, arg = _field_spec(struct_type.thrift_spec[fid])
         opening = f'"{fid}":{{"{_NAMES[ttype]}":'
-        fields.append((name, ttype, arg, opening, "," + opening))
-    return tuple(fields)
+        fields.append((name, opening, "," + opening, _value_writer(ttype, arg, key=False)))
 
-
-def _write_struct(out: list[str], obj: Any) -> None:
-    out.append("{")
-    first = True
-    for name, ttype, arg, opening, later_opening in _fields(obj.__class__):
-        value = getattr(obj, name)
-        if value is None:
-            continue
-        out.append(opening if first else later_opening)
-        first = False
-        _write_value(out, ttype, arg, value, key=False)
+    def write(out: list[str], obj: Any) -> None:
+        out.append("{")
+        first = True
+        for name, opening, later_opening, write_value in fields:
+            value = getattr(obj, name)
+            if value is None:
+                continue
+            out.append(opening if first else later_opening)
+            first = False
+            write_value(out, value)
+            out.append("}")
         out.append("}")
-    out.append("}")
+    return write
 
 
-def _write_value(out: list[str], ttype: int, arg: Any, value: Any, key: bool) -> None:
-    """Append one value; ``key`` marks map-key position, where numbers are written as JSON strings."""
-    if ttype in _INT_BITS or ttype == TType.BOOL:
-        if ttype == TType.BOOL:
-            text = "1" if value else "0"
-        else:
-            bits = _INT_BITS[ttype]
-            if not -(1 << (bits - 1)) <= value < (1 << (bits - 1)):
+def _value_writer(ttype: int, arg: Any, key: bool) -> Writer:
+    """The writer of one Thrift type; ``key`` marks map-key position, where numbers are written as JSON strings."""
+    quote = '"' if key else ""
+    if ttype == TType.BOOL:
+        true, false = quote + "1" + quote, quote + "0" + quote
+        return lambda out, value: out.append(true if value else false)
+    if ttype in _INT_BITS:
+        bits = _INT_BITS[ttype]
+        low, high = -(1 << (bits - 1)), 1 << (bits - 1)
+
+        def write_int(out: list[str], value: Any) -> None:
+            if not low <= value < high:
                 raise ValueError(f"{value} does not fit a {bits}-bit Thrift integer")
-            text = str(int(value))
-        out.append(f'"{text}"' if key else text)
-    elif ttype == TType.DOUBLE:
-        text = java_double(float(value))
-        special = text[-1] in "Ny"  # NaN, Infinity, -Infinity: Java quotes these everywhere
-        out.append(f'"{text}"' if key or special else text)
-    elif ttype == TType.BINARY:
-        out.append('"' + base64.b64encode(bytes(value)).decode("ascii").rstrip("=") + '"')
-    elif ttype == TType.STRING:
-        if isinstance(value, bytes):
-            value = value.decode("utf-8")
-        out.append('"' + value.translate(_ESCAPES) + '"')
-    elif ttype == TType.STRUCT:
-        _write_struct(out, value)
-    elif ttype in (TType.LIST, TType.SET):
+            out.append(f"{quote}{int(value)}{quote}")
+        return write_int
+    if ttype == TType.DOUBLE:
+        def write_double(out: list[str], value: Any) -> None:
+            text = java_double(float(value))
+            special = text[-1] in "Ny"  # NaN, Infinity, -Infinity: Java quotes these everywhere
+            out.append(f'"{text}"' if key or special else text)
+        return write_double
+    if ttype == TType.BINARY:
+        return lambda out, value: out.append('"' + base64.b64encode(bytes(value)).decode("ascii").rstrip("=") + '"')
+    if ttype == TType.STRING:
+        return lambda out, value: out.append(_json_string(value))
+    if ttype == TType.STRUCT:
+        return lambda out, value: _struct_writer(arg)(out, value)
+    if ttype in (TType.LIST, TType.SET):
         etype, earg = _split(arg)
-        out.append(f'["{_NAMES[etype]}",{len(value)}')
-        for item in value:
-            out.append(",")
-            _write_value(out, etype, earg, item, key=False)
-        out.append("]")
-    elif ttype == TType.MAP:
+        return _sequence_writer(_NAMES[etype], _value_writer(etype, earg, key=False), etype == TType.STRING)
+    if ttype == TType.MAP:
         (ktype, karg), (vtype, varg) = _split(arg[0]), _split(arg[1])
-        out.append(f'["{_NAMES[ktype]}","{_NAMES[vtype]}",{len(value)},{{')
+        return _map_writer(f'["{_NAMES[ktype]}","{_NAMES[vtype]}",', _value_writer(ktype, karg, key=True),
+                           _value_writer(vtype, varg, key=False))
+    raise ValueError(f"unsupported Thrift type {ttype}")
+
+
+def _json_string(value: str | bytes) -> str:
+    if isinstance(value, bytes):
+        value = value.decode("utf-8")
+    return '"' + (value.translate(_ESCAPES) if _TO_ESCAPE.search(value) else value) + '"'
+
+
+def _sequence_writer(type_name: str, write_item: Writer, of_strings: bool) -> Writer:
+    def write(out: list[str], value: Any) -> None:
+        out.append(f'["{type_name}",{len(value)}')
+        if of_strings:   # the common list<string>, in one step
+            out.append("".join(["," + _json_string(item) for item in value]))
+        else:
+            for item in value:
+                out.append(",")
+                write_item(out, item)
+        out.append("]")
+    return write
+
+
+def _map_writer(opening: str, write_key: Writer, write_value: Writer) -> Writer:
+    def write(out: list[str], value: Any) -> None:
+        out.append(f"{opening}{len(value)},{{")
         for i, (k, v) in enumerate(value.items()):
             if i:
                 out.append(",")
-            _write_value(out, ktype, karg, k, key=True)
+            write_key(out, k)
             out.append(":")
-            _write_value(out, vtype, varg, v, key=False)
+            write_value(out, v)
         out.append("}]")
-    else:
-        raise ValueError(f"unsupported Thrift type {ttype}")
+    return write
 
 
 # --- decoding -------------------------------------------------------------------------------------------------------

@@ -130,7 +130,9 @@ class PartitionCalls(Calls):
                             f"{part.dbName}.{part.tableName}")
         props = env_properties(env)
         names = [self._name(table, check_partition_values(table, p.values)) for p in parts]
-        existing = self._existing_names(catalog, db_name, table, names)
+        # Without if_not_exists an existing partition fails the call, which the store's transaction finds (and the
+        # directories made meanwhile are removed): asking first would cost a read of the table on every add.
+        existing = self._existing_names(catalog, db_name, table, names) if if_not_exists else set()
         check_new_and_distinct(names, parts, existing, if_not_exists)
         with self.ctx.warehouse.changes() as work:
             prepared = [self._prepare_partition(table, part, props, work)

@@ -62,7 +62,7 @@ def encode_partition(part: Any) -> tuple[bytes, bytes, bool]:
     return own, tail, tolerant
 
 
-# Partitions (or distinct storage-descriptor tails) up to which a write changes a set in place of rebuilding it.
+# Partitions up to which a drop changes a set in place of rebuilding it.
 SMALL_CHANGE = 32
 
 
@@ -172,49 +172,63 @@ class PartitionSet:
 
     def with_partitions(self, parts: Sequence[Any], new_ids: Mapping[str, int] | None = None) -> PartitionSet:
         """Adds or replaces partitions (matched by name). A replaced partition keeps its id; an added one takes
-        its id from `new_ids` (by name), else the set's ids become unknown. A few are put in place one by one,
-        so that a write's cost does not grow with the table beyond copying its arrays; many rebuild the set."""
-        if len(parts) > SMALL_CHANGE or len(self.tails) > SMALL_CHANGE:
-            builder = PartitionSetBuilder(self)
-            builder.add(parts, [self._kept_id(p, new_ids) for p in parts])
-            return builder.build()
-        names, own, refs, values = list(self.names), list(self.own), array("I", self.tail_refs), list(self.values)
-        tails, tolerant, size = list(self.tails), set(self.tolerant_tails), self.size_bytes()
-        ids: array[int] | None = array("q", self.ids) if self.ids is not None else None
-        for part in parts:
+        its id from `new_ids` (by name), else the set's ids become unknown. The new rows are merged into the
+        sorted arrays, which are copied a run at a time: a write costs Python work for the partitions it brings,
+        and for the table only a copy of its arrays."""
+        rows: dict[str, tuple[bytes, bytes, tuple[str, ...]]] = {}
+        tolerant = set(self.tolerant_tails)
+        for part in parts:   # a later one of the same name wins, as a later write would
             part_own, tail, needs_tolerant = encode_partition(part)
             if needs_tolerant:
                 tolerant.add(tail)
-            if tail not in tails:
-                tails.append(tail)
-                size += sys.getsizeof(tail)
-            name = make_partition_name(self.keys, part.values)
-            row = (part_own, tails.index(tail), tuple(sys.intern(v) for v in part.values))
-            i = bisect.bisect_left(names, name)
-            if i < len(names) and names[i] == name:
-                size -= _row_bytes(name, own[i], values[i])
-                own[i], refs[i], values[i] = row
-            else:
-                names.insert(i, name)
-                own.insert(i, row[0])
-                refs.insert(i, row[1])
-                values.insert(i, row[2])
-                new_id = None if new_ids is None else new_ids.get(name)
-                if ids is not None and new_id is not None:
-                    ids.insert(i, new_id)
-                else:
+            rows[make_partition_name(self.keys, part.values)] = (part_own, tail, tuple(map(sys.intern, part.values)))
+        tail_index = {tail: i for i, tail in enumerate(self.tails)}
+        names: list[str] = []
+        own: list[bytes] = []
+        refs = array("I")
+        values: list[tuple[str, ...]] = []
+        ids: array[int] | None = array("q") if self.ids is not None else None
+        size = self.size_bytes()
+        done = 0   # rows of this set copied so far
+        tail_left = False   # whether a replaced partition left a tail (which may now be unused)
+        for name in sorted(rows):
+            part_own, tail, part_values = rows[name]
+            i = bisect.bisect_left(self.names, name, done)
+            names += self.names[done:i]
+            own += self.own[done:i]
+            refs += self.tail_refs[done:i]
+            values += self.values[done:i]
+            replaced = i < len(self.names) and self.names[i] == name
+            if replaced:
+                size -= _row_bytes(name, self.own[i], self.values[i])
+            part_id = self.ids[i] if replaced and self.ids is not None else (new_ids or {}).get(name)
+            if ids is not None:
+                ids += self.ids[done:i]   # type: ignore[index]   # not None when ids is not
+                if part_id is None:
                     ids = None
-            size += _row_bytes(name, row[0], row[2])
-        return PartitionSet(self.keys, tuple(names), tuple(own), refs, tuple(values), tuple(tails),
+                else:
+                    ids.append(part_id)
+            done = i + 1 if replaced else i
+            if tail not in tail_index:
+                tail_index[tail] = len(tail_index)
+                size += sys.getsizeof(tail)
+            tail_left = tail_left or (replaced and self.tail_refs[i] != tail_index[tail])
+            names.append(name)
+            own.append(part_own)
+            refs.append(tail_index[tail])
+            values.append(part_values)
+            size += _row_bytes(name, part_own, part_values)
+        names += self.names[done:]
+        own += self.own[done:]
+        refs += self.tail_refs[done:]
+        values += self.values[done:]
+        if ids is not None:
+            ids += self.ids[done:]   # type: ignore[index]
+        tails = tuple(tail_index)
+        if tail_left:
+            refs, tails, size = _drop_unused_tails(refs, tails, size)
+        return PartitionSet(self.keys, tuple(names), tuple(own), refs, tuple(values), tails,
                             frozenset(t for t in tails if t in tolerant), ids, known_size=size)
-
-    def _kept_id(self, part: Any, new_ids: Mapping[str, int] | None) -> int | None:
-        """The id a partition written into this set has: its own if it is here already, else the new one."""
-        name = make_partition_name(self.keys, part.values)
-        i = self.index_of(name)
-        if i is not None:
-            return None if self.ids is None else self.ids[i]
-        return None if new_ids is None else new_ids.get(name)
 
     def _rows(self) -> dict[str, Row]:
         ids: Iterable[int | None] = self.ids if self.ids is not None else [None] * len(self.names)
@@ -236,6 +250,17 @@ class PartitionSet:
                 del ids[i]
         return PartitionSet(self.keys, tuple(kept_names), tuple(own), refs, tuple(values), self.tails,
                             self.tolerant_tails, ids, known_size=size)   # an unused tail stays until a rebuild
+
+
+def _drop_unused_tails(refs: array[int], tails: tuple[bytes, ...], size: int
+                       ) -> tuple[array[int], tuple[bytes, ...], int]:
+    """(refs, tails, size) without the tails no row refers to (C-speed passes over the refs)."""
+    used = sorted(set(refs))
+    if len(used) == len(tails):
+        return refs, tails, size
+    renumbered = {old: new for new, old in enumerate(used)}
+    size -= sum(sys.getsizeof(tails[i]) for i in set(range(len(tails))) - set(used))
+    return array("I", map(renumbered.__getitem__, refs)), tuple(tails[i] for i in used), size
 
 
 def _row_bytes(name: str, own: bytes, values: tuple[str, ...]) -> int:

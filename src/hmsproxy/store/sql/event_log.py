@@ -16,15 +16,16 @@ from sqlalchemy import Connection, delete, func, insert, select
 from hmsproxy.events.messages import Event
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.layout import FULL, Layout
-from hmsproxy.store.sql.sequences import next_value, reserve
+from hmsproxy.store.sql.sequences import next_value
 
 
-def append(conn: Connection, events: Sequence[Event], layout: Layout = FULL) -> list[int]:
-    """Appends events inside the caller's transaction; returns their ids. Before Hive 3 the log has no catalog."""
+def append(conn: Connection, events: Sequence[Event], first_row: int, layout: Layout = FULL) -> list[int]:
+    """Appends events inside the caller's transaction, their rows numbered (NL_ID) from `first_row`, reserved
+    from the MNotificationLog counter as Hive's listener numbers them; returns their ids. Before Hive 3 the log
+    has no catalog."""
     if not events:
         return []
     first = next_value(conn, s.NOTIFICATION_SEQUENCE.c.NEXT_EVENT_ID, len(events))  # the row stays locked
-    first_row = reserve(conn, "MNotificationLog", len(events))  # NL_ID as Hive's listener numbers rows
     now = int(time.time())
     conn.execute(insert(s.NOTIFICATION_LOG), [layout.values(s.NOTIFICATION_LOG, {
         "NL_ID": first_row + i, "EVENT_ID": first + i, "EVENT_TIME": now, "EVENT_TYPE": e.event_type,
