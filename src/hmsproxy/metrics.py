@@ -2,10 +2,16 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
+
+from hmsproxy.tallies import HistogramTallies, Tallies
 
 LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
@@ -15,17 +21,12 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        # The labelled children of the per-call metrics, by labels (IDL method names: a bounded set).
-        self._call_children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
-        self._lookup_children: dict[tuple[str, str, bool], Counter] = {}
-        self._ready_children: dict[str, Counter] = {}
-        self.requests = Counter("hmsproxy_requests", "Thrift calls answered, by method and outcome",
-                                ["method", "outcome"], registry=self.registry)
-        self.latency = Histogram("hmsproxy_request_seconds", "Time to answer a Thrift call, by method",
-                                 ["method"], buckets=LATENCY_BUCKETS, registry=self.registry)
-        self.ready_answers = Counter("hmsproxy_ready_answers", "Calls answered with the bytes the cache held ready "
-                                     "(no objects decoded or encoded; on plain connections by the connection loop "
-                                     "itself), by method", ["method"], registry=self.registry)
+        # Counted on every call, so without prometheus_client's locks (tallies.py); CallMetrics exports them.
+        self.requests: Tallies[tuple[str, str]] = Tallies()           # (method, outcome)
+        self.latency: HistogramTallies[str] = HistogramTallies(LATENCY_BUCKETS)   # by method
+        self.ready_answers: Tallies[str] = Tallies()                  # by method
+        self.cache_lookups: Tallies[tuple[str, str, str]] = Tallies()   # (method, kind, hit | miss)
+        self.registry.register(CallMetrics(self))
         self.connections = Gauge("hmsproxy_open_connections", "Client connections being served",
                                  registry=self.registry)
         self.refused = Counter("hmsproxy_refused_connections", "Connections refused because the cap was reached",
@@ -38,9 +39,6 @@ class Metrics:
         self.slow_clients = Counter("hmsproxy_closed_slow_connections", "Connections closed because they were "
                                     "idle too long or sent a request too slowly", registry=self.registry)
 
-        self.cache_lookups = Counter("hmsproxy_cache_lookups", "Store reads by Thrift method, object kind and result "
-                                     "(hit: answered from memory, miss: from the database)",
-                                     ["method", "kind", "result"], registry=self.registry)
         self.cache_snapshot_fallbacks = Counter(
             "hmsproxy_cache_snapshot_fallbacks", "Cached tables not used because of the request's snapshot, by reason "
             "(stale: older than the snapshot, table_id: another table of that name, no_snapshot: transactional "
@@ -114,29 +112,54 @@ class Metrics:
         self.upstream_latency.labels(method).observe(seconds)
 
     def observe(self, method: str, outcome: str, seconds: float) -> None:
-        children = self._call_children.get((method, outcome))
-        if children is None:   # labels() takes a lock and builds a key: once per method and outcome, not per call
-            children = self._call_children[method, outcome] = (self.requests.labels(method, outcome),
-                                                               self.latency.labels(method))
-        children[0].inc()
-        children[1].observe(seconds)
+        self.requests.add((method, outcome))
+        self.latency.observe(method, seconds)
 
     def observe_ready_answer(self, method: str, seconds: float) -> None:
-        self.observe(method, "ok", seconds)
-        child = self._ready_children.get(method)
-        if child is None:
-            child = self._ready_children[method] = self.ready_answers.labels(method)
-        child.inc()
+        """A call answered "ok" from ready bytes: counted once, in ready_answers (the export adds it to requests)."""
+        self.ready_answers.add(method)
+        self.latency.observe(method, seconds)
 
     def count_lookup(self, method: str, kind: str, hit: bool) -> None:
-        child = self._lookup_children.get((method, kind, hit))
-        if child is None:
-            child = self._lookup_children[method, kind, hit] = self.cache_lookups.labels(method, kind,
-                                                                                         "hit" if hit else "miss")
-        child.inc()
+        self.cache_lookups.add((method, kind, "hit" if hit else "miss"))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class CallMetrics(Collector):
+    """Exports the per-call tallies as the counters and histogram they stand for, summed at each scrape."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+        self._created = time.time()   # every series counts from the server's start
+
+    def collect(self) -> Iterator[Metric]:
+        m, created = self._metrics, self._created
+        ready_answers = m.ready_answers.totals()
+        answered = m.requests.totals()
+        for method, count in ready_answers.items():
+            answered[method, "ok"] = answered.get((method, "ok"), 0.0) + count
+        requests = CounterMetricFamily("hmsproxy_requests", "Thrift calls answered, by method and outcome",
+                                       labels=["method", "outcome"])
+        for (method, outcome), count in sorted(answered.items()):
+            requests.add_metric([method, outcome], count, created)
+        latency = HistogramMetricFamily("hmsproxy_request_seconds", "Time to answer a Thrift call, by method",
+                                        labels=["method"])
+        for method, (cumulative, total) in sorted(m.latency.totals().items()):
+            bounds = [*map(floatToGoString, m.latency.bounds), "+Inf"]
+            latency.add_metric([method], list(zip(bounds, cumulative)), total)
+        ready = CounterMetricFamily("hmsproxy_ready_answers", "Calls answered with the bytes the cache held ready (no "
+                                    "objects decoded or encoded; on plain connections by the connection loop itself), "
+                                    "by method", labels=["method"])
+        for method, count in sorted(ready_answers.items()):
+            ready.add_metric([method], count, created)
+        lookups = CounterMetricFamily("hmsproxy_cache_lookups", "Store reads by Thrift method, object kind and result "
+                                      "(hit: answered from memory, miss: from the database)",
+                                      labels=["method", "kind", "result"])
+        for labels, count in sorted(m.cache_lookups.totals().items()):
+            lookups.add_metric(list(labels), count, created)
+        yield from (requests, latency, ready, lookups)
 
 
 class MetricsServer:

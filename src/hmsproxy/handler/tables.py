@@ -140,7 +140,7 @@ class TableCalls(Calls):
         if not isinstance(dbname, str) or not isinstance(tbl_name, str) or not tbl_name or dbname.startswith("@"):
             return None
         catalog, db_name = split_catalog(dbname)
-        return self.ctx.store.serving(reader).encoded_table(catalog, db_name, tbl_name.lower())
+        return self.ctx.store.encoded_table(reader, catalog, db_name, tbl_name.lower())
 
     @with_snapshot
     def get_table_req(self, req: Any) -> Any:

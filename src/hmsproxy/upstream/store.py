@@ -141,7 +141,7 @@ class UpstreamStore:
         _check_catalog(cat)
         return self.upstream.call("get_table", db_name, tbl_name)
 
-    def encoded_table(self, cat: str, db_name: str, tbl_name: str) -> None:
+    def encoded_table(self, reader: Reader, cat: str, db_name: str, tbl_name: str) -> None:
         return None   # every answer is the upstream's
 
     def get_table_objects(self, cat: str, db_name: str, tbl_names: Sequence[str]) -> list[Table]:

@@ -412,15 +412,15 @@ class CachedStore(CachedStatistics, CachedTransactions):
         return self._read(cat, db_name, tbl_name, "table", lambda e: e.table,
                           lambda: self.delegate.get_table(cat, db_name, tbl_name))
 
-    def encoded_table(self, cat: str, db_name: str, tbl_name: str) -> bytes | None:
+    def encoded_table(self, reader: Reader, cat: str, db_name: str, tbl_name: str) -> bytes | None:
         """Only an entry any reader may read (not transactional, no table id asked for) answers, counted as a
         hit; for the rest the caller's get_table makes the whole decision, and counts it."""
-        if self.passing_through or self.reader.table_id is not None:
+        if self.passing_through or reader.table_id is not None:
             return None
         entry = self.cache.get_table((cat, db_name, tbl_name))
         if entry is None or entry.write_ids is not None:
             return None
-        self._count("table", True)
+        self.metrics.count_lookup(reader.method, "table", True)
         return entry.table_bytes
 
     def get_table_bundle(self, cat: str, db_name: str, tbl_name: str,

@@ -11,6 +11,7 @@ from hmsproxy.events.journal import Journal
 from hmsproxy.idl import hms
 from hmsproxy.store.canonical import write_id
 from hmsproxy.store.domain import DroppedTable
+from hmsproxy.store.reader import Reader
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.descriptors import (
@@ -82,7 +83,7 @@ class TableStore:
             raise no_such_object(f"{db_name}.{tbl_name} table not found")
         return tables[0]
 
-    def encoded_table(self, cat: str, db_name: str, tbl_name: str) -> None:
+    def encoded_table(self, reader: Reader, cat: str, db_name: str, tbl_name: str) -> None:
         return None   # a database holds no table ready as bytes
 
     def get_table_objects(self, cat: str, db_name: str, tbl_names: Sequence[str]) -> list[Any]:
