@@ -87,7 +87,7 @@ def test_the_size_a_change_carries_is_the_size_counted_from_scratch():
     base = _built(parts)
     changed = base.with_partitions([_partition("2024-01-05", "3", 1), _partition("2024-02-01", "0", 0)])
     changed = changed.without(["ds=2024-01-07/hr=5", "ds=2024-01-08/hr=6"])
-    recounted = PartitionSet(KEYS, changed.names, changed.own, changed.tail_refs, changed.values, changed.tails,
+    recounted = PartitionSet(KEYS, changed.names, changed.own, changed.tail_refs, changed.flat_values, changed.tails,
                              changed.tolerant_tails)
     assert changed.known_size is not None and changed.size_bytes() == recounted.size_bytes()
 
@@ -115,3 +115,14 @@ def test_a_tail_no_partition_uses_any_more_is_let_go():
             fresh = _built(parts)
             assert sorted(current.tails) == sorted(fresh.tails)
             assert current.size_bytes() == fresh.size_bytes()
+
+
+def test_a_partition_reads_back_whole_from_its_own_bytes_and_the_shared_tail():
+    """The tail carries what the table's partitions share (names included): each partition decodes to itself,
+    its write id and times too."""
+    parts = [_partition("2024-01-01", str(h), h % 3) for h in range(4)]
+    for h, part in enumerate(parts):
+        part.catName, part.writeId, part.createTime, part.lastAccessTime = "hive", 7 + h, 100 + h, h
+    current = _built({make_partition_name(KEYS, p.values): p for p in parts})
+    assert list(current.all()) == parts
+    assert len(current.tails) == 3 and all(b"\x00\x00\x00\x01d" in tail for tail in current.tails)   # dbName "d"

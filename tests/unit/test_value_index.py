@@ -51,7 +51,7 @@ ROWS = st.lists(st.tuples(*(st.sampled_from(VALUES[k]) for k, _ in KEYS)), max_s
 def _partition_set(rows: list[tuple[str, ...]]) -> PartitionSet:
     keys = tuple(k for k, _ in KEYS)
     named = sorted((make_partition_name(keys, list(r)), r) for r in rows)
-    return PartitionSet(keys=keys, names=tuple(n for n, _ in named), values=tuple(r for _, r in named))
+    return PartitionSet(keys=keys, names=tuple(n for n, _ in named), flat_values=tuple(v for _, r in named for v in r))
 
 
 @settings(max_examples=400, deadline=None)

@@ -1,10 +1,11 @@
 """A table's partitions in a compact, immutable form.
 
 Each partition is kept as Thrift bytes in two pieces: its own fields (values, parameters, times and the
-start of its storage descriptor with the location) and the rest of the storage descriptor, which the
-partitions of a table almost always share and which is therefore stored once. Thrift decoders accept
-fields in any order, so the two pieces concatenate to a valid Partition struct. Partition values are
-interned so that every partition with ds=2024-01-01 shares one string.
+start of its storage descriptor with the location) and a tail, which the partitions of a table almost always
+share and which is therefore stored once: the rest of the storage descriptor, then the database, table and
+catalog names. Thrift decoders accept fields in any order, so the two pieces concatenate to a valid Partition
+struct. Partition values are interned so that every partition with ds=2024-01-01 shares one string, and kept
+in one flat tuple (FlatValues).
 
 Each partition's id in the database (PARTITIONS.PART_ID) is kept too, for the batch API, which pages through
 a table in id order: loads read the ids, a local add learns them from its write; where one is not known
@@ -17,10 +18,11 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import struct
 import sys
 from array import array
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,25 +35,27 @@ from hmsproxy.store.domain import PartitionBatch, batch_scan, cut_batch
 
 _SD_FIELD = b"\x0c\x00\x06"         # struct, field 6 (Partition.sd)
 _LOCATION_FIELD = b"\x0b\x00\x02"   # string, field 2 (StorageDescriptor.location)
-_NO_SD_TAIL = b"\x00"               # end of Partition when it has no storage descriptor
 
 
 def encode_partition(part: Any) -> tuple[bytes, bytes, bool]:
     """(own bytes, shared tail, needs the tolerant decoder) of a canonical Partition the caller owns.
 
-    The object is changed during encoding and restored before returning (cheaper than copies)."""
-    sd = part.sd
-    part.sd = None
+    The tail holds what the partitions of a table share: the storage descriptor but its location, and the
+    partition's database, table and catalog names. The object is changed during encoding and restored before
+    returning (cheaper than copies)."""
+    sd, db_name, table_name, cat_name = part.sd, part.dbName, part.tableName, part.catName
+    part.sd = part.dbName = part.tableName = part.catName = None
     try:
         own = encode(part)[:-1]  # drop the struct's STOP byte
     finally:
-        part.sd = sd
+        part.sd, part.dbName, part.tableName, part.catName = sd, db_name, table_name, cat_name
+    names = _shared_names(db_name, table_name, cat_name) + b"\x00"   # then the end of the partition
     if sd is None:
-        return own, _NO_SD_TAIL, False
+        return own, names, False
     location = sd.location
     sd.location = None
     try:
-        tail = encode(sd)[:-1] + b"\x00\x00"  # end of the descriptor, end of the partition
+        tail = encode(sd)[:-1] + b"\x00" + names  # the end of the descriptor, then the partition's names
     finally:
         sd.location = location
     own += _SD_FIELD
@@ -60,6 +64,42 @@ def encode_partition(part: Any) -> tuple[bytes, bytes, bool]:
         own += _LOCATION_FIELD + struct.pack("!i", len(data)) + data
     tolerant = bool(sd.skewedInfo and sd.skewedInfo.skewedColValueLocationMaps)
     return own, tail, tolerant
+
+
+@functools.lru_cache(maxsize=4096)
+def _shared_names(db_name: str | None, table_name: str | None, cat_name: str | None) -> bytes:
+    """The fields dbName, tableName and catName of a Partition, encoded (without the struct's end)."""
+    return encode(hms.Partition(dbName=db_name, tableName=table_name, catName=cat_name, writeId=None))[:-1]
+
+
+class FlatValues(Sequence[tuple[str, ...]]):
+    """Each partition's values as a tuple, read from one flat tuple of them all: a pointer per value rather than a
+    tuple object per partition (about 50 bytes less each)."""
+
+    __slots__ = ("flat", "width")
+
+    def __init__(self, flat: tuple[str, ...], width: int) -> None:
+        self.flat = flat
+        self.width = width
+
+    def __len__(self) -> int:
+        return len(self.flat) // self.width if self.width else 0
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self.flat[index * self.width:(index + 1) * self.width]
+
+    def __iter__(self) -> Iterator[tuple[str, ...]]:
+        return zip(*[iter(self.flat)] * self.width) if self.width else iter(())
+
+    def column(self, key: int) -> tuple[str, ...]:
+        """Every partition's value of one key, in partition order."""
+        return self.flat[key::self.width]
 
 
 # Partitions up to which a drop changes a set in place of rebuilding it.
@@ -72,7 +112,7 @@ class PartitionSet:
     names: tuple[str, ...] = ()                  # sorted
     own: tuple[bytes, ...] = ()                  # parallel to names
     tail_refs: array[int] = field(default_factory=lambda: array("I"))  # parallel: index into tails
-    values: tuple[tuple[str, ...], ...] = ()     # parallel, interned strings
+    flat_values: tuple[str, ...] = ()            # each partition's values one after the other, interned strings
     tails: tuple[bytes, ...] = ()
     tolerant_tails: frozenset[bytes] = frozenset()  # tails holding list-keyed skew maps
     ids: array[int] | None = None                # parallel: PART_ID of each; None when not all are known
@@ -80,12 +120,22 @@ class PartitionSet:
     known_size: int | None = field(default=None, repr=False, compare=False)   # size_bytes(), once counted
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "index", ValueIndex(self.values))
+        object.__setattr__(self, "index", ValueIndex(self.values.column))
+
+    @functools.cached_property
+    def values(self) -> FlatValues:
+        """Each partition's values (parallel to names)."""
+        return FlatValues(self.flat_values, len(self.keys))
 
     # ---- reads -------------------------------------------------------------------------------------
 
     def __len__(self) -> int:
         return len(self.names)
+
+    @property
+    def _values_bytes(self) -> int:
+        """The slots of one partition's values in flat_values."""
+        return 8 * len(self.keys)
 
     def index_of(self, name: str) -> int | None:
         i = bisect.bisect_left(self.names, name)
@@ -128,8 +178,9 @@ class PartitionSet:
         """The names of the partitions the filter matches, sorted; only the candidates its plan selects from
         the index are tested."""
         candidates = self.index.candidates(partition_filter.plan)
-        positions = range(len(self.names)) if candidates is None else sorted(candidates)
-        return [self.names[i] for i in positions if partition_filter.matches(self.values[i])]
+        if candidates is None:
+            return [name for name, values in zip(self.names, self.values) if partition_filter.matches(values)]
+        return [self.names[i] for i in sorted(candidates) if partition_filter.matches(self.values[i])]
 
     def id_of(self, name: str) -> int | None:
         i = self.index_of(name)
@@ -163,7 +214,7 @@ class PartitionSet:
         """Estimated memory: the bytes objects, the shared strings and the containers holding them. Counted once
         per set; a set changed in place carries its base's count, adjusted by the rows it changed."""
         if self.known_size is None:
-            rows = sum(map(_row_bytes, self.names, self.own, self.values))
+            rows = sum(map(_row_bytes, self.names, self.own)) + len(self.names) * self._values_bytes
             object.__setattr__(self, "known_size", rows + sum(sys.getsizeof(t) for t in self.tails))
         assert self.known_size is not None
         return self.known_size
@@ -186,7 +237,8 @@ class PartitionSet:
         names: list[str] = []
         own: list[bytes] = []
         refs = array("I")
-        values: list[tuple[str, ...]] = []
+        values: list[str] = []   # flat, as flat_values
+        width = len(self.keys)
         ids: array[int] | None = array("q") if self.ids is not None else None
         size = self.size_bytes()
         done = 0   # rows of this set copied so far
@@ -197,10 +249,10 @@ class PartitionSet:
             names += self.names[done:i]
             own += self.own[done:i]
             refs += self.tail_refs[done:i]
-            values += self.values[done:i]
+            values += self.flat_values[done * width:i * width]
             replaced = i < len(self.names) and self.names[i] == name
             if replaced:
-                size -= _row_bytes(name, self.own[i], self.values[i])
+                size -= _row_bytes(name, self.own[i]) + self._values_bytes
             part_id = self.ids[i] if replaced and self.ids is not None else (new_ids or {}).get(name)
             if ids is not None:
                 ids += self.ids[done:i]   # type: ignore[index]   # not None when ids is not
@@ -216,12 +268,12 @@ class PartitionSet:
             names.append(name)
             own.append(part_own)
             refs.append(tail_index[tail])
-            values.append(part_values)
-            size += _row_bytes(name, part_own, part_values)
+            values += part_values
+            size += _row_bytes(name, part_own) + self._values_bytes
         names += self.names[done:]
         own += self.own[done:]
         refs += self.tail_refs[done:]
-        values += self.values[done:]
+        values += self.flat_values[done * width:]
         if ids is not None:
             ids += self.ids[done:]   # type: ignore[index]
         tails = tuple(tail_index)
@@ -240,12 +292,14 @@ class PartitionSet:
             dropped = {self.names[i] for i in drop}
             rows = {n: row for n, row in self._rows().items() if n not in dropped}
             return _from_rows(self.keys, rows, set(self.tolerant_tails))
-        kept_names, own, refs, values = list(self.names), list(self.own), array("I", self.tail_refs), list(self.values)
+        kept_names, own, refs = list(self.names), list(self.own), array("I", self.tail_refs)
+        values = list(self.flat_values)
+        width = len(self.keys)
         ids = array("q", self.ids) if self.ids is not None else None
         size = self.size_bytes()
         for i in drop:   # from the end, so that the positions still to drop stay where they were
-            size -= _row_bytes(kept_names[i], own[i], values[i])
-            del kept_names[i], own[i], refs[i], values[i]
+            size -= _row_bytes(kept_names[i], own[i]) + self._values_bytes
+            del kept_names[i], own[i], refs[i], values[i * width:(i + 1) * width]
             if ids is not None:
                 del ids[i]
         return PartitionSet(self.keys, tuple(kept_names), tuple(own), refs, tuple(values), self.tails,
@@ -263,12 +317,13 @@ def _drop_unused_tails(refs: array[int], tails: tuple[bytes, ...], size: int
     return array("I", map(renumbered.__getitem__, refs)), tuple(tails[i] for i in used), size
 
 
-def _row_bytes(name: str, own: bytes, values: tuple[str, ...]) -> int:
-    """One partition's share of a set's memory: its bytes, name and values, and its slots in the four arrays."""
-    return sys.getsizeof(own) + sys.getsizeof(name) + sys.getsizeof(values) + ROW_SLOT_BYTES
+def _row_bytes(name: str, own: bytes) -> int:
+    """One partition's share of a set's memory but its values' slots: its bytes and name, and its slots in the
+    other arrays."""
+    return sys.getsizeof(own) + sys.getsizeof(name) + ROW_SLOT_BYTES
 
 
-ROW_SLOT_BYTES = 3 * 8 + 4 + 8   # a pointer in each of three tuples, an entry of tail_refs and one of ids
+ROW_SLOT_BYTES = 2 * 8 + 4 + 8   # a pointer in names and in own, an entry of tail_refs and one of ids
 Row = tuple[bytes, bytes, tuple[str, ...], int | None]   # own bytes, tail, values, id (None: not known)
 
 
@@ -304,7 +359,7 @@ def _from_rows(keys: tuple[str, ...], rows: dict[str, Row], tolerant: set[bytes]
     ids = [rows[n][3] for n in names]
     return PartitionSet(
         keys=keys, names=tuple(names), own=tuple(rows[n][0] for n in names), tail_refs=refs,
-        values=tuple(rows[n][2] for n in names), tails=tails,
+        flat_values=tuple(itertools.chain.from_iterable(rows[n][2] for n in names)), tails=tails,
         tolerant_tails=frozenset(t for t in tails if t in tolerant),
         ids=None if None in ids else array("q", ids),   # type: ignore[arg-type]   # no None left
     )

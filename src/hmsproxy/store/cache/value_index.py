@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import threading
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hmsproxy.partition_filter import ORDERS, AllOf, AnyOf, Plan, Range
@@ -23,10 +23,9 @@ from hmsproxy.partition_filter import ORDERS, AllOf, AnyOf, Plan, Range
 class _SortedReadings:
     """One key's values read in one order, sorted, with the position of the partition each came from."""
 
-    def __init__(self, values: Sequence[tuple[str, ...]], key: int, order: str) -> None:
+    def __init__(self, column: Sequence[str], order: str) -> None:
         read = ORDERS[order]
-        readings = [(reading, position) for position, reading in enumerate(read(v[key]) for v in values)
-                    if reading is not None]
+        readings = [(reading, position) for position, reading in enumerate(map(read, column)) if reading is not None]
         readings.sort()
         self.readings: list[Any] = [reading for reading, _ in readings]
         self.positions = array("I", (position for _, position in readings))
@@ -41,8 +40,8 @@ class _SortedReadings:
 
 
 class ValueIndex:
-    def __init__(self, values: Sequence[tuple[str, ...]]) -> None:
-        self._values = values
+    def __init__(self, column: Callable[[int], Sequence[str]]) -> None:
+        self._column = column   # every partition's value of one key (by its position), in partition order
         self._sorted: dict[tuple[int, str], _SortedReadings] = {}
         self._lock = threading.Lock()   # one build per key and order, however many readers ask at once
 
@@ -79,5 +78,5 @@ class ValueIndex:
         with self._lock:
             readings = self._sorted.get((key, order))
             if readings is None:
-                readings = self._sorted[(key, order)] = _SortedReadings(self._values, key, order)
+                readings = self._sorted[(key, order)] = _SortedReadings(self._column(key), order)
             return readings
