@@ -27,6 +27,8 @@ _TO_ESCAPE = re.compile("[" + re.escape("".join(sorted(_ESCAPED))) + "]")
 
 
 def escape_path_name(text: str) -> str:
+    if not _TO_ESCAPE.search(text):   # the usual value: looking costs less than substituting nothing
+        return text
     return _TO_ESCAPE.sub(lambda found: f"%{ord(found.group()):02X}", text)
 
 
@@ -54,9 +56,8 @@ def normalise_partition_value(value: str | None) -> str:
 
 
 def make_partition_name(keys: Sequence[str], values: Sequence[str]) -> str:
-    return "/".join(
-        f"{escape_path_name(k)}={escape_path_name(normalise_partition_value(v))}" for k, v in zip(keys, values)
-    )
+    return "/".join([f"{escape_path_name(k)}={escape_path_name(v or DEFAULT_PARTITION_NAME)}"
+                     for k, v in zip(keys, values)])   # `v or`: normalise_partition_value, inline (prewarm's hot path)
 
 
 def partition_missing_message(values: Sequence[str]) -> str:
