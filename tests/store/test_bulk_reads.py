@@ -4,7 +4,7 @@ import pytest
 from hmsproxy.idl import hms
 from hmsproxy.store.sql.database import Database, init_schema
 from hmsproxy.store.sql.store import SqlStore
-from support.databases import fresh_database
+from support.sql_stores import add_table_t, fresh_store
 from support.statements import count_statements
 
 
@@ -96,23 +96,13 @@ def test_reading_many_tables_together_costs_the_same_queries_as_reading_a_few(st
 def test_a_partition_with_megabytes_of_parameters_reads_back_whole(backend, tmp_path):
     """A partition's parameters travel aggregated into one value (store/sql/json_rows.py); MariaDB would cut
     that value at group_concat_max_len (1 MB by default) if the session did not lift it."""
-    with fresh_database(backend, tmp_path) as url:
-        db = Database(url)
-        init_schema(db, f"file:{tmp_path}")
-        store = SqlStore(db)
-        try:
-            store.create_database(hms.Database(name="d", locationUri=f"file:{tmp_path}/d.db", parameters={},
-                                               catalogName="hive"))
-            store.create_table(hms.Table(tableName="t", dbName="d", catName="hive", sd=_sd(f"file:{tmp_path}/t"),
-                                         partitionKeys=[hms.FieldSchema(name="k", type="int")], parameters={},
-                                         tableType="MANAGED_TABLE", createTime=1, lastAccessTime=0, retention=0))
-            params = {f"spark.sql.part.{i}": f"{i:04d}" + "x\"ü\\" * 1000 for i in range(400)}   # 1.6 MB
-            store.add_partitions("hive", "d", "t", [hms.Partition(
-                values=["1"], dbName="d", tableName="t", sd=_sd(f"file:{tmp_path}/t/k=1"), parameters=params,
-                createTime=1, lastAccessTime=0)])
-            [part] = store.get_partitions("hive", "d", "t")
-            assert part.parameters == params
-            [bundle] = store.get_table_bundles("hive", [("d", "t")])
-            assert bundle.partitions[0].parameters == params
-        finally:
-            store.close()
+    with fresh_store(backend, tmp_path) as store:
+        add_table_t(store, f"file:{tmp_path}", _sd(f"file:{tmp_path}/t"))
+        params = {f"spark.sql.part.{i}": f"{i:04d}" + "x\"ü\\" * 1000 for i in range(400)}   # 1.6 MB
+        store.add_partitions("hive", "d", "t", [hms.Partition(
+            values=["1"], dbName="d", tableName="t", sd=_sd(f"file:{tmp_path}/t/k=1"), parameters=params,
+            createTime=1, lastAccessTime=0)])
+        [part] = store.get_partitions("hive", "d", "t")
+        assert part.parameters == params
+        [bundle] = store.get_table_bundles("hive", [("d", "t")])
+        assert bundle.partitions[0].parameters == params

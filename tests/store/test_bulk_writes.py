@@ -12,6 +12,7 @@ from hmsproxy.store.sql.database import ID_BLOCK, Database, init_schema
 from hmsproxy.store.sql.sequences import MODEL_PREFIX
 from hmsproxy.store.sql.store import SqlStore
 from support.databases import BACKENDS, fresh_database
+from support.sql_stores import add_table_t, fresh_store
 from support.statements import statements_sent
 
 
@@ -29,25 +30,15 @@ def _add(store: SqlStore, start: int, count: int, root: str) -> None:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_adding_a_batch_costs_the_same_statements_for_ten_partitions_as_for_five_hundred(backend, tmp_path):
-    with fresh_database(backend, tmp_path) as url:
-        db = Database(url)
-        init_schema(db, f"file:{tmp_path}")
-        store = SqlStore(db)
-        try:
-            store.create_database(hms.Database(name="d", locationUri=f"file:{tmp_path}/d", parameters={},
-                                               catalogName="hive"))
-            store.create_table(hms.Table(tableName="t", dbName="d", catName="hive", sd=_sd(f"file:{tmp_path}/d/t"),
-                                         partitionKeys=[hms.FieldSchema(name="k", type="int")], parameters={},
-                                         tableType="MANAGED_TABLE", createTime=1, lastAccessTime=0, retention=0))
-            _add(store, 0, 10, f"file:{tmp_path}/d/t")   # reserves the first blocks
-            few, _ = statements_sent(store, lambda: _add(store, 10, 10, f"file:{tmp_path}/d/t"))
-            many, _ = statements_sent(store, lambda: _add(store, 20, 500, f"file:{tmp_path}/d/t"))
-            assert len(few) == len(many) <= 16
-            if backend != "sqlite":   # there the single writer reserves its ids in its own transaction
-                assert not [statement for statement in few + many if "SEQUENCE_TABLE" in statement]
-            assert sorted(int(p.values[0]) for p in store.get_partitions("hive", "d", "t")) == list(range(520))
-        finally:
-            store.close()
+    with fresh_store(backend, tmp_path) as store:
+        add_table_t(store, f"file:{tmp_path}", _sd(f"file:{tmp_path}/d/t"))
+        _add(store, 0, 10, f"file:{tmp_path}/d/t")   # reserves the first blocks
+        few, _ = statements_sent(store, lambda: _add(store, 10, 10, f"file:{tmp_path}/d/t"))
+        many, _ = statements_sent(store, lambda: _add(store, 20, 500, f"file:{tmp_path}/d/t"))
+        assert len(few) == len(many) <= 16
+        if backend != "sqlite":   # there the single writer reserves its ids in its own transaction
+            assert not [statement for statement in few + many if "SEQUENCE_TABLE" in statement]
+        assert sorted(int(p.values[0]) for p in store.get_partitions("hive", "d", "t")) == list(range(520))
 
 
 def _reserve_many(url: str, counts: list[int], start: "multiprocessing.synchronize.Barrier",

@@ -1,11 +1,14 @@
-"""The SQL store the store-level tests start from: a new SQLite file with Hive's schema."""
+"""The SQL stores the store-level tests start from: a new database with Hive's schema."""
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from hmsproxy.idl import hms
 from hmsproxy.store.sql.database import Database, init_schema
 from hmsproxy.store.sql.store import SqlStore
+from support.databases import fresh_database
 
 
 def sqlite_store(directory: Path, *databases: str) -> SqlStore:
@@ -17,3 +20,25 @@ def sqlite_store(directory: Path, *databases: str) -> SqlStore:
         store.create_database(hms.Database(name=name, locationUri=f"file:/w/{name}.db", parameters={},
                                            catalogName="hive"))
     return store
+
+
+@contextlib.contextmanager
+def fresh_store(backend: str, workdir: Path) -> Iterator[SqlStore]:
+    """A store on a new database of the backend (skipped where its server is unreachable), with Hive's schema and
+    the warehouse file:`workdir`; closed afterwards."""
+    with fresh_database(backend, workdir) as url:
+        db = Database(url)
+        init_schema(db, f"file:{workdir}")
+        store = SqlStore(db)
+        try:
+            yield store
+        finally:
+            store.close()
+
+
+def add_table_t(store: SqlStore, root: str, sd: hms.StorageDescriptor) -> None:
+    """Database `d` (at `root`/d.db) and its managed table `t` (storage descriptor `sd`), partitioned by k int."""
+    store.create_database(hms.Database(name="d", locationUri=f"{root}/d.db", parameters={}, catalogName="hive"))
+    store.create_table(hms.Table(tableName="t", dbName="d", catName="hive", sd=sd,
+                                 partitionKeys=[hms.FieldSchema(name="k", type="int")], parameters={},
+                                 tableType="MANAGED_TABLE", createTime=1, lastAccessTime=0, retention=0))
