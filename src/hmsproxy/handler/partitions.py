@@ -131,15 +131,22 @@ class PartitionCalls(Calls):
         props = env_properties(env)
         names = [self._name(table, check_partition_values(table, p.values)) for p in parts]
         # Without if_not_exists an existing partition fails the call, which the store's transaction finds (and the
-        # directories made meanwhile are removed): asking first would cost a read of the table on every add.
-        existing = self._existing_names(catalog, db_name, table, names) if if_not_exists else set()
+        # directories made meanwhile are removed): asking first would cost a read of the table on every add. A
+        # request naming one twice asks anyway: Hive refuses an existing partition before a repeated one.
+        must_ask = if_not_exists or len(set(names)) < len(names)
+        existing = self._existing_names(catalog, db_name, table, names) if must_ask else set()
         check_new_and_distinct(names, parts, existing, if_not_exists)
-        with self.ctx.warehouse.changes() as work:
-            prepared = [self._prepare_partition(table, part, props, work)
-                        for name, part in zip(names, parts) if name not in existing]
-            events = [messages.add_partition(table, prepared)] if prepared else []
-            return self.ctx.store.add_partitions(catalog, db_name, table.tableName, prepared, if_not_exists,
-                                                 journal=Journal(events))
+        try:
+            with self.ctx.warehouse.changes() as work:
+                prepared = [self._prepare_partition(table, part, props, work)
+                            for name, part in zip(names, parts) if name not in existing]
+                events = [messages.add_partition(table, prepared)] if prepared else []
+                return self.ctx.store.add_partitions(catalog, db_name, table.tableName, prepared, if_not_exists,
+                                                     journal=Journal(events))
+        except hms.AlreadyExistsException:
+            # Refused as Hive refuses it: naming the partition as the client sent it, not as it was prepared.
+            check_new_and_distinct(names, parts, self._existing_names(catalog, db_name, table, names), False)
+            raise
 
     def _existing_names(self, catalog: str, db_name: str, table: Any, names: Sequence[str]) -> set[str]:
         """Which of these partitions exist (looked up by name: adding to a huge table stays cheap)."""
