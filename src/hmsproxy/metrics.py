@@ -146,8 +146,8 @@ class CallMetrics(Collector):
             requests.add_metric([method, outcome], count, created)
         latency = HistogramMetricFamily("hmsproxy_request_seconds", "Time to answer a Thrift call, by method",
                                         labels=["method"])
+        bounds = [*map(floatToGoString, m.latency.bounds), "+Inf"]
         for method, (cumulative, total) in sorted(m.latency.totals().items()):
-            bounds = [*map(floatToGoString, m.latency.bounds), "+Inf"]
             latency.add_metric([method], list(zip(bounds, cumulative)), total)
         ready = CounterMetricFamily("hmsproxy_ready_answers", "Calls answered with the bytes the cache held ready (no "
                                     "objects decoded or encoded; on plain connections by the connection loop itself), "

@@ -56,8 +56,8 @@ def normalise_partition_value(value: str | None) -> str:
 
 
 def make_partition_name(keys: Sequence[str], values: Sequence[str]) -> str:
-    return "/".join([f"{escape_path_name(k)}={escape_path_name(v or DEFAULT_PARTITION_NAME)}"
-                     for k, v in zip(keys, values)])   # `v or`: normalise_partition_value, inline (prewarm's hot path)
+    return "/".join([f"{escape_path_name(k)}={escape_path_name(normalise_partition_value(v))}"
+                     for k, v in zip(keys, values)])
 
 
 def partition_missing_message(values: Sequence[str]) -> str:

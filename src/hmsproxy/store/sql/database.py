@@ -24,7 +24,7 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, insert, inspect, select, text, update
@@ -34,6 +34,7 @@ from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.schema import CreateColumn
 
 from hmsproxy.events.journal import Journal
+from hmsproxy.events.messages import Event
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import event_log
 from hmsproxy.store.sql import schema as s
@@ -157,9 +158,7 @@ class Database:
                 self.connection_waited(time.perf_counter() - asked)
                 yield conn
                 if journal is not None:
-                    unwritten = journal.unwritten()
-                    rows = self.allocate_ids(conn, "MNotificationLog", len(unwritten))
-                    event_ids = event_log.append(conn, unwritten, rows, self.layout)
+                    event_ids = self.append_events(conn, journal.unwritten())
         except BaseException:
             if journal is not None:
                 journal.rolled_back(added_from)
@@ -180,6 +179,11 @@ class Database:
         self.layout = layout
         for engine in self.engines:
             install(engine, layout)
+
+    def append_events(self, conn: Connection, events: Sequence[Event]) -> list[int]:
+        """Appends events to the notification log in `conn`'s transaction, their row ids from this process's
+        blocks; returns their event ids."""
+        return event_log.append(conn, events, self.allocate_ids(conn, "MNotificationLog", len(events)), self.layout)
 
     def allocate_ids(self, conn: Connection, model: str, count: int) -> int:
         """Reserves `count` consecutive ids for a model class; returns the first.

@@ -58,8 +58,7 @@ class NotificationStore:
     def add_events(self, events: Sequence[Event]) -> list[int]:
         """Appends events that are not part of a metadata write (fire_listener_event)."""
         with self.db.transaction() as conn:
-            rows = self.db.allocate_ids(conn, "MNotificationLog", len(events))
-            return event_log.append(conn, events, rows, self.db.layout)
+            return self.db.append_events(conn, events)
 
     def clean_events(self, older_than_s: int) -> int:
         with self.db.transaction() as conn:
