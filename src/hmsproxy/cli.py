@@ -65,6 +65,10 @@ def _serve_options() -> argparse.ArgumentParser:
     serve.add_argument("--cache-max-bytes", help="memory bound of the cache, e.g. 2gb (default 1gb)")
     serve.add_argument("--cache-whitelist", help="comma-separated db.table regexes to cache (default .*)")
     serve.add_argument("--cache-blacklist", help="comma-separated db.table regexes never to cache")
+    serve.add_argument("--prewarm-workers", type=int,
+                       help="processes that read prewarm's tables beside the loader (default 2; 0: none)")
+    serve.add_argument("--prewarm-workers-min-partitions", type=int,
+                       help="the workers start only for a prewarm of this many partitions or more (default 20000)")
     serve.add_argument("--strict-snapshots", action="store_const", const=True,
                        help="refuse cached reads of transactional tables that carry no validWriteIdList")
     serve.add_argument("--partition-request-limit", type=int,

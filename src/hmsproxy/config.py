@@ -69,6 +69,8 @@ class Settings:
     cache_whitelist: str = ".*"
     cache_blacklist: str = ""
     strict_snapshots: bool = False
+    prewarm_workers: int = 2              # processes reading prewarm's groups (0: the loader thread alone)
+    prewarm_workers_min_partitions: int = 20_000
     partition_request_limit: int = -1
     max_message_bytes: int = 100 << 20
     poll_interval_s: float = 0.2

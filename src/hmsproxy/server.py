@@ -20,6 +20,7 @@ from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics, MetricsServer
 from hmsproxy.store.cache.poller import Poller
 from hmsproxy.store.cache.prewarm import Loader
+from hmsproxy.store.cache.prewarm_workers import DatabaseAccess, WorkerPlan
 from hmsproxy.store.cache.unlogged_writes import UnloggedWrites
 from hmsproxy.store.cache.wiring import cache_over
 from hmsproxy.store.rawstore import RawStore
@@ -73,7 +74,7 @@ def open_store(settings: Settings, warehouse: Warehouse) -> SqlStore:
 
 def cached(store: SqlStore, settings: Settings, metrics: Metrics) -> tuple[RawStore, Loader, Poller]:
     """Wraps the store in the cache, starts prewarming it and following the notification log."""
-    cached_store, loader = cache_over(store, settings, metrics)
+    cached_store, loader = cache_over(store, settings, metrics, prewarm_workers(store.db, settings))
     unlogged = UnloggedWrites(store, metrics, lambda found: cached_store.pass_through()) \
         if settings.unlogged_check_s > 0 else None
     poller = Poller(cached_store, metrics, interval_s=settings.poll_interval_s, event_ttl_s=settings.event_ttl_s,
@@ -84,6 +85,16 @@ def cached(store: SqlStore, settings: Settings, metrics: Metrics) -> tuple[RawSt
     loader.start()
     poller.start()
     return cached_store, loader, poller
+
+
+def prewarm_workers(db: Database, settings: Settings) -> WorkerPlan | None:
+    """The worker processes that read a large prewarm: none on an in-memory SQLite database, which they could not
+    open."""
+    if settings.prewarm_workers <= 0 or db.is_memory:
+        return None
+    access = DatabaseAccess(db.url, settings.db_latency_ms, settings.db_connect_timeout_s,
+                            settings.db_statement_timeout_s)
+    return WorkerPlan(access, settings.prewarm_workers, settings.prewarm_workers_min_partitions)
 
 
 @dataclass

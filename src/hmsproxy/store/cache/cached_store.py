@@ -171,20 +171,24 @@ class CachedStore(CachedStatistics, CachedTransactions):
         with self._loading([key]) as [load]:
             return self._load(key, load)
 
-    def load_tables(self, keys: Sequence[TableKey]) -> int:
-        """Loads many small tables of one catalog in one read (prewarm); returns the partitions loaded. Each is
-        installed under the same rule as load_table's."""
+    def load_tables(self, keys: Sequence[TableKey], read: EntryReader | None = None) -> int:
+        """Loads many small tables of one catalog in one read (prewarm); returns the partitions loaded. `read`
+        turns (catalog, [(database, table)]) into their entries (default: read_entries, here; prewarm's workers
+        read in other processes). Each is installed under the same rule as load_table's."""
         keys = [key for key in keys if self.policy.allows(key[1], key[2])]
         if not keys:
             return 0
         with self._loading(keys) as loads:
-            bundles = self.delegate.get_table_bundles(keys[0][0], [(db, tbl) for _, db, tbl in keys])
-            found = {(b.table.dbName.lower(), b.table.tableName.lower()): b for b in bundles}
+            entries = (read or self.read_entries)(keys[0][0], [(db, tbl) for _, db, tbl in keys])
+            found = {(e.table.dbName.lower(), e.table.tableName.lower()): e for e in entries}
             loaded = 0
             for key, load in zip(keys, loads):
-                bundle = found.get((key[1].lower(), key[2].lower()))
-                loaded += self._install(key, load, bundle, None)
+                loaded += self._install(key, load, found.get((key[1].lower(), key[2].lower())))
             return loaded
+
+    def read_entries(self, cat: str, tables: Sequence[tuple[str, str]]) -> list[TableEntry]:
+        """The cache entries of tables read together from the delegate; those that do not exist are left out."""
+        return entries_read(self.delegate, cat, tables)
 
     @contextlib.contextmanager
     def _loading(self, keys: Sequence[TableKey]) -> Iterator[list[_LoadInFlight]]:
@@ -220,21 +224,19 @@ class CachedStore(CachedStatistics, CachedTransactions):
             bundle = self.delegate.get_table_bundle(*key, partition_sink=collect)
         except hms.NoSuchObjectException:
             bundle = None
-        return self._install(key, load, bundle, builder)
+        return self._install(key, load, None if bundle is None else entry_from_bundle(bundle, builder))
 
-    def _install(self, key: TableKey, load: _LoadInFlight, bundle: TableBundle | None,
-                 builder: PartitionSetBuilder | None) -> int:
+    def _install(self, key: TableKey, load: _LoadInFlight, entry: TableEntry | None) -> int:
         """Caches a table read (None: it does not exist) unless a change overlapped the read, which queues
         another load instead; returns the partitions cached."""
-        if bundle is None:
+        if entry is None:
             with self.cache.lock:
                 if self.cache.generation(key) == load.generation:
                     self.cache.unindex_table(key)
             return 0
-        entry = entry_from_bundle(bundle, builder)
         entry.size_bytes()   # counted before the lock (see SharedCache.put_table)
         with self.cache.lock:
-            current = self.cache.generation(key) == load.generation and bundle.version >= load.newest_seen
+            current = self.cache.generation(key) == load.generation and entry.version >= load.newest_seen
             if current:
                 self.cache.index_table(key, entry.table)  # listed even when too large to keep
                 self.cache.put_table(key, entry)
@@ -677,6 +679,18 @@ class CachedStore(CachedStatistics, CachedTransactions):
 
     def close(self) -> None:
         self.delegate.close()
+
+
+EntryReader = Callable[[str, Sequence[tuple[str, str]]], list[TableEntry]]
+
+
+def entries_read(store: RawStore, cat: str, tables: Sequence[tuple[str, str]]) -> list[TableEntry]:
+    """The cache entries of tables read together from `store` (database, table each), with their sizes counted;
+    tables that do not exist are left out."""
+    entries = [entry_from_bundle(bundle) for bundle in store.get_table_bundles(cat, tables)]
+    for entry in entries:
+        entry.size_bytes()
+    return entries
 
 
 def entry_from_bundle(bundle: TableBundle, partitions: PartitionSetBuilder | None = None) -> TableEntry:

@@ -122,6 +122,12 @@ class PartitionSet:
     def __post_init__(self) -> None:
         object.__setattr__(self, "index", ValueIndex(self.values.column))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its arrays alone (prewarm's workers send sets): the index and the memos are built again
+        where it is unpickled, and its values interned there."""
+        return _unpickled, (self.keys, self.names, self.own, self.tail_refs, self.flat_values, self.tails,
+                            self.tolerant_tails, self.ids, self.known_size)
+
     @functools.cached_property
     def values(self) -> FlatValues:
         """Each partition's values (parallel to names)."""
@@ -304,6 +310,13 @@ class PartitionSet:
                 del ids[i]
         return PartitionSet(self.keys, tuple(kept_names), tuple(own), refs, tuple(values), self.tails,
                             self.tolerant_tails, ids, known_size=size)   # an unused tail stays until a rebuild
+
+
+def _unpickled(keys: tuple[str, ...], names: tuple[str, ...], own: tuple[bytes, ...], refs: array[int],
+               flat_values: tuple[str, ...], tails: tuple[bytes, ...], tolerant: frozenset[bytes],
+               ids: array[int] | None, known_size: int | None) -> PartitionSet:
+    return PartitionSet(keys, names, own, refs, tuple(map(sys.intern, flat_values)), tails, tolerant, ids,
+                        known_size=known_size)
 
 
 def _drop_unused_tails(refs: array[int], tails: tuple[bytes, ...], size: int

@@ -3,8 +3,10 @@
 Prewarm loads every catalog's databases, functions and table names, then every table with its partitions
 and statistics: small tables in groups read together (up to GROUP_PARTITIONS partitions or GROUP_TABLES
 tables per database transaction, so a remote database costs a few round trips per group), a large table
-alone with its partitions streamed. Requests for a table that is not loaded yet move it to the front of the
-queue. Progress is logged and exported as metrics; `complete` drives /readyz.
+alone with its partitions streamed. A large prewarm reads its groups in worker processes, as many groups at
+once as there are workers (prewarm_workers.py), and its large tables here meanwhile. Requests for a table that
+is not loaded yet move it to the front of the queue. Progress is logged and exported as metrics; `complete`
+drives /readyz.
 """
 from __future__ import annotations
 
@@ -12,10 +14,14 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from hmsproxy.burst_log import BurstLog
+from hmsproxy.heap import release_free_memory
 from hmsproxy.metrics import Metrics
-from hmsproxy.store.cache.cached_store import CachedStore
+from hmsproxy.store.cache.cached_store import CachedStore, EntryReader
+from hmsproxy.store.cache.prewarm_workers import PrewarmWorkers, WorkerPlan
 from hmsproxy.store.cache.shared_cache import TableKey
 
 log = logging.getLogger(__name__)
@@ -25,9 +31,10 @@ GROUP_TABLES = 500          # tables of a group: bounds the lists of names and i
 
 
 class Loader:
-    def __init__(self, store: CachedStore, metrics: Metrics) -> None:
+    def __init__(self, store: CachedStore, metrics: Metrics, workers: WorkerPlan | None = None) -> None:
         self.store = store
         self.metrics = metrics
+        self.workers = workers
         self.complete = threading.Event()
         self.started = threading.Event()     # set once prewarm has recorded where the log stood
         self.start_event_id = 0
@@ -104,11 +111,11 @@ class Loader:
                 partitions += more
         return group
 
-    def _load_group(self, group: list[TableKey]) -> int:
+    def _load_group(self, group: list[TableKey], read: EntryReader | None = None) -> int:
         if len(group) == 1:
             return self._load(group[0])
         try:
-            return self.store.load_tables(group)
+            return self.store.load_tables(group, read)
         except Exception as exc:  # the database may be down: the first failure in full, then a count per minute
             self._load_failures.happened(f"{len(group)} tables from {'.'.join(group[0])}", exc_info=exc)
             return 0
@@ -150,18 +157,49 @@ class Loader:
         self.metrics.prewarm_tables.labels("total").set(total)
         log.info("prewarm: %d databases, %d tables to load", self.store.cache.database_count(), total)
         counts = {cat: self.store.partition_counts(cat) for cat in {key[0] for key in tables}}
+        workers = self._start_workers(sum(sum(c.values()) for c in counts.values() if c is not None))
         last_report = started
-        while group := self._next_group(counts):
-            partitions += self._load_group(group)
-            done += len(group)
-            self.metrics.prewarm_tables.labels("done").set(done)
-            self.metrics.prewarm_partitions.set(partitions)
-            self.metrics.prewarm_seconds.set(time.monotonic() - started)
-            if time.monotonic() - last_report >= PROGRESS_INTERVAL_S:
-                last_report = time.monotonic()
-                elapsed = last_report - started
-                log.info("prewarm: %d/%d tables, %d partitions in %.1f s (%.0f partitions/s)", done, total,
-                         partitions, elapsed, partitions / elapsed if elapsed else 0.0)
+        try:
+            for group_partitions, group_tables in self._groups_loaded(counts, workers):
+                partitions += group_partitions
+                done += group_tables
+                self.metrics.prewarm_tables.labels("done").set(done)
+                self.metrics.prewarm_partitions.set(partitions)
+                self.metrics.prewarm_seconds.set(time.monotonic() - started)
+                if time.monotonic() - last_report >= PROGRESS_INTERVAL_S:
+                    last_report = time.monotonic()
+                    elapsed = last_report - started
+                    log.info("prewarm: %d/%d tables, %d partitions in %.1f s (%.0f partitions/s)", done, total,
+                             partitions, elapsed, partitions / elapsed if elapsed else 0.0)
+        finally:
+            if workers is not None:
+                workers.close()
+        release_free_memory()   # what the reads left behind
         elapsed = time.monotonic() - started
         self.metrics.prewarm_seconds.set(elapsed)
         log.info("prewarm complete: %d tables, %d partitions in %.1f s", done, partitions, elapsed)
+
+    def _start_workers(self, partitions: int) -> PrewarmWorkers | None:
+        if self.workers is None or not self.workers.wanted(partitions):
+            return None
+        log.info("prewarm: %d partitions, read by %d worker processes", partitions, self.workers.processes)
+        return PrewarmWorkers(self.workers, fallback=self.store.read_entries)
+
+    def _groups_loaded(self, counts: dict[str, dict[tuple[str, str], int] | None],
+                       workers: PrewarmWorkers | None) -> Iterator[tuple[int, int]]:
+        """(partitions, tables) of each group as it is loaded: one group at a time, or with workers as many at once
+        as there are workers (the queue is taken from a group at a time, so that urgent requests still go first)."""
+        if workers is None:
+            while group := self._next_group(counts):
+                yield self._load_group(group), len(group)
+            return
+        with ThreadPoolExecutor(workers.processes, thread_name_prefix="cache-loader") as threads:
+            in_flight: set[Future[tuple[int, int]]] = set()
+            while True:
+                while len(in_flight) < workers.processes and (group := self._next_group(counts)):
+                    in_flight.add(threads.submit(lambda g: (self._load_group(g, workers.read), len(g)), group))
+                if not in_flight:
+                    return
+                finished, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    yield future.result()

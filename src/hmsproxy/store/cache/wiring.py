@@ -8,6 +8,7 @@ from hmsproxy.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.prewarm import Loader
+from hmsproxy.store.cache.prewarm_workers import WorkerPlan
 from hmsproxy.store.cache.shared_cache import SharedCache
 from hmsproxy.store.rawstore import RawStore
 
@@ -16,12 +17,14 @@ def _bookkeeping_entries(cache: SharedCache, kind: str) -> int:
     return cache.bookkeeping_entries()[kind]
 
 
-def cache_over(store: RawStore, settings: Settings, metrics: Metrics) -> tuple[CachedStore, Loader]:
-    """The cache in front of `store` with its loader (not started yet), its size and bookkeeping exported."""
+def cache_over(store: RawStore, settings: Settings, metrics: Metrics, workers: WorkerPlan | None = None
+               ) -> tuple[CachedStore, Loader]:
+    """The cache in front of `store` with its loader (not started yet, its prewarm read by `workers` if given),
+    its size and bookkeeping exported."""
     cache = SharedCache(settings.cache_max_bytes, on_evict=lambda key: metrics.cache_evictions.inc())
     policy = CachePolicy.from_patterns(settings.cache_whitelist, settings.cache_blacklist)
     cached_store = CachedStore(store, cache, policy, metrics, strict_snapshots=settings.strict_snapshots)
-    loader = Loader(cached_store, metrics)
+    loader = Loader(cached_store, metrics, workers)
     cached_store.request_load = loader.request
     metrics.cache_bytes.set_function(cache.bytes_used)
     metrics.cache_objects.labels("table").set_function(cache.table_count)

@@ -137,6 +137,13 @@ class Database:
         for engine in engines if added_latency_ms > 0 else []:
             _add_round_trip_latency(engine, added_latency_ms / 1000.0)
 
+    @property
+    def is_memory(self) -> bool:
+        """An in-memory SQLite database: no other process can open it."""
+        url = make_url(self.url)
+        return self.is_sqlite and (url.database in (None, "", ":memory:") or url.query.get("mode") == "memory"
+                                   or ":memory:" in (url.database or ""))
+
     @contextlib.contextmanager
     def transaction(self, write: bool = False, journal: Journal | None = None) -> Iterator[Connection]:
         """One database transaction: committed when the block ends, rolled back if it raises.

@@ -1,0 +1,91 @@
+"""Prewarm's group reads in worker processes, so that a large prewarm uses more than the one core the GIL gives.
+
+Reading a group of tables, building their partitions and encoding them is nearly all of a prewarm's CPU. A
+worker opens the server's database as the server does (its own connection; the store reads the schema's
+layout) and sends back the group's cache entries: bytes, strings and arrays, pickled. The loader installs
+them under the same rule as the entries it reads itself (CachedStore.load_tables), so a write that overlaps
+a worker's read is caught as it is for any load. Workers live while prewarm runs, and start only for a
+prewarm of at least `min_partitions` partitions: a worker costs about a second of CPU to start.
+
+A worker that dies (killed, out of memory) breaks the pool: the loader then reads the rest itself.
+"""
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import signal
+from collections.abc import Sequence
+from concurrent.futures import BrokenExecutor, ProcessPoolExecutor
+from dataclasses import dataclass
+
+from hmsproxy.store.cache.cached_store import EntryReader, entries_read
+from hmsproxy.store.cache.shared_cache import TableEntry
+from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.store import SqlStore
+
+log = logging.getLogger(__name__)
+
+@dataclass(frozen=True)
+class DatabaseAccess:
+    """What a worker needs to open the server's database as the server did."""
+    url: str
+    added_latency_ms: float = 0.0
+    connect_timeout_s: float = 10.0
+    statement_timeout_s: float = 60.0
+
+    def open(self) -> SqlStore:
+        db = Database(self.url, pool_size=1, added_latency_ms=self.added_latency_ms,
+                      connect_timeout_s=self.connect_timeout_s, statement_timeout_s=self.statement_timeout_s)
+        return SqlStore(db)
+
+
+@dataclass(frozen=True)
+class WorkerPlan:
+    """How many worker processes prewarm starts, and from how many partitions on."""
+    database: DatabaseAccess
+    processes: int
+    min_partitions: int
+
+    def wanted(self, partitions: int) -> bool:
+        return self.processes > 0 and partitions >= self.min_partitions
+
+
+class PrewarmWorkers:
+    """Worker processes, each with its own connection to the database, reading groups of tables."""
+
+    def __init__(self, plan: WorkerPlan, fallback: EntryReader) -> None:
+        self.processes = plan.processes
+        self._fallback = fallback
+        self._broken = False
+        self._executor = ProcessPoolExecutor(plan.processes, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_open, initargs=(plan.database,))
+
+    def read(self, cat: str, tables: Sequence[tuple[str, str]]) -> list[TableEntry]:
+        """The entries of the tables (database, table each) that exist, read by a worker (by `fallback` here once
+        a worker died)."""
+        if not self._broken:
+            try:
+                return self._executor.submit(_read_group, cat, list(tables)).result()
+            except BrokenExecutor:
+                if not self._broken:
+                    log.warning("a prewarm worker process died: the loader reads the rest of the tables itself")
+                self._broken = True
+        return self._fallback(cat, tables)
+
+    def close(self) -> None:
+        """Stops the workers once the reads under way are done (nothing waits for them)."""
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+_store: SqlStore | None = None   # a worker process's store, opened once by the pool's initializer
+
+
+def _open(database: DatabaseAccess) -> None:
+    global _store
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # the server decides when its workers stop
+    _store = database.open()
+
+
+def _read_group(cat: str, tables: list[tuple[str, str]]) -> list[TableEntry]:
+    assert _store is not None, "the pool's initializer opens the store"
+    return entries_read(_store, cat, tables)
