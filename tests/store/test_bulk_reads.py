@@ -106,3 +106,45 @@ def test_a_partition_with_megabytes_of_parameters_reads_back_whole(backend, tmp_
         assert part.parameters == params
         [bundle] = store.get_table_bundles("hive", [("d", "t")])
         assert bundle.partitions[0].parameters == params
+
+
+def _varied(i: int, root: str) -> object:
+    """Partitions whose descriptors differ in a few ways: most share one but for the location."""
+    sd = _sd(f"{root}/k={i}")
+    if i % 4 != 0:                       # no skew: these share a descriptor but for the location
+        sd.skewedInfo = hms.SkewedInfo(skewedColNames=[], skewedColValues=[], skewedColValueLocationMaps={})
+    if i % 5 == 1:
+        sd.parameters = {"sd": "other", "b": "2"}
+    if i % 7 == 2:
+        sd.serdeInfo.parameters = {"p": "2", "q": "3"}
+    if i % 9 == 3:
+        sd.cols = sd.cols[:1]
+    return hms.Partition(values=[str(i)], dbName="d", tableName="t", sd=sd, parameters={"n": str(i), "x": "y"},
+                         createTime=i, lastAccessTime=0)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "mariadb", "postgres"])
+def test_the_cache_reads_partitions_encoded_to_the_bytes_of_the_objects_the_store_returns(backend, tmp_path):
+    """Prewarm's reads build a descriptor once per kind (partition_bytes.py): the set they make is the set the
+    store's own objects make, byte for byte, skew with list-keyed maps and partitions without descriptor included."""
+    from hmsproxy.store.cache.partitions import PartitionSet, PartitionSetBuilder
+
+    with fresh_store(backend, tmp_path) as sql:
+        add_table_t(sql, f"file:{tmp_path}", _sd(f"file:{tmp_path}/d.db/t"))
+        sql.add_partitions("hive", "d", "t", [_varied(i, f"file:{tmp_path}") for i in range(40)])
+        bundle = sql.get_table_bundle("hive", "d", "t")
+        [grouped] = sql.get_table_bundles("hive", [("d", "t")])
+        objects = sql.get_partitions("hive", "d", "t")
+        ids = {p.values[0]: i for p, i in zip(bundle.partitions, bundle.partition_ids or [])}
+        decoded = sorted(bundle.partitions, key=lambda p: p.values[0])   # the encoded ones decode to the store's objects
+        assert len(ids) == 40 and decoded == sorted(objects, key=lambda p: p.values[0])
+
+    def built(parts: object, part_ids: object) -> PartitionSet:
+        builder = PartitionSetBuilder(PartitionSet(keys=("k",)))
+        builder.add(parts, part_ids)   # type: ignore[arg-type]
+        return builder.build()
+
+    from_objects = built(objects, [ids[p.values[0]] for p in objects])
+    assert built(bundle.partitions, bundle.partition_ids) == from_objects
+    assert built(grouped.partitions, grouped.partition_ids) == from_objects
+    assert len(from_objects.tails) > 4 and from_objects.tolerant_tails     # several kinds, skew maps among them

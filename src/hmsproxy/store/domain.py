@@ -41,7 +41,7 @@ class DroppedTable:
 
 
 # Where a table load streams its partitions: (table, chunk of partitions, their PART_IDs or None).
-PartitionSink = Callable[[Table, list[Partition], list[int] | None], None]
+PartitionSink = Callable[[Table, Sequence[Partition], list[int] | None], None]
 
 
 @dataclass
@@ -49,7 +49,7 @@ class TableBundle:
     """A table with everything hanging off it, read in one transaction: what the cache loads."""
 
     table: Table
-    partitions: list[Partition]                                  # empty when they went to a partition sink
+    partitions: Sequence[Partition]                              # empty when they went to a partition sink
     table_stats: dict[str, ColumnStatisticsObj]                  # column -> statistics
     partition_stats: dict[str, dict[str, ColumnStatisticsObj]]   # partition name -> column -> statistics
     write_ids: ValidWriteIdList | None = None    # transactional tables: write ids read *before* the rest

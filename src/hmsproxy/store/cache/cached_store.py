@@ -214,7 +214,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
     def _load(self, key: TableKey, load: _LoadInFlight) -> int:
         builder: PartitionSetBuilder | None = None
 
-        def collect(table: Any, chunk: list[Any], ids: list[int] | None) -> None:
+        def collect(table: Any, chunk: Sequence[Any], ids: list[int] | None) -> None:
             nonlocal builder
             if builder is None:
                 builder = PartitionSetBuilder(PartitionSet(keys=tuple(k.name for k in table.partitionKeys)))

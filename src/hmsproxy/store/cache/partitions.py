@@ -19,57 +19,19 @@ from __future__ import annotations
 import bisect
 import functools
 import itertools
-import struct
 import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hmsproxy.codec import EncodedList, decode, encode
+from hmsproxy.codec import EncodedList, decode
 from hmsproxy.idl import hms
 from hmsproxy.names import make_partition_name
+from hmsproxy.partition_bytes import EncodedPartitions, encode_partition
 from hmsproxy.partition_filter import PartitionFilter
 from hmsproxy.store.cache.value_index import ValueIndex
 from hmsproxy.store.domain import PartitionBatch, batch_scan, cut_batch
-
-_SD_FIELD = b"\x0c\x00\x06"         # struct, field 6 (Partition.sd)
-_LOCATION_FIELD = b"\x0b\x00\x02"   # string, field 2 (StorageDescriptor.location)
-
-
-def encode_partition(part: Any) -> tuple[bytes, bytes, bool]:
-    """(own bytes, shared tail, needs the tolerant decoder) of a canonical Partition the caller owns.
-
-    The tail holds what the partitions of a table share: the storage descriptor but its location, and the
-    partition's database, table and catalog names. The object is changed during encoding and restored before
-    returning (cheaper than copies)."""
-    sd, db_name, table_name, cat_name = part.sd, part.dbName, part.tableName, part.catName
-    part.sd = part.dbName = part.tableName = part.catName = None
-    try:
-        own = encode(part)[:-1]  # drop the struct's STOP byte
-    finally:
-        part.sd, part.dbName, part.tableName, part.catName = sd, db_name, table_name, cat_name
-    names = _shared_names(db_name, table_name, cat_name) + b"\x00"   # then the end of the partition
-    if sd is None:
-        return own, names, False
-    location = sd.location
-    sd.location = None
-    try:
-        tail = encode(sd)[:-1] + b"\x00" + names  # the end of the descriptor, then the partition's names
-    finally:
-        sd.location = location
-    own += _SD_FIELD
-    if location is not None:
-        data = location.encode("utf-8")
-        own += _LOCATION_FIELD + struct.pack("!i", len(data)) + data
-    tolerant = bool(sd.skewedInfo and sd.skewedInfo.skewedColValueLocationMaps)
-    return own, tail, tolerant
-
-
-@functools.lru_cache(maxsize=4096)
-def _shared_names(db_name: str | None, table_name: str | None, cat_name: str | None) -> bytes:
-    """The fields dbName, tableName and catName of a Partition, encoded (without the struct's end)."""
-    return encode(hms.Partition(dbName=db_name, tableName=table_name, catName=cat_name, writeId=None))[:-1]
 
 
 class FlatValues(Sequence[tuple[str, ...]]):
@@ -350,13 +312,24 @@ class PartitionSetBuilder:
         self._tolerant = set(base.tolerant_tails)
 
     def add(self, parts: Sequence[Any], ids: Sequence[int | None] | None = None) -> None:
-        """Adds (or replaces) partitions; `ids` parallel to them, or None when the store gave none."""
+        """Adds (or replaces) partitions; `ids` parallel to them, or None when the store gave none. Partitions the
+        store read encoded (EncodedPartitions) are taken as they are."""
+        if isinstance(parts, EncodedPartitions):
+            self._add_encoded(parts, ids)
+            return
         for part, part_id in zip(parts, ids if ids is not None else [None] * len(parts)):
             own, tail, needs_tolerant = encode_partition(part)
             if needs_tolerant:
                 self._tolerant.add(tail)
             values = tuple(sys.intern(v) for v in part.values)
             self._rows[make_partition_name(self.keys, part.values)] = (own, tail, values, part_id)
+
+    def _add_encoded(self, parts: EncodedPartitions, ids: Sequence[int | None] | None) -> None:
+        self._tolerant |= parts.tolerant
+        pieces = parts.pieces
+        for own, tail, values, part_id in zip(pieces[0::2], pieces[1::2], parts.values,
+                                              ids if ids is not None else [None] * len(parts)):
+            self._rows[make_partition_name(self.keys, values)] = (own, tail, tuple(map(sys.intern, values)), part_id)
 
     def build(self) -> PartitionSet:
         return _from_rows(self.keys, self._rows, self._tolerant)

@@ -16,12 +16,12 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, func, select
 
+from hmsproxy.partition_bytes import EncodedPartitions
 from hmsproxy.store.domain import PartitionSink, TableBundle, is_transactional
 from hmsproxy.store.sql import event_log
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.lookups import TableRef, no_such_object, table_ref
-from hmsproxy.store.sql.partitions import PartitionRow
 from hmsproxy.store.sql.stats_codec import row_to_obj
 from hmsproxy.txn.write_ids import ValidWriteIdList
 
@@ -32,8 +32,8 @@ class BundleStore:
     db: Database
     _load_tables: Callable[[Connection, str, str, Sequence[str]], list[Any]]                     # TableStore
     _partition_id_ranges: Callable[[Connection, TableRef], list[ColumnElement[bool]]]            # PartitionStore
-    _read_partitions: Callable[[Connection, str, dict[int, tuple[str, str]], ColumnElement[bool]],
-                               list[PartitionRow]]                                                # PartitionStore
+    _read_encoded_partitions: Callable[[Connection, str, dict[int, tuple[str, str]], ColumnElement[bool]],
+                                       dict[int, tuple[EncodedPartitions, list[int]]]]             # PartitionStore
     table_write_ids: Callable[[Connection, str, str], ValidWriteIdList | None]                   # TransactionStore
 
     def partition_counts(self, cat: str) -> dict[tuple[str, str], int] | None:
@@ -58,19 +58,19 @@ class BundleStore:
             if is_transactional(tables[0]) and write_ids is None:  # became transactional in between
                 write_ids = self.table_write_ids(conn, db_name, tbl_name)
             ref = table_ref(conn, cat, db_name, tbl_name)
-            partitions: list[Any] = []
+            chunks: list[EncodedPartitions] = []
             ids: list[int] = []
             if ref.partition_keys:
                 for chunk in self._partition_id_ranges(conn, ref):
-                    rows = self._read_partitions(conn, cat, {ref.tbl_id: (db_name, tbl_name)}, chunk)
-                    loaded, loaded_ids = [row.partition for row in rows], [row.part_id for row in rows]
+                    read = self._read_encoded_partitions(conn, cat, {ref.tbl_id: (db_name, tbl_name)}, chunk)
+                    loaded, loaded_ids = read.get(ref.tbl_id, (EncodedPartitions.none(), []))
                     if partition_sink is None:
-                        partitions += loaded
+                        chunks.append(loaded)
                         ids += loaded_ids
                     else:
                         partition_sink(tables[0], loaded, loaded_ids)
             table_stats, partition_stats = _statistics(conn, [ref.tbl_id])
-        return TableBundle(tables[0], partitions, table_stats.get(ref.tbl_id, {}),
+        return TableBundle(tables[0], EncodedPartitions.joined(chunks), table_stats.get(ref.tbl_id, {}),
                            partition_stats.get(ref.tbl_id, {}), write_ids, version, ids)
 
     def get_table_bundles(self, cat: str, tables: Sequence[tuple[str, str]]) -> list[TableBundle]:
@@ -90,17 +90,15 @@ class BundleStore:
                 if is_transactional(table) and write_ids.get(key) is None:  # became transactional in between
                     write_ids[key] = self.table_write_ids(conn, *key)
             partitioned = {t.id: (t.dbName, t.tableName) for t in loaded if t.partitionKeys}
-            partitions: dict[int, list[Any]] = defaultdict(list)
-            ids: dict[int, list[int]] = defaultdict(list)
+            read: dict[int, tuple[EncodedPartitions, list[int]]] = {}
             if partitioned:
                 kept = s.PARTITIONS.c.TBL_ID.in_(list(partitioned))
-                for row in self._read_partitions(conn, cat, partitioned, kept):
-                    partitions[row.tbl_id].append(row.partition)
-                    ids[row.tbl_id].append(row.part_id)
+                read = self._read_encoded_partitions(conn, cat, partitioned, kept)
             table_stats, partition_stats = _statistics(conn, [t.id for t in loaded])
-        return [TableBundle(t, partitions.get(t.id, []), table_stats.get(t.id, {}), partition_stats.get(t.id, {}),
+        none: tuple[EncodedPartitions, list[int]] = (EncodedPartitions.none(), [])
+        return [TableBundle(t, read.get(t.id, none)[0], table_stats.get(t.id, {}), partition_stats.get(t.id, {}),
                             write_ids.get((t.dbName, t.tableName)),
-                            versions.get((t.dbName.lower(), t.tableName.lower()), 0), ids.get(t.id, []))
+                            versions.get((t.dbName.lower(), t.tableName.lower()), 0), read.get(t.id, none)[1])
                 for t in loaded]
 
 

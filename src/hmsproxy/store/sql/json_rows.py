@@ -18,7 +18,7 @@ from sqlalchemy.types import Text
 
 
 class json_rows(FunctionElement[Any]):
-    type = Text()   # the driver's text as it is (PostgreSQL's decodes json itself), so that equal text is memoized
+    type = Text()   # text in every dialect (PostgreSQL's cast), so that equal rows are equal, hashable text
     inherit_cache = True
     name = "json_rows"
 
@@ -34,7 +34,7 @@ def _mysql(element: json_rows, compiler: Any, **kw: Any) -> str:
 
 @compiles(json_rows, "postgresql")
 def _postgresql(element: json_rows, compiler: Any, **kw: Any) -> str:
-    return f"json_agg(json_build_array({_arguments(element, compiler, **kw)}))"
+    return f"CAST(json_agg(json_build_array({_arguments(element, compiler, **kw)})) AS TEXT)"
 
 
 @compiles(json_rows, "sqlite")

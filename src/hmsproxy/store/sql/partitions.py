@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import ColumnElement, Connection, Select, and_, delete, func, insert, select, update
 
+from hmsproxy.codec import encode
 from hmsproxy.events import messages
 from hmsproxy.events.journal import Journal
 from hmsproxy.idl import hms
@@ -20,6 +21,7 @@ from hmsproxy.names import (
     partition_exists_message,
     partition_missing_message,
 )
+from hmsproxy.partition_bytes import EncodedPartitions, descriptor_tail, location_field, needs_tolerant
 from hmsproxy.partition_filter import PartitionFilter, names_matching
 from hmsproxy.partitions_to_add import check_new_and_distinct
 from hmsproxy.store.canonical import write_id
@@ -214,14 +216,18 @@ class PartitionStore:
                                  .where(s.PARTITIONS.c.TBL_ID == tbl_id, s.PARTITIONS.c.PART_NAME.in_(chunk))).all()
         return rows
 
-    def get_partitions(self, cat: str, db_name: str, tbl_name: str, max_parts: int = -1) -> list[Any]:
+    def get_partitions(self, cat: str, db_name: str, tbl_name: str, max_parts: int = -1) -> Sequence[Any]:
+        """Sorted by name, read encoded (partition_bytes.py): a listing is sent as those bytes, as from the cache."""
         with self.db.transaction() as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
+            chunks: list[ColumnElement[bool]] = [s.PARTITIONS.c.TBL_ID == ref.tbl_id]
             if max_parts is not None and max_parts >= 0:
                 names = self._names(conn, ref)[:max_parts]
                 ids = [r.PART_ID for r in self._rows_by_names(conn, ref.tbl_id, names)]
-                return self._load_partitions(conn, cat, db_name, tbl_name, ref, ids)
-            return self._load_partitions(conn, cat, db_name, tbl_name, ref, None)
+                chunks = [s.PARTITIONS.c.PART_ID.in_(chunk) for chunk in _chunks(ids)]
+            named = {ref.tbl_id: (db_name, tbl_name)}
+            read = [self._read_encoded_partitions(conn, cat, named, chunk).get(ref.tbl_id) for chunk in chunks]
+        return EncodedPartitions.joined([parts for parts, _ in filter(None, read)]).sorted_by_name()
 
     def get_partitions_by_names(self, cat: str, db_name: str, tbl_name: str, names: Sequence[str]) -> list[Any]:
         with self.db.transaction() as conn:
@@ -303,37 +309,97 @@ class PartitionStore:
 
     def _read_partitions(self, conn: Connection, cat: str, table_names: dict[int, tuple[str, str]],
                          kept: ColumnElement[bool]) -> list[PartitionRow]:
-        """The partitions meeting `kept` (a condition on PARTITIONS), in a fixed
-        number of queries whatever the number of partitions and tables: one row per partition with its values,
-        parameters and storage descriptor, then the descriptors' columns and skew. `table_names` gives each
-        table's (database, table) names."""
-        parts, sds = s.PARTITIONS, s.SDS
-        values = select(json_rows(s.PARTITION_KEY_VALS.c.INTEGER_IDX, s.PARTITION_KEY_VALS.c.PART_KEY_VAL)).where(
-            s.PARTITION_KEY_VALS.c.PART_ID == parts.c.PART_ID).scalar_subquery()
-        params = select(json_rows(s.PARTITION_PARAMS.c.PARAM_KEY, s.PARTITION_PARAMS.c.PARAM_VALUE)).where(
-            s.PARTITION_PARAMS.c.PART_ID == parts.c.PART_ID).scalar_subquery()
-        joined = parts.outerjoin(sds, sds.c.SD_ID == parts.c.SD_ID).outerjoin(
-            s.SERDES, s.SERDES.c.SERDE_ID == sds.c.SERDE_ID)
-        rows = conn.execute(select(
-            parts.c.PART_ID, parts.c.TBL_ID, parts.c.PART_NAME, parts.c.CREATE_TIME, parts.c.LAST_ACCESS_TIME,
-            parts.c.WRITE_ID, values.label("PART_VALUES"), params.label("PART_PARAMETERS"), *descriptor_columns(),
-        ).select_from(joined).where(kept)).all()
-        if not rows:
-            return []
-        columns = load_columns(conn, select(sds.c.CD_ID).select_from(parts.join(sds, sds.c.SD_ID == parts.c.SD_ID))
-                               .where(kept).distinct())
-        skew = load_skew(conn, select(parts.c.SD_ID).where(kept))
+        """The partitions meeting `kept` (a condition on PARTITIONS) as objects, in a fixed number of queries
+        whatever the number of partitions and tables (_partition_rows). `table_names` gives each table's
+        (database, table) names."""
+        rows, columns, skew = _partition_rows(conn, kept)
         result = []
         for row in rows:
             m = row._mapping
-            db_name, tbl_name = table_names[m["TBL_ID"]]
-            sd = None if m["SD_ID"] is None else descriptor_from_row(m, columns, skew)
-            result.append(PartitionRow(m["TBL_ID"], m["PART_ID"], m["PART_NAME"], hms.Partition(
-                values=[value for value, in ordered(m["PART_VALUES"])], dbName=db_name, tableName=tbl_name,
-                createTime=m["CREATE_TIME"], lastAccessTime=m["LAST_ACCESS_TIME"], sd=sd,
-                parameters=as_dict(m["PART_PARAMETERS"]), catName=cat, writeId=m["WRITE_ID"] or 0,
-            )))
+            part = _own_fields(m)
+            part.dbName, part.tableName = table_names[m["TBL_ID"]]
+            part.catName = cat
+            part.sd = None if m["SD_ID"] is None else descriptor_from_row(m, columns, skew)
+            result.append(PartitionRow(m["TBL_ID"], m["PART_ID"], m["PART_NAME"], part))
         return result
+
+    def _read_encoded_partitions(self, conn: Connection, cat: str, table_names: dict[int, tuple[str, str]],
+                                 kept: ColumnElement[bool]) -> dict[int, tuple[EncodedPartitions, list[int]]]:
+        """The partitions meeting `kept` as the cache keeps them (partition_bytes.py), with their ids, by table.
+        A storage descriptor is built and encoded once for the partitions of a table whose descriptors are equal
+        but for the location (most often all of them), instead of once per partition."""
+        rows, columns, skew = _partition_rows(conn, kept)
+        tails: dict[tuple[Any, ...], bytes] = {}
+        by_table: dict[int, tuple[EncodedPartitions, list[int]]] = {}
+        for row in rows:
+            m = row._mapping
+            tbl_id, sd_id = m["TBL_ID"], m["SD_ID"]
+            if tbl_id not in by_table:
+                by_table[tbl_id] = (EncodedPartitions([], [], set()), [])
+            parts, ids = by_table[tbl_id]
+            part = _own_fields(m)
+            own = encode(part)[:-1]
+            db_name, tbl_name = table_names[tbl_id]
+            if sd_id is None:
+                tail = descriptor_tail(None, db_name, tbl_name, cat)
+            else:
+                own += location_field(m["LOCATION"])
+                key = None if sd_id in skew else (tbl_id, *map(m.__getitem__, _DESCRIPTOR_BUT_LOCATION))
+                known = tails.get(key) if key is not None else None
+                tail = known if known is not None else self._descriptor_tail(m, columns, skew, (db_name, tbl_name, cat),
+                                                                             parts.tolerant)
+                if key is not None:
+                    tails[key] = tail
+            parts.pieces += (own, tail)
+            parts.values.append(part.values)
+            parts.names.append(m["PART_NAME"])
+            ids.append(m["PART_ID"])
+        return by_table
+
+    @staticmethod
+    def _descriptor_tail(m: Any, columns: dict[int, list[Any]], skew: dict[int, Any],
+                         names: tuple[str, str, str], tolerant: set[bytes]) -> bytes:
+        """The tail of the row's partition (partition_bytes.py), added to `tolerant` if it needs that decoder."""
+        sd = descriptor_from_row(m, columns, skew)
+        sd.location = None
+        tail = descriptor_tail(sd, *names)
+        if needs_tolerant(sd):
+            tolerant.add(tail)
+        return tail
+
+
+def _partition_rows(conn: Connection, kept: ColumnElement[bool]) -> tuple[Sequence[Any], dict[int, list[Any]],
+                                                                           dict[int, Any]]:
+    """(rows, columns by CD_ID, skew by SD_ID) of the partitions meeting `kept`: one row per partition with its
+    values, parameters and storage descriptor, then the descriptors' columns and skew."""
+    parts, sds = s.PARTITIONS, s.SDS
+    values = select(json_rows(s.PARTITION_KEY_VALS.c.INTEGER_IDX, s.PARTITION_KEY_VALS.c.PART_KEY_VAL)).where(
+        s.PARTITION_KEY_VALS.c.PART_ID == parts.c.PART_ID).scalar_subquery()
+    params = select(json_rows(s.PARTITION_PARAMS.c.PARAM_KEY, s.PARTITION_PARAMS.c.PARAM_VALUE)).where(
+        s.PARTITION_PARAMS.c.PART_ID == parts.c.PART_ID).scalar_subquery()
+    joined = parts.outerjoin(sds, sds.c.SD_ID == parts.c.SD_ID).outerjoin(
+        s.SERDES, s.SERDES.c.SERDE_ID == sds.c.SERDE_ID)
+    rows = conn.execute(select(
+        parts.c.PART_ID, parts.c.TBL_ID, parts.c.PART_NAME, parts.c.CREATE_TIME, parts.c.LAST_ACCESS_TIME,
+        parts.c.WRITE_ID, values.label("PART_VALUES"), params.label("PART_PARAMETERS"), *descriptor_columns(),
+    ).select_from(joined).where(kept)).all()
+    if not rows:
+        return rows, {}, {}
+    columns = load_columns(conn, select(sds.c.CD_ID).select_from(parts.join(sds, sds.c.SD_ID == parts.c.SD_ID))
+                           .where(kept).distinct())
+    return rows, columns, load_skew(conn, select(parts.c.SD_ID).where(kept))
+
+
+def _own_fields(m: Any) -> Any:
+    """The Partition of a row of _partition_rows with its own fields only: no storage descriptor, no names."""
+    return hms.Partition(values=[value for value, in ordered(m["PART_VALUES"])], createTime=m["CREATE_TIME"],
+                         lastAccessTime=m["LAST_ACCESS_TIME"], parameters=as_dict(m["PART_PARAMETERS"]),
+                         writeId=m["WRITE_ID"] or 0)
+
+
+# The columns of descriptor_columns that make a descriptor what it is, but for its location (and its own ids).
+_DESCRIPTOR_BUT_LOCATION = tuple(c.name for c in descriptor_columns() if c.name not in ("SD_ID", "SERDE_ID",
+                                                                                          "LOCATION"))
 
 
 class PartitionRow(NamedTuple):
