@@ -136,7 +136,7 @@ def test_the_cache_reads_partitions_encoded_to_the_bytes_of_the_objects_the_stor
         [grouped] = sql.get_table_bundles("hive", [("d", "t")])
         objects = sql.get_partitions("hive", "d", "t")
         ids = {p.values[0]: i for p, i in zip(bundle.partitions, bundle.partition_ids or [])}
-        decoded = sorted(bundle.partitions, key=lambda p: p.values[0])   # the encoded ones decode to the store's objects
+        decoded = sorted(bundle.partitions, key=lambda p: p.values[0])   # encoded ones decode to the store's objects
         assert len(ids) == 40 and decoded == sorted(objects, key=lambda p: p.values[0])
 
     def built(parts: object, part_ids: object) -> PartitionSet:
