@@ -86,16 +86,14 @@ class EncodedPartitions(EncodedList):
         return cls([p for part in parts for p in part.pieces], [v for part in parts for v in part.values],
                    set().union(*(part.tolerant for part in parts)), [n for part in parts for n in part.names])
 
-    def sorted_by_name(self) -> EncodedPartitions:
-        """The same partitions in the order of their names (as listings answer)."""
+    def listing(self) -> EncodedList:
+        """The partitions in the order of their names, as a listing answers: a plain EncodedList, which the
+        dispatcher sends as the bytes it holds."""
         order = sorted(range(len(self.names)), key=self.names.__getitem__)
         pieces = [b""] * len(self.pieces)
         pieces[0::2] = map(self.pieces[0::2].__getitem__, order)
         pieces[1::2] = map(self.pieces[1::2].__getitem__, order)
-        return EncodedPartitions(pieces, list(map(self.values.__getitem__, order)), self.tolerant,
-                                 list(map(self.names.__getitem__, order)))
-
-
+        return EncodedList(pieces, 2, self._decode_pair)
 
     @classmethod
     def none(cls) -> EncodedPartitions:

@@ -1,6 +1,7 @@
 """Reading many partitions costs a fixed number of queries, not one per partition."""
 import pytest
 
+from hmsproxy.codec import EncodedList
 from hmsproxy.idl import hms
 from hmsproxy.store.sql.database import Database, init_schema
 from hmsproxy.store.sql.store import SqlStore
@@ -135,6 +136,7 @@ def test_the_cache_reads_partitions_encoded_to_the_bytes_of_the_objects_the_stor
         bundle = sql.get_table_bundle("hive", "d", "t")
         [grouped] = sql.get_table_bundles("hive", [("d", "t")])
         objects = sql.get_partitions("hive", "d", "t")
+        assert type(objects) is EncodedList   # sent as the bytes it holds (dispatch.py), not decoded and encoded again
         ids = {p.values[0]: i for p, i in zip(bundle.partitions, bundle.partition_ids or [])}
         decoded = sorted(bundle.partitions, key=lambda p: p.values[0])   # encoded ones decode to the store's objects
         assert len(ids) == 40 and decoded == sorted(objects, key=lambda p: p.values[0])

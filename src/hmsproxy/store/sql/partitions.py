@@ -227,7 +227,7 @@ class PartitionStore:
                 chunks = [s.PARTITIONS.c.PART_ID.in_(chunk) for chunk in _chunks(ids)]
             named = {ref.tbl_id: (db_name, tbl_name)}
             read = [self._read_encoded_partitions(conn, cat, named, chunk).get(ref.tbl_id) for chunk in chunks]
-        return EncodedPartitions.joined([parts for parts, _ in filter(None, read)]).sorted_by_name()
+        return EncodedPartitions.joined([parts for parts, _ in filter(None, read)]).listing()
 
     def get_partitions_by_names(self, cat: str, db_name: str, tbl_name: str, names: Sequence[str]) -> list[Any]:
         with self.db.transaction() as conn:
