@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import struct
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from typing import Any
 
 from hmsproxy.codec import EncodedList, decode, encode
@@ -55,6 +55,11 @@ def descriptor_tail(sd: Any | None, db_name: str | None, table_name: str | None,
     return names if sd is None else encode(sd)[:-1] + b"\x00" + names
 
 
+def decode_partition(pieces: Sequence[bytes], tolerant_tails: Container[bytes]) -> Any:
+    """The Partition of its own bytes and tail; a tail among `tolerant_tails` takes the tolerant decoder."""
+    return decode(hms.Partition, b"".join(pieces), tolerant=pieces[1] in tolerant_tails)
+
+
 def needs_tolerant(sd: Any) -> bool:
     """Whether the descriptor holds a list-keyed skew map, which only the tolerant decoder reads (idl.py)."""
     return bool(sd.skewedInfo and sd.skewedInfo.skewedColValueLocationMaps)
@@ -79,7 +84,19 @@ class EncodedPartitions(EncodedList):
         self.names = names if names is not None else []   # the names the database gives them, where read
 
     def _decode_pair(self, item: list[bytes]) -> Any:
-        return decode(hms.Partition, b"".join(item), tolerant=item[1] in self.tolerant)
+        return decode_partition(item, self.tolerant)
+
+    @classmethod
+    def of(cls, parts: Sequence[Any]) -> EncodedPartitions:
+        """Partition objects (canonical, the caller's), encoded."""
+        encoded = cls.none()
+        for part in parts:
+            own, tail, tolerant = encode_partition(part)
+            encoded.pieces += (own, tail)
+            encoded.values.append(part.values)
+            if tolerant:
+                encoded.tolerant.add(tail)
+        return encoded
 
     @classmethod
     def joined(cls, parts: Sequence[EncodedPartitions]) -> EncodedPartitions:

@@ -25,10 +25,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hmsproxy.codec import EncodedList, decode
-from hmsproxy.idl import hms
+from hmsproxy.codec import EncodedList
 from hmsproxy.names import make_partition_name
-from hmsproxy.partition_bytes import EncodedPartitions, encode_partition
+from hmsproxy.partition_bytes import EncodedPartitions, decode_partition, encode_partition
 from hmsproxy.partition_filter import PartitionFilter
 from hmsproxy.store.cache.value_index import ValueIndex
 from hmsproxy.store.domain import PartitionBatch, batch_scan, cut_batch
@@ -110,7 +109,7 @@ class PartitionSet:
         return i if i < len(self.names) and self.names[i] == name else None
 
     def _decode(self, item: list[bytes]) -> Any:
-        return decode(hms.Partition, b"".join(item), tolerant=item[1] in self.tolerant_tails)
+        return decode_partition(item, self.tolerant_tails)
 
     def encoded(self, indexes: Sequence[int]) -> EncodedList:
         """The partitions at `indexes`, as their byte pieces: own bytes and shared tail, one after the other
@@ -314,21 +313,11 @@ class PartitionSetBuilder:
     def add(self, parts: Sequence[Any], ids: Sequence[int | None] | None = None) -> None:
         """Adds (or replaces) partitions; `ids` parallel to them, or None when the store gave none. Partitions the
         store read encoded (EncodedPartitions) are taken as they are."""
-        if isinstance(parts, EncodedPartitions):
-            self._add_encoded(parts, ids)
-            return
-        for part, part_id in zip(parts, ids if ids is not None else [None] * len(parts)):
-            own, tail, needs_tolerant = encode_partition(part)
-            if needs_tolerant:
-                self._tolerant.add(tail)
-            values = tuple(sys.intern(v) for v in part.values)
-            self._rows[make_partition_name(self.keys, part.values)] = (own, tail, values, part_id)
-
-    def _add_encoded(self, parts: EncodedPartitions, ids: Sequence[int | None] | None) -> None:
-        self._tolerant |= parts.tolerant
-        pieces = parts.pieces
-        for own, tail, values, part_id in zip(pieces[0::2], pieces[1::2], parts.values,
-                                              ids if ids is not None else [None] * len(parts)):
+        encoded = parts if isinstance(parts, EncodedPartitions) else EncodedPartitions.of(parts)
+        self._tolerant |= encoded.tolerant
+        pieces = encoded.pieces
+        for own, tail, values, part_id in zip(pieces[0::2], pieces[1::2], encoded.values,
+                                              ids if ids is not None else [None] * len(encoded)):
             self._rows[make_partition_name(self.keys, values)] = (own, tail, tuple(map(sys.intern, values)), part_id)
 
     def build(self) -> PartitionSet:

@@ -25,6 +25,7 @@ from hmsproxy.store.sql.store import SqlStore
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class DatabaseAccess:
     """What a worker needs to open the server's database as the server did."""

@@ -63,7 +63,7 @@ class BundleStore:
             if ref.partition_keys:
                 for chunk in self._partition_id_ranges(conn, ref):
                     read = self._read_encoded_partitions(conn, cat, {ref.tbl_id: (db_name, tbl_name)}, chunk)
-                    loaded, loaded_ids = read.get(ref.tbl_id, (EncodedPartitions.none(), []))
+                    loaded, loaded_ids = read[ref.tbl_id]
                     if partition_sink is None:
                         chunks.append(loaded)
                         ids += loaded_ids
@@ -95,11 +95,13 @@ class BundleStore:
                 kept = s.PARTITIONS.c.TBL_ID.in_(list(partitioned))
                 read = self._read_encoded_partitions(conn, cat, partitioned, kept)
             table_stats, partition_stats = _statistics(conn, [t.id for t in loaded])
-        none: tuple[EncodedPartitions, list[int]] = (EncodedPartitions.none(), [])
-        return [TableBundle(t, read.get(t.id, none)[0], table_stats.get(t.id, {}), partition_stats.get(t.id, {}),
-                            write_ids.get((t.dbName, t.tableName)),
-                            versions.get((t.dbName.lower(), t.tableName.lower()), 0), read.get(t.id, none)[1])
-                for t in loaded]
+        bundles = []
+        for t in loaded:
+            parts, ids = read.get(t.id) or (EncodedPartitions.none(), [])   # unpartitioned tables are not read
+            bundles.append(TableBundle(t, parts, table_stats.get(t.id, {}), partition_stats.get(t.id, {}),
+                                       write_ids.get((t.dbName, t.tableName)),
+                                       versions.get((t.dbName.lower(), t.tableName.lower()), 0), ids))
+        return bundles
 
 
 def _transactional(conn: Connection, cat: str, databases: Sequence[str], tables: Sequence[str]) -> set[tuple[str, str]]:

@@ -141,8 +141,7 @@ class Database:
     def is_memory(self) -> bool:
         """An in-memory SQLite database: no other process can open it."""
         url = make_url(self.url)
-        return self.is_sqlite and (url.database in (None, "", ":memory:") or url.query.get("mode") == "memory"
-                                   or ":memory:" in (url.database or ""))
+        return self.is_sqlite and (not url.database or ":memory:" in url.database or url.query.get("mode") == "memory")
 
     @contextlib.contextmanager
     def transaction(self, write: bool = False, journal: Journal | None = None) -> Iterator[Connection]:

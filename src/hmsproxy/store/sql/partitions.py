@@ -220,14 +220,16 @@ class PartitionStore:
         """Sorted by name, read encoded (partition_bytes.py): a listing is sent as those bytes, as from the cache."""
         with self.db.transaction() as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
-            chunks: list[ColumnElement[bool]] = [s.PARTITIONS.c.TBL_ID == ref.tbl_id]
+            chunks: list[ColumnElement[bool]]
             if max_parts is not None and max_parts >= 0:
                 names = self._names(conn, ref)[:max_parts]
                 ids = [r.PART_ID for r in self._rows_by_names(conn, ref.tbl_id, names)]
                 chunks = [s.PARTITIONS.c.PART_ID.in_(chunk) for chunk in _chunks(ids)]
+            else:
+                chunks = [s.PARTITIONS.c.TBL_ID == ref.tbl_id]
             named = {ref.tbl_id: (db_name, tbl_name)}
-            read = [self._read_encoded_partitions(conn, cat, named, chunk).get(ref.tbl_id) for chunk in chunks]
-        return EncodedPartitions.joined([parts for parts, _ in filter(None, read)]).listing()
+            read = [self._read_encoded_partitions(conn, cat, named, chunk)[ref.tbl_id][0] for chunk in chunks]
+        return EncodedPartitions.joined(read).listing()
 
     def get_partitions_by_names(self, cat: str, db_name: str, tbl_name: str, names: Sequence[str]) -> list[Any]:
         with self.db.transaction() as conn:
@@ -325,31 +327,31 @@ class PartitionStore:
 
     def _read_encoded_partitions(self, conn: Connection, cat: str, table_names: dict[int, tuple[str, str]],
                                  kept: ColumnElement[bool]) -> dict[int, tuple[EncodedPartitions, list[int]]]:
-        """The partitions meeting `kept` as the cache keeps them (partition_bytes.py), with their ids, by table.
-        A storage descriptor is built and encoded once for the partitions of a table whose descriptors are equal
-        but for the location (most often all of them), instead of once per partition."""
+        """The partitions meeting `kept` as the cache keeps them (partition_bytes.py), with their ids, by table (every
+        table of `table_names`, those without any too). A storage descriptor is built and encoded once for the
+        partitions of a table whose descriptors are equal but for the location (most often all of them), instead of
+        once per partition."""
         rows, columns, skew = _partition_rows(conn, kept)
         tails: dict[tuple[Any, ...], bytes] = {}
-        by_table: dict[int, tuple[EncodedPartitions, list[int]]] = {}
+        by_table = {tbl_id: (EncodedPartitions.none(), list[int]()) for tbl_id in table_names}
         for row in rows:
             m = row._mapping
             tbl_id, sd_id = m["TBL_ID"], m["SD_ID"]
-            if tbl_id not in by_table:
-                by_table[tbl_id] = (EncodedPartitions([], [], set()), [])
             parts, ids = by_table[tbl_id]
             part = _own_fields(m)
             own = encode(part)[:-1]
             db_name, tbl_name = table_names[tbl_id]
+            tail: bytes | None
             if sd_id is None:
                 tail = descriptor_tail(None, db_name, tbl_name, cat)
             else:
                 own += location_field(m["LOCATION"])
                 key = None if sd_id in skew else (tbl_id, *map(m.__getitem__, _DESCRIPTOR_BUT_LOCATION))
-                known = tails.get(key) if key is not None else None
-                tail = known if known is not None else self._descriptor_tail(m, columns, skew, (db_name, tbl_name, cat),
-                                                                             parts.tolerant)
-                if key is not None:
-                    tails[key] = tail
+                tail = tails.get(key) if key is not None else None
+                if tail is None:
+                    tail = self._descriptor_tail(m, columns, skew, (db_name, tbl_name, cat), parts.tolerant)
+                    if key is not None:
+                        tails[key] = tail
             parts.pieces += (own, tail)
             parts.values.append(part.values)
             parts.names.append(m["PART_NAME"])
