@@ -21,6 +21,8 @@ from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.json_rows import as_dict, as_items, json_rows, ordered
 
+ID_CHUNK = 900  # ids per IN list, within SQLite's oldest limit of 999 bound parameters per statement
+
 
 def params_rows(key_col: str, owner_id: int, params: dict[str, str] | None) -> list[dict[str, Any]]:
     return [{key_col: owner_id, "PARAM_KEY": k, "PARAM_VALUE": v} for k, v in (params or {}).items()]
@@ -150,14 +152,18 @@ def descriptor_from_row(m: Any, columns: dict[int, list[Any]], skew: dict[int, A
     )
 
 
-def load_columns(conn: Connection, cd_ids: Select[Any]) -> dict[int, list[Any]]:
-    """The columns of the column descriptors `cd_ids` selects, by CD_ID."""
+def load_columns(conn: Connection, cd_ids: Iterable[int | None]) -> dict[int, list[Any]]:
+    """The columns of the column descriptors `cd_ids` (None, a descriptor without, is passed over), by CD_ID.
+    The ids come from rows already read: a subquery here would join the partitions to their descriptors again."""
+    wanted = sorted({cd_id for cd_id in cd_ids if cd_id is not None})
     columns: dict[int, list[Any]] = defaultdict(list)
-    for cd_id, name, type_name, comment in conn.execute(
-        select(s.COLUMNS_V2.c.CD_ID, s.COLUMNS_V2.c.COLUMN_NAME, s.COLUMNS_V2.c.TYPE_NAME, s.COLUMNS_V2.c.COMMENT)
-        .where(s.COLUMNS_V2.c.CD_ID.in_(cd_ids)).order_by(s.COLUMNS_V2.c.CD_ID, s.COLUMNS_V2.c.INTEGER_IDX)
-    ):
-        columns[cd_id].append(hms.FieldSchema(name=name, type=type_name, comment=comment))
+    for start in range(0, len(wanted), ID_CHUNK):
+        for cd_id, name, type_name, comment in conn.execute(
+            select(s.COLUMNS_V2.c.CD_ID, s.COLUMNS_V2.c.COLUMN_NAME, s.COLUMNS_V2.c.TYPE_NAME, s.COLUMNS_V2.c.COMMENT)
+            .where(s.COLUMNS_V2.c.CD_ID.in_(wanted[start:start + ID_CHUNK]))
+            .order_by(s.COLUMNS_V2.c.CD_ID, s.COLUMNS_V2.c.INTEGER_IDX)
+        ):
+            columns[cd_id].append(hms.FieldSchema(name=name, type=type_name, comment=comment))
     return columns
 
 
@@ -167,7 +173,7 @@ def load_descriptors(conn: Connection, sd_ids: Select[Any]) -> dict[int, Any]:
         s.SERDES, s.SERDES.c.SERDE_ID == s.SDS.c.SERDE_ID)).where(s.SDS.c.SD_ID.in_(sd_ids))).all()
     if not rows:
         return {}
-    columns = load_columns(conn, select(s.SDS.c.CD_ID).where(s.SDS.c.SD_ID.in_(sd_ids)))
+    columns = load_columns(conn, (row.CD_ID for row in rows))
     skew = load_skew(conn, sd_ids)
     return {row.SD_ID: descriptor_from_row(row._mapping, columns, skew) for row in rows}
 

@@ -267,9 +267,8 @@ class PartitionStore:
         with self.db.transaction() as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
             kept = [s.PARTITIONS.c.TBL_ID == ref.tbl_id] + ([] if condition is None else [condition])
-            values = self._values(conn, select(s.PARTITIONS.c.PART_ID).where(*kept))
-            rows = conn.execute(select(s.PARTITIONS.c.PART_ID, s.PARTITIONS.c.PART_NAME).where(*kept)).all()
-        return sorted((name, values.get(part_id, [])) for part_id, name in rows)
+            rows = conn.execute(select(s.PARTITIONS.c.PART_NAME, _values_of_each()).where(*kept)).all()
+        return sorted((name, [value for value, in ordered(part_values)]) for name, part_values in rows)
 
     @staticmethod
     def _names(conn: Connection, ref: TableRef) -> list[str]:
@@ -375,21 +374,26 @@ def _partition_rows(conn: Connection, kept: ColumnElement[bool]) -> tuple[Sequen
     """(rows, columns by CD_ID, skew by SD_ID) of the partitions meeting `kept`: one row per partition with its
     values, parameters and storage descriptor, then the descriptors' columns and skew."""
     parts, sds = s.PARTITIONS, s.SDS
-    values = select(json_rows(s.PARTITION_KEY_VALS.c.INTEGER_IDX, s.PARTITION_KEY_VALS.c.PART_KEY_VAL)).where(
-        s.PARTITION_KEY_VALS.c.PART_ID == parts.c.PART_ID).scalar_subquery()
     params = select(json_rows(s.PARTITION_PARAMS.c.PARAM_KEY, s.PARTITION_PARAMS.c.PARAM_VALUE)).where(
         s.PARTITION_PARAMS.c.PART_ID == parts.c.PART_ID).scalar_subquery()
     joined = parts.outerjoin(sds, sds.c.SD_ID == parts.c.SD_ID).outerjoin(
         s.SERDES, s.SERDES.c.SERDE_ID == sds.c.SERDE_ID)
     rows = conn.execute(select(
         parts.c.PART_ID, parts.c.TBL_ID, parts.c.PART_NAME, parts.c.CREATE_TIME, parts.c.LAST_ACCESS_TIME,
-        parts.c.WRITE_ID, values.label("PART_VALUES"), params.label("PART_PARAMETERS"), *descriptor_columns(),
+        parts.c.WRITE_ID, _values_of_each().label("PART_VALUES"), params.label("PART_PARAMETERS"),
+        *descriptor_columns(),
     ).select_from(joined).where(kept)).all()
     if not rows:
         return rows, {}, {}
-    columns = load_columns(conn, select(sds.c.CD_ID).select_from(parts.join(sds, sds.c.SD_ID == parts.c.SD_ID))
-                           .where(kept).distinct())
+    columns = load_columns(conn, (row.CD_ID for row in rows))
     return rows, columns, load_skew(conn, select(parts.c.SD_ID).where(kept))
+
+
+def _values_of_each() -> Any:
+    """Each selected partition's values (json_rows of index and value), for a query of PARTITIONS."""
+    values = s.PARTITION_KEY_VALS.c
+    return select(json_rows(values.INTEGER_IDX, values.PART_KEY_VAL)).where(
+        values.PART_ID == s.PARTITIONS.c.PART_ID).scalar_subquery()
 
 
 def _own_fields(m: Any) -> Any:
