@@ -11,7 +11,7 @@ from pathlib import Path
 import hmsclient
 import pytest
 from hmsclient.genthrift.hive_metastore import ttypes as A
-from sqlalchemy import create_engine, insert
+from sqlalchemy import create_engine, insert, text
 
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql import upgrade
@@ -178,3 +178,30 @@ def test_a_schema_an_older_hmsproxy_created_moves_to_hive_4s_transaction_ids(bac
 def test_sqlite_is_not_upgraded_by_the_command(tmp_path):
     code, lines = hmsproxy("schema", "upgrade", "--db", f"sqlite:///{tmp_path / 'm.db'}", cwd=tmp_path)
     assert code == 2 and "brought up to date by `hmsproxy serve` itself" in lines[-1]
+
+
+def test_the_partitions_of_one_table_are_read_through_an_index_on_mariadb(tmp_path):
+    """UNIQUEPARTITION over utf8mb4 names is too long for an InnoDB key: MariaDB keeps it as a hash, which serves no
+    lookup by table, so a schema without hmsproxy's own index (an older hmsproxy made it) reads every partition of
+    every table to find one table's. `schema validate` notes the index missing, `schema upgrade` adds it, and the
+    query then goes through it."""
+    with fresh_database("mariadb", tmp_path) as url:
+        db = Database(url)
+        init_schema(db, f"file:{tmp_path}")
+        explain = text("EXPLAIN SELECT PART_NAME FROM PARTITIONS WHERE TBL_ID = 7")
+        with db.engine.begin() as conn:
+            first = db.allocate_ids(conn, "MPartition", 5000)   # ids the counter knows: validate checks it
+            conn.execute(insert(s.PARTITIONS), [
+                {"PART_ID": first + i, "CREATE_TIME": 0, "LAST_ACCESS_TIME": 0, "PART_NAME": f"p={i}", "TBL_ID": i % 50}
+                for i in range(5000)])
+            conn.execute(text("ANALYZE TABLE PARTITIONS"))
+            assert conn.execute(explain).mappings().one()["key"] == "PARTITIONS_TBL_NAME_IDX"
+            conn.execute(text("DROP INDEX PARTITIONS_TBL_NAME_IDX ON PARTITIONS"))
+            assert conn.execute(explain).mappings().one()["type"] == "ALL"
+        code, lines = hmsproxy("schema", "validate", "--db", url, cwd=tmp_path)
+        assert code == 0 and [line for line in lines if "PARTITIONS_TBL_NAME_IDX" in line][0].startswith("note:")
+        code, lines = hmsproxy("schema", "upgrade", "--db", url, cwd=tmp_path)
+        assert code == 0, lines
+        with db.engine.begin() as conn:
+            assert conn.execute(explain).mappings().one()["key"] == "PARTITIONS_TBL_NAME_IDX"
+        db.dispose()

@@ -83,6 +83,10 @@ KNOWN_KEYS = {  # key -> why it differs; ours: only in hmsproxy's schema, hive: 
         ("SCHEDULED_EXECUTIONS", True, ("SCHEDULED_EXECUTION_ID",)): "the primary key already",
     },
 }
+MARIADB_KEYS = {  # ours, on MariaDB only
+    ("PARTITIONS", False, ("TBL_ID", "PART_NAME")): "UNIQUEPARTITION over utf8mb4 names is a hash there, which "
+                                                    "serves no lookup by table (Hive's names are latin1)",
+}
 
 
 @pytest.mark.parametrize("backend", ["mariadb", "postgres"])
@@ -99,9 +103,10 @@ def test_a_fresh_schema_has_hive_4s_keys_but_for_the_listed_differences(backend,
 
     only_hive = {key for key in set(hive) - set(ours)
                  if key[1] or not (behind_a_foreign_key(hive[key], key[2]) or served_by_ours(key[0], key[2]))}
+    known_ours = {**KNOWN_KEYS["ours"], **(MARIADB_KEYS if backend == "mariadb" else {})}
     assert only_hive - set(KNOWN_KEYS["hive"]) == set()
-    assert set(ours) - set(hive) - set(KNOWN_KEYS["ours"]) == set()
-    assert set(KNOWN_KEYS["ours"]) <= set(ours)
+    assert set(ours) - set(hive) - set(known_ours) == set()
+    assert set(known_ours) <= set(ours)
 
 
 def _make_legacy(db: Database) -> None:

@@ -288,6 +288,11 @@ PARTITIONS = _table(
     Column("WRITE_ID", BigInteger, server_default="0"),
     UniqueConstraint("TBL_ID", "PART_NAME", name="UNIQUEPARTITION"),  # Hive 4.0.0's order: serves lookups by table
 )
+# ... except on MySQL/MariaDB, where a unique key over utf8mb4 names (Hive's script has them latin1) is too long for
+# InnoDB: MariaDB keeps it as a hash, which serves no lookup by table, and every query of a table's partitions
+# would read all partitions. This index, with a prefix of the name, serves them (MYSQL_ONLY_KEYS).
+Index("PARTITIONS_TBL_NAME_IDX", PARTITIONS.c.TBL_ID, PARTITIONS.c.PART_NAME,
+      mysql_length={"PART_NAME": 255}).ddl_if(dialect="mysql")
 
 PARTITION_KEY_VALS = _table(
     "PARTITION_KEY_VALS",
@@ -1086,4 +1091,12 @@ for _keyed, _name, _unique, _columns in _HIVE_KEYS:
 # Keys hmsproxy adds to Hive's layout: a Hive database without them is served, only slower (`schema validate`
 # says so; `schema upgrade` adds them).
 OWN_KEYS = frozenset({("NOTIFICATION_LOG", ("DB_NAME", "TBL_NAME", "EVENT_ID")), ("NEXT_LOCK_ID", ("NL_NEXT",)),
+                      ("PARTITIONS", ("TBL_ID", "PART_NAME")),
                       ("TAB_COL_STATS", ("TBL_ID", "COLUMN_NAME")), ("PART_COL_STATS", ("PART_ID", "COLUMN_NAME"))})
+# Indexes a MySQL/MariaDB database has only (ddl_if): elsewhere a key of Hive's serves their lookups.
+MYSQL_ONLY_KEYS = frozenset({"PARTITIONS_TBL_NAME_IDX"})
+
+
+def indexes_on(table: Table, dialect: str) -> list[Index]:
+    """The indexes declared for `table` that a database of `dialect` (SQLAlchemy's name) has."""
+    return [index for index in table.indexes if dialect == "mysql" or index.name not in MYSQL_ONLY_KEYS]

@@ -235,10 +235,11 @@ def _new_tables(layout: _Layout, ddl: _Ddl) -> list[str]:
         if name in layout.columns or (name == s.TXN_LOCK_TBL.name and LEGACY_COUNTER in layout.columns):
             continue  # TXN_LOCK_TBL is NEXT_TXN_ID renamed, below
         statements.append(str(CreateTable(table).compile(dialect=ddl.dialect)))
-        statements += [str(CreateIndex(index).compile(dialect=ddl.dialect)) for index in table.indexes]
+        statements += [str(CreateIndex(index).compile(dialect=ddl.dialect))
+                       for index in s.indexes_on(table, ddl.dialect.name)]
         layout.columns[name] = {column.name: {"name": column.name} for column in table.columns}
         layout.keys[name] = [Key(str(key_name), unique, columns, key_name == "primary key")
-                             for unique, columns, key_name in declared_keys(table)]
+                             for unique, columns, key_name in declared_keys(table, ddl.dialect.name)]
     return statements
 
 
@@ -347,7 +348,7 @@ def _keys(layout: _Layout, ddl: _Ddl) -> list[str]:
     for name, table in _model_tables().items():
         present = layout.keys.get(name, [])
         by_name = {key.name.upper(): key for key in present if key.name is not None}
-        for unique, columns, key_name in declared_keys(table):
+        for unique, columns, key_name in declared_keys(table, ddl.dialect.name):
             if key_name == "primary key":
                 primary = next((key for key in present if key.primary), None)
                 if primary is None or primary.columns != columns:

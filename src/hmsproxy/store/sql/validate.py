@@ -77,21 +77,21 @@ def schema_report(engine: Engine) -> tuple[list[str], list[str]]:
                 differences += _column_difference(engine, table.name, column, columns)
         table_keys = [key._replace(columns=tuple(None if c is None else c.upper() for c in key.columns)) if folded
                       else key for key in keys.get(stored, [])]
-        for line, own in missing_keys(table_keys, table, lacks.keys):
+        for line, own in missing_keys(table_keys, table, engine.dialect.name, lacks.keys):
             (own_missing if own else differences).append(line)
     if not differences:  # the counters can be read only where the tables are whole
         differences += _counters_behind(engine, hive_4_ids, lacks.rows)
     return differences, own_missing
 
 
-def missing_keys(present: list[Key], table: Table,
+def missing_keys(present: list[Key], table: Table, dialect: str,
                  lacking: frozenset[tuple[str, str]] = frozenset()) -> list[tuple[str, bool]]:
-    """(what is missing, whether it is one of hmsproxy's own keys) among the model's keys of a present table,
-    given the table's `present` keys, except those named in `lacking` (table, key name)."""
+    """(what is missing, whether it is one of hmsproxy's own keys) among the model's keys of a present table on a
+    database of `dialect`, given the table's `present` keys, except those named in `lacking` (table, key name)."""
     uniques = {frozenset(key.columns) for key in present if key.unique}
-    leading = {key.columns[0] for key in present}
+    leading = {key.columns[0] for key in present if key.ordered}
     missing = []
-    for unique, columns, name in declared_keys(table):
+    for unique, columns, name in declared_keys(table, dialect):
         if ((frozenset(columns) in uniques) if unique else (columns[0] in leading)) or (table.name, name) in lacking:
             continue
         kind = "unique key" if unique else "index"
@@ -100,14 +100,16 @@ def missing_keys(present: list[Key], table: Table,
     return missing
 
 
-def declared_keys(table: Table) -> list[tuple[bool, tuple[str, ...], str]]:
-    """(unique, columns, name) of the model's primary key, unique constraints and indexes of a table."""
+def declared_keys(table: Table, dialect: str) -> list[tuple[bool, tuple[str, ...], str]]:
+    """(unique, columns, name) of the model's primary key, unique constraints and indexes of a table, as a database
+    of `dialect` has them."""
     keys = []
     if table.primary_key.columns:
         keys.append((True, tuple(c.name for c in table.primary_key.columns), "primary key"))
     keys += [(True, tuple(c.name for c in constraint.columns), str(constraint.name))
              for constraint in table.constraints if isinstance(constraint, UniqueConstraint)]
-    keys += [(bool(index.unique), tuple(c.name for c in index.columns), str(index.name)) for index in table.indexes]
+    keys += [(bool(index.unique), tuple(c.name for c in index.columns), str(index.name))
+             for index in s.indexes_on(table, dialect)]
     return keys
 
 
@@ -116,6 +118,7 @@ class Key(NamedTuple):
     unique: bool
     columns: tuple[str | None, ...]  # None: an expression, not a column
     primary: bool = False
+    ordered: bool = True  # serves lookups by its leading columns: not a MariaDB hash (a unique key too long)
 
 
 def present_keys(engine: Engine) -> dict[str, list[Key]]:
@@ -123,14 +126,15 @@ def present_keys(engine: Engine) -> dict[str, list[Key]]:
     information_schema: SQLAlchemy's reflection misses keys with prefix lengths and MariaDB's hashed unique keys."""
     keys: dict[str, list[Key]] = {}
     if engine.dialect.name == "mysql":
-        query = text("SELECT TABLE_NAME, INDEX_NAME, NON_UNIQUE, COLUMN_NAME FROM information_schema.STATISTICS "
-                     "WHERE TABLE_SCHEMA = DATABASE() ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX")
+        query = text("SELECT TABLE_NAME, INDEX_NAME, NON_UNIQUE, COLUMN_NAME, INDEX_TYPE "
+                     "FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() "
+                     "ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX")
         with engine.connect() as conn:
             rows = conn.execute(query).all()
         for (table, name), group in itertools.groupby(rows, key=lambda row: (row[0], row[1])):
             members = list(group)
             keys.setdefault(table, []).append(Key(name, not members[0][2], tuple(row[3] for row in members),
-                                                  name == "PRIMARY"))
+                                                  name == "PRIMARY", members[0][4] != "HASH"))
         return keys
     inspector = inspect(engine)
     for (_, table), primary in inspector.get_multi_pk_constraint().items():
