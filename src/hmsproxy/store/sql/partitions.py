@@ -5,6 +5,7 @@ queries (by table id, or by chunks of partition ids).
 """
 from __future__ import annotations
 
+import operator
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -39,7 +40,7 @@ from hmsproxy.store.sql.descriptors import (
     params_rows,
 )
 from hmsproxy.store.sql.filter_sql import narrowing
-from hmsproxy.store.sql.json_rows import as_dict, json_rows, ordered
+from hmsproxy.store.sql.json_rows import as_dict, json_rows, ordered_values
 from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.lookups import TableRef, no_such_object, table_ref
 from hmsproxy.store.sql.tables import column_tuples, current_columns
@@ -268,7 +269,7 @@ class PartitionStore:
             ref = table_ref(conn, cat, db_name, tbl_name)
             kept = [s.PARTITIONS.c.TBL_ID == ref.tbl_id] + ([] if condition is None else [condition])
             rows = conn.execute(select(s.PARTITIONS.c.PART_NAME, _values_of_each()).where(*kept)).all()
-        return sorted((name, [value for value, in ordered(part_values)]) for name, part_values in rows)
+        return sorted((name, ordered_values(part_values)) for name, part_values in rows)
 
     @staticmethod
     def _names(conn: Connection, ref: TableRef) -> list[str]:
@@ -345,7 +346,7 @@ class PartitionStore:
                 tail = descriptor_tail(None, db_name, tbl_name, cat)
             else:
                 own += location_field(m["LOCATION"])
-                key = None if sd_id in skew else (tbl_id, *map(m.__getitem__, _DESCRIPTOR_BUT_LOCATION))
+                key = None if sd_id in skew else (tbl_id, _descriptor_but_location(m))
                 tail = tails.get(key) if key is not None else None
                 if tail is None:
                     tail = self._descriptor_tail(m, columns, skew, (db_name, tbl_name, cat), parts.tolerant)
@@ -398,14 +399,15 @@ def _values_of_each() -> Any:
 
 def _own_fields(m: Any) -> Any:
     """The Partition of a row of _partition_rows with its own fields only: no storage descriptor, no names."""
-    return hms.Partition(values=[value for value, in ordered(m["PART_VALUES"])], createTime=m["CREATE_TIME"],
+    return hms.Partition(values=ordered_values(m["PART_VALUES"]), createTime=m["CREATE_TIME"],
                          lastAccessTime=m["LAST_ACCESS_TIME"], parameters=as_dict(m["PART_PARAMETERS"]),
                          writeId=m["WRITE_ID"] or 0)
 
 
-# The columns of descriptor_columns that make a descriptor what it is, but for its location (and its own ids).
-_DESCRIPTOR_BUT_LOCATION = tuple(c.name for c in descriptor_columns() if c.name not in ("SD_ID", "SERDE_ID",
-                                                                                          "LOCATION"))
+# The values of the columns of descriptor_columns that make a descriptor what it is, but for its location (and its
+# own ids), of a row's mapping.
+_descriptor_but_location = operator.itemgetter(*(c.name for c in descriptor_columns()
+                                                 if c.name not in ("SD_ID", "SERDE_ID", "LOCATION")))
 
 
 class PartitionRow(NamedTuple):
