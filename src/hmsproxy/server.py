@@ -26,6 +26,7 @@ from hmsproxy.store.cache.wiring import cache_over
 from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.sql.database import Database, init_schema, schema_version
 from hmsproxy.store.sql.store import SqlStore
+from hmsproxy.store.sql.validate import own_keys_missing_on_mysql
 from hmsproxy.thrift_server import ThriftServer
 from hmsproxy.tls import server_context
 from hmsproxy.txn.reaper import Reaper
@@ -55,6 +56,9 @@ def open_store(settings: Settings, warehouse: Warehouse) -> SqlStore:
                   statement_timeout_s=settings.db_statement_timeout_s)
     if init_schema(db, to_uri(warehouse.root)):
         log.info("created the Hive metastore schema %s in %s", schema_version(db), db.engine.url.render_as_string())
+    for missing in own_keys_missing_on_mysql(db.engine):
+        log.warning("%s: an index of hmsproxy's own; served without it, slower (`hmsproxy schema upgrade` adds it)",
+                    missing)
     store = SqlStore(db)
     store.txn_timeout_ms = int(settings.txn_timeout_s * 1000)
     store.check_lock_wait_s = settings.check_lock_wait_s

@@ -16,6 +16,7 @@ from sqlalchemy import create_engine, insert, text
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql import upgrade
 from hmsproxy.store.sql.database import Database, check_servable, init_schema
+from hmsproxy.store.sql.validate import own_keys_missing_on_mysql
 from support.cli import run_hmsproxy as hmsproxy
 from support.databases import fresh_database
 from support.hive_schema import (
@@ -183,8 +184,8 @@ def test_sqlite_is_not_upgraded_by_the_command(tmp_path):
 def test_the_partitions_of_one_table_are_read_through_an_index_on_mariadb(tmp_path):
     """UNIQUEPARTITION over utf8mb4 names is too long for an InnoDB key: MariaDB keeps it as a hash, which serves no
     lookup by table, so a schema without hmsproxy's own index (an older hmsproxy made it) reads every partition of
-    every table to find one table's. `schema validate` notes the index missing, `schema upgrade` adds it, and the
-    query then goes through it."""
+    every table to find one table's. `schema validate` notes the index missing (and `serve` warns of it), `schema
+    upgrade` adds it, and the query then goes through it."""
     with fresh_database("mariadb", tmp_path) as url:
         db = Database(url)
         init_schema(db, f"file:{tmp_path}")
@@ -198,10 +199,12 @@ def test_the_partitions_of_one_table_are_read_through_an_index_on_mariadb(tmp_pa
             assert conn.execute(explain).mappings().one()["key"] == "PARTITIONS_TBL_NAME_IDX"
             conn.execute(text("DROP INDEX PARTITIONS_TBL_NAME_IDX ON PARTITIONS"))
             assert conn.execute(explain).mappings().one()["type"] == "ALL"
+        assert [line for line in own_keys_missing_on_mysql(db.engine) if "PARTITIONS_TBL_NAME_IDX" in line] != []
         code, lines = hmsproxy("schema", "validate", "--db", url, cwd=tmp_path)
-        assert code == 0 and [line for line in lines if "PARTITIONS_TBL_NAME_IDX" in line][0].startswith("note:")
+        assert code == 0 and next(line for line in lines if "PARTITIONS_TBL_NAME_IDX" in line).startswith("note:")
         code, lines = hmsproxy("schema", "upgrade", "--db", url, cwd=tmp_path)
         assert code == 0, lines
         with db.engine.begin() as conn:
             assert conn.execute(explain).mappings().one()["key"] == "PARTITIONS_TBL_NAME_IDX"
+        assert own_keys_missing_on_mysql(db.engine) == []   # what `serve` warns of at start
         db.dispose()

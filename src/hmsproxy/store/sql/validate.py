@@ -84,6 +84,17 @@ def schema_report(engine: Engine) -> tuple[list[str], list[str]]:
     return differences, own_missing
 
 
+def own_keys_missing_on_mysql(engine: Engine) -> list[str]:
+    """hmsproxy's own indexes a MySQL/MariaDB database lacks (one line each; none elsewhere): `serve` warns of them
+    at start, as one of them (PARTITIONS_TBL_NAME_IDX) decides whether a table's partitions are read alone."""
+    if engine.dialect.name != "mysql":
+        return []
+    keys = present_keys(engine)
+    owning = {table for table, _ in s.OWN_KEYS}
+    return [line for table in s.metadata.sorted_tables if table.name in owning and table.name in keys
+            for line, own in missing_keys(keys[table.name], table, "mysql") if own]
+
+
 def missing_keys(present: list[Key], table: Table, dialect: str,
                  lacking: frozenset[tuple[str, str]] = frozenset()) -> list[tuple[str, bool]]:
     """(what is missing, whether it is one of hmsproxy's own keys) among the model's keys of a present table on a
