@@ -7,6 +7,7 @@ from sqlalchemy import Connection, select
 
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
+from hmsproxy.store.sql.json_rows import json_rows, ordered
 
 
 @dataclass(frozen=True)
@@ -43,22 +44,24 @@ def database_id(conn: Connection, cat: str, name: str) -> int:
 
 
 def find_table(conn: Connection, cat: str, db_name: str, tbl_name: str) -> TableRef | None:
+    """The table's ids and partition keys in one query (the keys aggregated: every table-scoped call starts here)."""
+    keys = s.PARTITION_KEYS.c
+    key_rows = select(json_rows(keys.INTEGER_IDX, keys.PKEY_NAME, keys.PKEY_TYPE)).where(
+        keys.TBL_ID == s.TBLS.c.TBL_ID).scalar_subquery()
     row = conn.execute(
-        select(s.TBLS.c.TBL_ID, s.TBLS.c.DB_ID, s.TBLS.c.SD_ID, s.TBLS.c.TBL_TYPE, s.SDS.c.CD_ID, s.SDS.c.LOCATION)
+        select(s.TBLS.c.TBL_ID, s.TBLS.c.DB_ID, s.TBLS.c.SD_ID, s.TBLS.c.TBL_TYPE, s.SDS.c.CD_ID, s.SDS.c.LOCATION,
+               key_rows.label("PARTITION_KEYS"))
         .join(s.DBS, s.DBS.c.DB_ID == s.TBLS.c.DB_ID)
         .join(s.SDS, s.SDS.c.SD_ID == s.TBLS.c.SD_ID, isouter=True)
         .where(s.DBS.c.NAME == db_name, s.DBS.c.CTLG_NAME == cat, s.TBLS.c.TBL_NAME == tbl_name)
     ).first()
     if row is None:
         return None
-    keys = conn.execute(
-        select(s.PARTITION_KEYS.c.PKEY_NAME, s.PARTITION_KEYS.c.PKEY_TYPE)
-        .where(s.PARTITION_KEYS.c.TBL_ID == row.TBL_ID).order_by(s.PARTITION_KEYS.c.INTEGER_IDX)
-    ).all()
+    partition_keys = ordered(row.PARTITION_KEYS)
     return TableRef(
         tbl_id=row.TBL_ID, db_id=row.DB_ID, sd_id=row.SD_ID, cd_id=row.CD_ID, location=row.LOCATION,
-        table_type=row.TBL_TYPE, partition_keys=tuple(k for k, _ in keys),
-        partition_key_types=tuple(t for _, t in keys),
+        table_type=row.TBL_TYPE, partition_keys=tuple(k for k, _ in partition_keys),
+        partition_key_types=tuple(t for _, t in partition_keys),
     )
 
 
