@@ -57,6 +57,11 @@ RETRY_BASE_S, RETRY_MAX_S = 0.005, 0.5
 # does): a write of many rows then costs no round trip to SEQUENCE_TABLE most times. A restart leaves the rest
 # of a block unused, a gap in the ids and nothing else.
 ID_BLOCK = 1000
+# A pooled connection used within this many seconds is taken as alive; one idle for longer is pinged when it is
+# checked out (a restarted database, a connection a firewall dropped), as SQLAlchemy's pool_pre_ping pings every
+# checkout: a busy server saves one round trip per transaction. A connection that breaks all the same fails its
+# call once, and SQLAlchemy then replaces every connection of the pool.
+PING_IDLE_S = 1.0
 POSTGRES_WAIT_MARGIN_S = 2.0  # a client-side wait outlasts the server's statement_timeout, which answers first
 # MySQL/MariaDB error codes: 1213 deadlock, 1205 lock wait timeout, 1020 record changed since last read.
 MYSQL_CONFLICTS = {1213: "deadlock", 1205: "lock wait timeout", 1020: "write conflict"}
@@ -104,7 +109,7 @@ class Database:
 
     def __init__(self, url: str, pool_size: int = 16, added_latency_ms: float = 0.0,
                  conflict_retries: int = DEFAULT_CONFLICT_RETRIES, connect_timeout_s: float = 10.0,
-                 statement_timeout_s: float = 60.0) -> None:
+                 statement_timeout_s: float = 60.0, ping_idle_s: float = PING_IDLE_S) -> None:
         self.url = normalise_url(url)
         self.is_sqlite = self.url.startswith("sqlite")
         self.conflict_retries = conflict_retries
@@ -117,12 +122,14 @@ class Database:
         else:  # two pools, so that no transaction pays for switching a connection's isolation level
             # Every checkout is an `engine.begin()` block, which ends its transaction (commit, or rollback on
             # error), so the pool's own rollback when a connection comes back would be a wasted round trip.
-            pooling = {"pool_size": pool_size, "max_overflow": pool_size, "pool_pre_ping": True, "pool_recycle": 3600,
+            pooling = {"pool_size": pool_size, "max_overflow": pool_size, "pool_recycle": 3600,
                        "pool_reset_on_return": None,
                        "connect_args": _timeouts(self.url, connect_timeout_s, statement_timeout_s)}
             self.engine = create_engine(self.url, isolation_level="REPEATABLE READ", **pooling)
             self._writer = create_engine(self.url, isolation_level="READ COMMITTED", **pooling)
             engines = [self.engine, self._writer]
+            for engine in engines:
+                _ping_when_idle(engine, ping_idle_s)
             if self.engine.dialect.name == "postgresql":
                 for engine in engines:
                     _bound_postgres_waits(engine, statement_timeout_s + POSTGRES_WAIT_MARGIN_S)
@@ -262,6 +269,25 @@ def retried(method: Callable[..., T]) -> Callable[..., T]:
     def call(self: Any, *args: Any, **kwargs: Any) -> T:
         return self.db.retrying_conflicts(lambda: method(self, *args, **kwargs), method.__name__)
     return call
+
+
+def _ping_when_idle(engine: Engine, idle_s: float) -> None:
+    """Pings a pooled connection at checkout when it has been idle for `idle_s` or longer (PING_IDLE_S); a dead
+    one is replaced by a new connection before any statement runs on it."""
+    @event.listens_for(engine, "checkin")
+    def checked_in(_dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
+        record.info["checked_in_at"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def checked_out(dbapi_connection: Any, record: ConnectionPoolEntry, _proxy: Any) -> None:
+        since = record.info.get("checked_in_at")   # none on a new connection: it was just made
+        if since is None or time.monotonic() - since < idle_s:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except engine.dialect.loaded_dbapi.Error as exc:
+            raise sa_exc.DisconnectionError(f"a pooled connection idle for {time.monotonic() - since:.0f} s is "
+                                            f"gone: {exc}") from exc
 
 
 def _add_round_trip_latency(engine: Engine, seconds: float) -> None:
