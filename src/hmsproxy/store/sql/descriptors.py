@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Column, ColumnElement, Connection, Select, Table, case, delete, exists, insert, literal, select
 
@@ -22,6 +22,12 @@ from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.json_rows import as_dict, as_items, json_rows, ordered, ordered_values
 
 ID_CHUNK = 900  # ids per IN list, within SQLite's oldest limit of 999 bound parameters per statement
+T = TypeVar("T")
+
+
+def in_chunks(items: Sequence[T]) -> list[Sequence[T]]:
+    """`items` in slices of ID_CHUNK: one IN list each."""
+    return [items[i:i + ID_CHUNK] for i in range(0, len(items), ID_CHUNK)]
 
 
 def params_rows(key_col: str, owner_id: int, params: dict[str, str] | None) -> list[dict[str, Any]]:
@@ -161,10 +167,10 @@ def load_columns(conn: Connection, cd_ids: Iterable[int | None]) -> dict[int, li
     The ids come from rows already read: a subquery here would join the partitions to their descriptors again."""
     wanted = sorted({cd_id for cd_id in cd_ids if cd_id is not None})
     columns: dict[int, list[Any]] = defaultdict(list)
-    for start in range(0, len(wanted), ID_CHUNK):
+    for chunk in in_chunks(wanted):
         for cd_id, name, type_name, comment in conn.execute(
             select(s.COLUMNS_V2.c.CD_ID, s.COLUMNS_V2.c.COLUMN_NAME, s.COLUMNS_V2.c.TYPE_NAME, s.COLUMNS_V2.c.COMMENT)
-            .where(s.COLUMNS_V2.c.CD_ID.in_(wanted[start:start + ID_CHUNK]))
+            .where(s.COLUMNS_V2.c.CD_ID.in_(chunk))
             .order_by(s.COLUMNS_V2.c.CD_ID, s.COLUMNS_V2.c.INTEGER_IDX)
         ):
             columns[cd_id].append(hms.FieldSchema(name=name, type=type_name, comment=comment))

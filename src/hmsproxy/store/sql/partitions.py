@@ -6,11 +6,10 @@ queries (by table id, or by chunks of partition ids).
 from __future__ import annotations
 
 import operator
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Connection, Select, and_, delete, func, insert, select, update
+from sqlalchemy import ColumnElement, Connection, and_, delete, func, insert, select, update
 
 from hmsproxy.codec import encode
 from hmsproxy.events import messages
@@ -33,6 +32,7 @@ from hmsproxy.store.sql.descriptors import (
     delete_descriptors,
     descriptor_columns,
     descriptor_from_row,
+    in_chunks,
     insert_columns,
     insert_descriptors,
     load_columns,
@@ -45,12 +45,7 @@ from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.lookups import TableRef, no_such_object, table_ref
 from hmsproxy.store.sql.tables import column_tuples, current_columns
 
-CHUNK = 900
 LOAD_CHUNK = 10_000  # partitions read per step when a whole table is loaded
-
-
-def _chunks(items: Sequence[Any]) -> list[Sequence[Any]]:
-    return [items[i:i + CHUNK] for i in range(0, len(items), CHUNK)]
 
 
 class PartitionStore:
@@ -81,7 +76,7 @@ class PartitionStore:
 
     def _existing_names(self, conn: Connection, tbl_id: int, names: Sequence[str]) -> set[str]:
         found: set[str] = set()
-        for chunk in _chunks(list(names)):
+        for chunk in in_chunks(list(names)):
             found.update(conn.execute(select(s.PARTITIONS.c.PART_NAME).where(
                 s.PARTITIONS.c.TBL_ID == tbl_id, s.PARTITIONS.c.PART_NAME.in_(chunk))).scalars())
         return found
@@ -177,7 +172,7 @@ class PartitionStore:
 
     @staticmethod
     def _delete_partition_rows(conn: Connection, part_ids: Sequence[int], sd_ids: Sequence[int]) -> None:
-        for chunk in _chunks(list(part_ids)):
+        for chunk in in_chunks(list(part_ids)):
             for table, col in ((s.PART_COL_STATS, s.PART_COL_STATS.c.PART_ID),
                                (s.PARTITION_PARAMS, s.PARTITION_PARAMS.c.PART_ID),
                                (s.PARTITION_KEY_VALS, s.PARTITION_KEY_VALS.c.PART_ID),
@@ -196,11 +191,10 @@ class PartitionStore:
             low, high = conn.execute(select(func.min(s.PARTITIONS.c.PART_ID), func.max(s.PARTITIONS.c.PART_ID))
                                      .where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)).one()
             scan = batch_scan(size, predicate is not None)
-            window = _batch_window(conn, ref, from_id, to_id, scan + 1)
+            window = _batch_window(conn, ref, from_id, to_id, scan + 1, with_values=predicate is not None)
             keep = None
             if predicate is not None:
-                values = self._values(conn, [row.PART_ID for row in window[:scan]])
-                keep = lambda row: predicate(values.get(row.PART_ID, []))  # noqa: E731
+                keep = lambda row: predicate(ordered_values(row.PART_VALUES))  # noqa: E731
             chosen, next_id = cut_batch(window, size, scan, keep, lambda row: row.PART_ID)
             if names_only:
                 items = [row.PART_NAME for row in chosen]
@@ -212,7 +206,7 @@ class PartitionStore:
 
     def _rows_by_names(self, conn: Connection, tbl_id: int, names: Sequence[str]) -> list[Any]:
         rows: list[Any] = []
-        for chunk in _chunks(list(names)):
+        for chunk in in_chunks(list(names)):
             rows += conn.execute(select(s.PARTITIONS.c.PART_ID, s.PARTITIONS.c.PART_NAME, s.PARTITIONS.c.SD_ID)
                                  .where(s.PARTITIONS.c.TBL_ID == tbl_id, s.PARTITIONS.c.PART_NAME.in_(chunk))).all()
         return rows
@@ -225,7 +219,7 @@ class PartitionStore:
             if max_parts is not None and max_parts >= 0:
                 names = self._names(conn, ref)[:max_parts]
                 ids = [r.PART_ID for r in self._rows_by_names(conn, ref.tbl_id, names)]
-                chunks = [s.PARTITIONS.c.PART_ID.in_(chunk) for chunk in _chunks(ids)]
+                chunks = [s.PARTITIONS.c.PART_ID.in_(chunk) for chunk in in_chunks(ids)]
             else:
                 chunks = [s.PARTITIONS.c.TBL_ID == ref.tbl_id]
             named = {ref.tbl_id: (db_name, tbl_name)}
@@ -277,17 +271,6 @@ class PartitionStore:
                                    .where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)).scalars())
 
     @staticmethod
-    def _values(conn: Connection, part_ids: Select[Any] | Sequence[int]) -> dict[int, list[str]]:
-        values: dict[int, list[str]] = defaultdict(list)
-        for part_id, value in conn.execute(
-            select(s.PARTITION_KEY_VALS.c.PART_ID, s.PARTITION_KEY_VALS.c.PART_KEY_VAL)
-            .where(s.PARTITION_KEY_VALS.c.PART_ID.in_(part_ids))
-            .order_by(s.PARTITION_KEY_VALS.c.PART_ID, s.PARTITION_KEY_VALS.c.INTEGER_IDX)
-        ):
-            values[part_id].append(value)
-        return values
-
-    @staticmethod
     def _partition_id_ranges(conn: Connection, ref: TableRef) -> list[ColumnElement[bool]]:
         """The table's partitions as conditions on consecutive id ranges of LOAD_CHUNK partitions each."""
         ids = sorted(conn.execute(select(s.PARTITIONS.c.PART_ID).where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)).scalars())
@@ -303,7 +286,7 @@ class PartitionStore:
         elif isinstance(part_ids, ColumnElement):
             batches = [part_ids]
         else:
-            batches = [s.PARTITIONS.c.PART_ID.in_(chunk) for chunk in _chunks(list(part_ids))]
+            batches = [s.PARTITIONS.c.PART_ID.in_(chunk) for chunk in in_chunks(list(part_ids))]
         named = {ref.tbl_id: (db_name, tbl_name)}
         result = [row for kept in batches for row in self._read_partitions(conn, cat, named, kept)]
         result.sort(key=lambda row: row.name)
@@ -418,9 +401,12 @@ class PartitionRow(NamedTuple):
     partition: Any
 
 
-def _batch_window(conn: Connection, ref: TableRef, from_id: int, to_id: int, limit: int) -> list[Any]:
-    """(PART_ID, PART_NAME) of up to `limit` partitions with from_id <= id < to_id (to_id < 0: no bound)."""
-    query = select(s.PARTITIONS.c.PART_ID, s.PARTITIONS.c.PART_NAME).where(
+def _batch_window(conn: Connection, ref: TableRef, from_id: int, to_id: int, limit: int,
+                  with_values: bool) -> list[Any]:
+    """(PART_ID, PART_NAME, and PART_VALUES if `with_values`: json_rows) of up to `limit` partitions with
+    from_id <= id < to_id (to_id < 0: no bound)."""
+    values = [_values_of_each().label("PART_VALUES")] if with_values else []
+    query = select(s.PARTITIONS.c.PART_ID, s.PARTITIONS.c.PART_NAME, *values).where(
         s.PARTITIONS.c.TBL_ID == ref.tbl_id, s.PARTITIONS.c.PART_ID >= from_id)
     if to_id >= 0:
         query = query.where(s.PARTITIONS.c.PART_ID < to_id)
