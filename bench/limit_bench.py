@@ -6,9 +6,11 @@ The limit server (`LimitServer`, one thread, epoll) reads each request just far 
 its method, and answers with the bytes hmsproxy answered that method with, recorded once: no decoding of
 arguments, no lookup, no encoding. What hmsproxy spends beyond it is its own cost per call.
 
-Two rows, each measured for hmsproxy and the limit in alternating rounds of one run (medians):
+Three rows, each measured for hmsproxy and the limit in alternating rounds of one run (medians):
 - get_table of a cached table from N client processes (thriftpy2 clients, decoding the reply): calls per
-  second and server CPU per call;
+  second and server CPU per call. Once with each client asking for one table over and over (hmsproxy answers a
+  repeat from its reply before, repeated_requests.py), once with each asking for 64 tables in turn (more than a
+  connection remembers: every call is looked up);
 - get_partitions of a cached table of P partitions, received raw by one client (the reply's bytes, not
   decoded): seconds per listing, server and transfer together.
 Prints a table, writes JSON and a PNG plot under bench/results/.
@@ -34,6 +36,8 @@ from typing import Any
 from cache_bench import _sd, client, free_port, hms, paired_bars, partition_values
 from thriftpy2.protocol.binary import TBinaryProtocol
 from thriftpy2.transport import TMemoryBuffer
+
+TABLES_IN_TURN = tuple(f"small_{i:04d}" for i in range(64))   # more than a connection remembers (REMEMBERED)
 
 # ---- the limit server ----------------------------------------------------------------------------------
 
@@ -175,8 +179,9 @@ class Hmsproxy:
 def populate(port: int, partitions: int) -> None:
     c = client(port)
     c.create_database(hms.Database(name="bench", parameters={}))
-    c.create_table(hms.Table(tableName="small_0001", dbName="bench", sd=_sd(None), parameters={}, partitionKeys=[],
-                             tableType="EXTERNAL_TABLE"))
+    for name in TABLES_IN_TURN:
+        c.create_table(hms.Table(tableName=name, dbName="bench", sd=_sd(None), parameters={}, partitionKeys=[],
+                                 tableType="EXTERNAL_TABLE"))
     keys = [hms.FieldSchema(name="ds", type="string"), hms.FieldSchema(name="hr", type="int"),
             hms.FieldSchema(name="shard", type="string")]
     c.create_table(hms.Table(tableName="parts", dbName="bench", sd=_sd(None), partitionKeys=keys, parameters={},
@@ -219,22 +224,26 @@ def recorded_reply(port: int, api: str, **arguments: Any) -> bytes:
 
 # ---- measurements --------------------------------------------------------------------------------------
 
-def _get_table_loop(port: int, seconds: float, queue: Any) -> None:
+def _get_table_loop(port: int, seconds: float, tables: tuple[str, ...], queue: Any) -> None:
     c = client(port)
-    c.get_table("bench", "small_0001")
+    for name in tables:
+        c.get_table("bench", name)
     calls, deadline = 0, time.perf_counter() + seconds
     while time.perf_counter() < deadline:
-        c.get_table("bench", "small_0001")
+        c.get_table("bench", tables[calls % len(tables)])
         calls += 1
     queue.put(calls)
     c.close()
 
 
-def throughput(server: Any, clients: int, seconds: float) -> dict[str, float]:
-    """get_table calls per second of `clients` processes for `seconds`, and the server's CPU per call."""
+def throughput(server: Any, clients: int, seconds: float, tables: tuple[str, ...] = ("small_0001",)
+               ) -> dict[str, float]:
+    """get_table calls per second of `clients` processes for `seconds`, each asking for `tables` in turn, and the
+    server's CPU per call."""
     context = multiprocessing.get_context("fork")
     queue = context.Queue()
-    workers = [context.Process(target=_get_table_loop, args=(server.port, seconds, queue)) for _ in range(clients)]
+    workers = [context.Process(target=_get_table_loop, args=(server.port, seconds, tables, queue))
+               for _ in range(clients)]
     cpu_before, started = server.cpu_seconds(), time.perf_counter()
     for worker in workers:
         worker.start()
@@ -288,9 +297,10 @@ def main() -> None:
             rows: dict[str, dict[str, list[float]]] = {"hmsproxy": {}, "limit": {}}
             for _ in range(args.rounds):
                 for label, target in (("hmsproxy", server), ("limit", limit)):
-                    measured = throughput(target, args.clients, args.seconds)
-                    for name, value in measured.items():
-                        rows[label].setdefault(name, []).append(value)
+                    for tables, suffix in ((("small_0001",), ""), (TABLES_IN_TURN, "_in_turn")):
+                        measured = throughput(target, args.clients, args.seconds, tables)
+                        for name, value in measured.items():
+                            rows[label].setdefault(name + suffix, []).append(value)
                     rows[label].setdefault("listing_s", []).extend(raw_listing_seconds(
                         target.port, listing_request, len(replies["get_partitions"]), args.listing_repeats))
             limit.stop()
@@ -307,6 +317,12 @@ def report(rows: dict[str, dict[str, list[float]]], args: argparse.Namespace, li
              f"{limit['calls_per_s']:10.0f} {ours['calls_per_s'] / limit['calls_per_s']:7.2f}x",
              f"{'get_table, server CPU per call, us':44} {ours['cpu_us_per_call']:10.1f} "
              f"{limit['cpu_us_per_call']:10.1f} {ours['cpu_us_per_call'] / limit['cpu_us_per_call']:7.2f}x",
+             f"{f'get_table of {len(TABLES_IN_TURN)} tables in turn, calls/s':44} "
+             f"{ours['calls_per_s_in_turn']:10.0f} {limit['calls_per_s_in_turn']:10.0f} "
+             f"{ours['calls_per_s_in_turn'] / limit['calls_per_s_in_turn']:7.2f}x",
+             f"{'  server CPU per call, us':44} {ours['cpu_us_per_call_in_turn']:10.1f} "
+             f"{limit['cpu_us_per_call_in_turn']:10.1f} "
+             f"{ours['cpu_us_per_call_in_turn'] / limit['cpu_us_per_call_in_turn']:7.2f}x",
              f"{f'get_partitions {args.partitions} ({listing_bytes / 1e6:.1f} MB) raw, ms':44} "
              f"{ours['listing_s'] * 1e3:10.2f} {limit['listing_s'] * 1e3:10.2f} "
              f"{ours['listing_s'] / limit['listing_s']:7.2f}x"]
@@ -316,10 +332,15 @@ def report(rows: dict[str, dict[str, list[float]]], args: argparse.Namespace, li
         {"args": {k: str(v) for k, v in vars(args).items()}, "samples": rows, "medians": mid,
          "listing_bytes": listing_bytes}, indent=2))
     paired_bars(args.out / f"limit_bench-{stamp}.png", ["get_table calls/s / 1000", "CPU us per call",
+                                                        "in turn: calls/s / 1000", "in turn: CPU us per call",
                                                         "get_partitions ms"],
-                ("hmsproxy", [ours["calls_per_s"] / 1e3, ours["cpu_us_per_call"], ours["listing_s"] * 1e3]),
-                ("limit", [limit["calls_per_s"] / 1e3, limit["cpu_us_per_call"], limit["listing_s"] * 1e3]),
+                ("hmsproxy", _bar_values(ours)), ("limit", _bar_values(limit)),
                 "medians (log scale)", "hmsproxy against the limit server: same clients, same reply bytes")
+
+
+def _bar_values(measured: dict[str, float]) -> list[float]:
+    return [measured["calls_per_s"] / 1e3, measured["cpu_us_per_call"], measured["calls_per_s_in_turn"] / 1e3,
+            measured["cpu_us_per_call_in_turn"], measured["listing_s"] * 1e3]
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 With a thread per connection, every request wakes its own thread, which must take the interpreter lock from the
 others: with eight busy clients the server spent more time handing the lock over than answering. Here one
 thread reads whatever arrived on any connection and answers the requests the cache holds ready (a cached
-get_table) right away, a batch per wakeup. Any other request - a database read, a write, a large request - is
+get_table) right away, a batch per wakeup; a request that repeats one it answered so is answered from the reply
+before (repeated_requests.py). Any other request - a database read, a write, a large request - is
 handed with its connection to a worker thread (`Owner.hand_off`), which reads and answers it as before and gives
 the connection back.
 
@@ -177,20 +178,24 @@ class ConnectionLoop:
         """Answers the whole requests buffered, while their answers are ready; hands the connection off at the
         first that is not (or when the reply cannot be sent without waiting)."""
         while connection.pending:
-            try:
-                request, consumed = request_in(connection.pending, self._framed, self._check)
-            except Incomplete:
-                if len(connection.pending) > LOOP_BUFFER_BYTES:
+            reply = connection.processor.repeated_reply(connection.pending, self._framed)
+            if reply is not None:
+                consumed = len(connection.pending)
+            else:
+                try:
+                    request, consumed = request_in(connection.pending, self._framed, self._check)
+                except Incomplete:
+                    if len(connection.pending) > LOOP_BUFFER_BYTES:
+                        self._hand_off(connection)
+                    return
+                except (MalformedRequest, MessageTooLarge) as exc:
+                    self._release(connection, exc)
+                    return
+                large = request.values > LARGE_REQUEST_VALUES
+                reply = None if large else connection.processor.encoded_reply(request.message)
+                if reply is None:
                     self._hand_off(connection)
-                return
-            except (MalformedRequest, MessageTooLarge) as exc:
-                self._release(connection, exc)
-                return
-            large = request.values > LARGE_REQUEST_VALUES
-            reply = None if large else connection.processor.encoded_reply(request.message)
-            if reply is None:
-                self._hand_off(connection)
-                return
+                    return
             del connection.pending[:consumed]
             connection.first_byte_at = time.monotonic() if connection.pending else None
             if self._framed:

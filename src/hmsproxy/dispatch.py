@@ -28,6 +28,7 @@ from hmsproxy.burst_log import BurstLog
 from hmsproxy.codec import EncodedList, encode
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
+from hmsproxy.repeated_requests import Repeat, RepeatedRequests
 from hmsproxy.store.reader import Reader
 
 log = logging.getLogger(__name__)
@@ -165,6 +166,14 @@ class Calls(Protocol):
     def encoded_answer(self, api: str, reader: Reader, arguments: Sequence[Any]) -> bytes | None:
         """A call's answer (the `success` value) as Thrift bytes held ready, or None: method_for's method answers."""
 
+    def ready_version(self) -> int | None:
+        """Changes whenever an answer encoded_answer gave may no longer be current (None: none may be given again
+        without asking encoded_answer)."""
+
+    def ready_again(self, reader: Reader, version: int) -> bool:
+        """Whether the answers encoded_answer gave `reader` at ready_version `version` are still current, counted as
+        the cache hits they are."""
+
 
 @functools.cache
 def _reader(api: str) -> Reader:
@@ -217,6 +226,7 @@ class MetastoreProcessor(TProcessor):
         self._audit = audit
         self._peer = peer
         self._user = ""
+        self._repeats = RepeatedRequests()
 
     def process(self, iprot: Any, oprot: Any, compiled: bool = False) -> None:
         """`compiled`: the arguments are read by the compiled decoder even where idl.py set the tolerant one."""
@@ -261,15 +271,33 @@ class MetastoreProcessor(TProcessor):
             args.read(iprot)
             names = _arg_names(args.__class__)
             values = [getattr(args, name) for name in names]
+            version = self._calls.ready_version()   # before the answer is read: a change meanwhile shows
             answer = self._calls.encoded_answer(api, _reader(api), values)
         except Exception:
             return None
         if answer is None or len(answer) > self._max_reply_bytes:
             return None
+        arguments = dict(zip(names, values))
         self._metrics.observe_ready_answer(api, time.perf_counter() - started)
-        if self._audit is not None:
-            self._audited(api, dict(zip(names, values)), "ok")
-        return b"".join((_reply_head(api), struct.pack("!i", seqid), _SUCCESS_STRUCT, answer, b"\x00"))
+        self._audited(api, arguments, "ok")
+        tail = b"".join((_SUCCESS_STRUCT, answer, b"\x00"))
+        if version is not None:
+            self._repeats.remember(request, Repeat(api, arguments, tail, version))
+        return b"".join((_reply_head(api), struct.pack("!i", seqid), tail))
+
+    def repeated_reply(self, data: bytearray, framed: bool) -> bytes | None:
+        """The reply (no frame) when `data` holds exactly one request, and it repeats one encoded_reply answered on
+        this connection whose answer is still current; None otherwise (the request then takes the ordinary way)."""
+        started = time.perf_counter()
+        found = self._repeats.find(data, framed)
+        if found is None:
+            return None
+        repeat, seqid = found
+        if not self._calls.ready_again(_reader(repeat.api), repeat.version):
+            return None
+        self._metrics.observe_ready_answer(repeat.api, time.perf_counter() - started)
+        self._audited(repeat.api, repeat.arguments, "ok")
+        return b"".join((_reply_head(repeat.api), seqid, repeat.tail))
 
     def _answer(self, api: str, arguments: dict[str, Any], seqid: int, oprot: Any) -> str:
         """Runs the call and sends its answer; returns its outcome ("ok" or the exception's type)."""

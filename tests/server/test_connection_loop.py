@@ -41,6 +41,12 @@ class Served:
         return thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, self.server.host, self.server.port, timeout=60000,
                                          trans_factory=_transport_factory(self.framed))
 
+    def table_hits(self) -> float:
+        body = urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics").read().decode()
+        match = re.search(r'^hmsproxy_cache_lookups_total\{kind="table",method="get_table",result="hit"\} '
+                          r'([0-9.e+-]+)$', body, re.MULTILINE)
+        return float(match.group(1)) if match else 0.0
+
     def ready_answers(self) -> float:
         body = urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics").read().decode()
         match = re.search(r'^hmsproxy_ready_answers_total\{method="get_table"\} ([0-9.e+-]+)$', body, re.MULTILINE)
@@ -122,9 +128,9 @@ def test_an_altered_table_is_answered_new_at_once(served):
         client.close()
 
 
-def _call(api: str, seqid: int, framed: bool, **arguments) -> bytes:
+def _call(api: str, seqid: int, framed: bool, strict: bool = True, **arguments) -> bytes:
     buffer = TMemoryBuffer()
-    protocol = TBinaryProtocol(buffer)
+    protocol = TBinaryProtocol(buffer, strict_write=strict)
     protocol.write_message_begin(api, TMessageType.CALL, seqid)
     protocol.write_struct(getattr(hms.ThriftHiveMetastore, api + "_args")(**arguments))
     protocol.write_message_end()
@@ -264,5 +270,60 @@ def test_list_keyed_skew_maps_are_read_by_the_tolerant_decoder_and_the_rest_by_t
         stored = {p.values[0]: p.sd.skewedInfo.skewedColValueLocationMaps
                   for p in client.get_partitions(DB, "skewed", -1)}
         assert stored == {"x": {("1",): "file:/w/a=1", ("2",): "file:/w/a=2"}, "y": {}}
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("strict", [True, False], ids=["strict-header", "old-header"])
+def test_a_repeated_request_gets_its_own_sequence_id_and_counts_as_a_cache_hit(served, strict):
+    """A connection asking for the same table again is answered from what it was answered before (the request's
+    bytes but its sequence id are the same): each reply carries its own request's id and is counted as a ready
+    answer and a cache hit, as the first was."""
+    answers, hits = served.ready_answers(), served.table_hits()
+    with socket.create_connection((served.server.host, served.server.port)) as sock:
+        replies = _Replies(sock, served.framed)
+        seen = []
+        for seqid in [5, 6, 6, -1, 1 << 30, 0]:
+            sock.sendall(_call("get_table", seqid, served.framed, strict=strict, dbname=DB, tbl_name="plain"))
+            seen.append(replies.next("get_table"))
+    assert [seqid for seqid, _ in seen] == [5, 6, 6, -1, 1 << 30, 0]
+    assert all(result.success == seen[0][1].success and result.success.tableName == "plain" for _, result in seen)
+    assert served.ready_answers() == answers + 6
+    assert served.table_hits() == hits + 6
+
+
+def test_a_repeated_request_is_answered_new_after_a_change_made_on_another_connection(served):
+    """One connection asks for a table over and over while another alters it: each answer after an alter is the
+    altered table, never the one the repeating connection was answered with before."""
+    client = served.client()
+    client.create_table(_table("repeated", {"v": "0"}))
+    try:
+        with socket.create_connection((served.server.host, served.server.port)) as sock:
+            replies = _Replies(sock, served.framed)
+            for version in range(6):
+                if version:
+                    table = client.get_table(DB, "repeated")
+                    table.parameters["v"] = str(version)
+                    client.alter_table(DB, "repeated", table)
+                for seqid in range(3):
+                    sock.sendall(_call("get_table", seqid, served.framed, dbname=DB, tbl_name="repeated"))
+                    assert replies.next("get_table")[1].success.parameters["v"] == str(version)
+    finally:
+        client.close()
+
+
+def test_a_repeated_request_is_answered_new_after_the_table_is_dropped(served):
+    client = served.client()
+    client.create_table(_table("dropped", {}))
+    try:
+        with socket.create_connection((served.server.host, served.server.port)) as sock:
+            replies = _Replies(sock, served.framed)
+            for _ in range(2):
+                sock.sendall(_call("get_table", 1, served.framed, dbname=DB, tbl_name="dropped"))
+                assert replies.next("get_table")[1].success.tableName == "dropped"
+            client.drop_table(DB, "dropped", True)
+            sock.sendall(_call("get_table", 2, served.framed, dbname=DB, tbl_name="dropped"))
+            seqid, result = replies.next("get_table")
+            assert seqid == 2 and result.success is None and result.o2 is not None   # NoSuchObjectException
     finally:
         client.close()

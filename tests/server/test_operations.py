@@ -71,6 +71,24 @@ def test_every_call_is_audited_with_its_user_address_object_and_outcome(tmp_path
     ]
 
 
+def test_a_table_answered_from_ready_bytes_again_is_audited_every_time(tmp_path):
+    """get_table of a cached table is answered from bytes held ready, and a repeat of it from the reply before:
+    neither skips the audit line."""
+    audit = tmp_path / "audit.log"
+    with start_hmsproxy(tmp_path, audit_log=str(audit)) as server:
+        client = _client(server)
+        client.set_ugi("bob", [])
+        client.create_database(hms.Database(name="sales", parameters={}))
+        client.create_table(hms.Table(tableName="orders", dbName="sales", parameters={}, partitionKeys=[],
+                                      tableType="EXTERNAL_TABLE", sd=hms.StorageDescriptor(cols=[])))
+        for _ in range(3):
+            assert client.get_table("sales", "orders").tableName == "orders"
+        client.close()
+    entries = [dict(field.split("=", 1) for field in line.split("\t")) for line in audit.read_text().splitlines()]
+    assert [(e["ugi"], e["cmd"], e["tbl"], e["result"]) for e in entries if e["cmd"] == "get_table"] == [
+        ("bob", "get_table", "orders", "ok")] * 3
+
+
 def test_the_database_password_comes_from_a_file_and_not_the_command_line(tmp_path):
     password = f"pw-{uuid.uuid4().hex[:12]}"
     user = f"hmsproxy_pw_{uuid.uuid4().hex[:8]}"

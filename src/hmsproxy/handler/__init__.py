@@ -36,5 +36,11 @@ class Handler(DatabaseCalls, TableCalls, PartitionCalls, FunctionCalls, Statisti
         answer: bytes | None = None if name is None else getattr(self, name)(reader, *arguments)
         return answer
 
+    def ready_version(self) -> int | None:
+        return self.ctx.store.ready_version()
+
+    def ready_again(self, reader: Reader, version: int) -> bool:
+        return self.ctx.store.ready_again(reader, version)
+
 
 __all__ = ["Handler", "HandlerContext"]

@@ -78,6 +78,12 @@ class ForwardingHandler:
     def encoded_answer(self, api: str, reader: Reader, arguments: Sequence[Any]) -> bytes | None:
         return None if api in self._forwarders else self._local.encoded_answer(api, reader, arguments)
 
+    def ready_version(self) -> int | None:
+        return self._local.ready_version()
+
+    def ready_again(self, reader: Reader, version: int) -> bool:
+        return self._local.ready_again(reader, version)
+
     def _forward(self, api: str, arg_names: list[str], *args: Any) -> Any:
         """A read's answer changes nothing here; a write's acknowledgement (or a write that may have been applied
         without one) has the cache read again what it named."""

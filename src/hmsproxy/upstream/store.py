@@ -144,6 +144,12 @@ class UpstreamStore:
     def encoded_table(self, reader: Reader, cat: str, db_name: str, tbl_name: str) -> None:
         return None   # every answer is the upstream's
 
+    def ready_version(self) -> None:
+        return None   # encoded_table gives no bytes
+
+    def ready_again(self, reader: Reader, version: int) -> bool:
+        return False
+
     def get_table_objects(self, cat: str, db_name: str, tbl_names: Sequence[str]) -> list[Table]:
         _check_catalog(cat)
         tables = self._listing((db_name,), "get_table_objects_by_name", db_name, sorted(set(tbl_names)))

@@ -425,6 +425,15 @@ class CachedStore(CachedStatistics, CachedTransactions):
         self.metrics.count_lookup(reader.method, "table", True)
         return entry.table_bytes
 
+    def ready_version(self) -> int | None:
+        return None if self.passing_through else self.cache.table_changes
+
+    def ready_again(self, reader: Reader, version: int) -> bool:
+        if self.passing_through or self.cache.table_changes != version:
+            return False
+        self.metrics.count_lookup(reader.method, "table", True)
+        return True
+
     def get_table_bundle(self, cat: str, db_name: str, tbl_name: str,
                          partition_sink: PartitionSink | None = None) -> TableBundle:
         return self.delegate.get_table_bundle(cat, db_name, tbl_name, partition_sink)

@@ -60,11 +60,20 @@ class TableEntry:
 
 
 class _TableLRU(cachetools.LRUCache[TableKey, "TableEntry"]):
-    """An LRU bounded by estimated bytes that reports evictions."""
+    """An LRU bounded by estimated bytes that reports evictions and counts every change of what it holds."""
 
     def __init__(self, max_bytes: int, on_evict: Callable[[TableKey], None]) -> None:
         super().__init__(maxsize=max_bytes, getsizeof=lambda entry: entry.size_bytes())
         self._on_evict = on_evict
+        self.changes = 0   # entries stored or removed (evictions and clear() included), ever
+
+    def __setitem__(self, key: TableKey, entry: TableEntry) -> None:
+        self.changes += 1
+        super().__setitem__(key, entry)
+
+    def __delitem__(self, key: TableKey) -> None:
+        self.changes += 1
+        super().__delitem__(key)
 
     def popitem(self) -> tuple[TableKey, TableEntry]:  # called by cachetools when room is needed
         key, value = super().popitem()
@@ -95,6 +104,12 @@ class SharedCache:
     def get_table(self, key: TableKey) -> TableEntry | None:
         with self.lock:
             return self._tables.get(key)
+
+    @property
+    def table_changes(self) -> int:
+        """Changes whenever a table entry is stored or removed: while it stays the same, every table entry read
+        is still the one held. Read without the lock (one attribute)."""
+        return self._tables.changes
 
     def generation(self, key: TableKey) -> tuple[int, int]:
         """Changes with every write to the table and with every clear()."""

@@ -86,6 +86,12 @@ class TableStore:
     def encoded_table(self, reader: Reader, cat: str, db_name: str, tbl_name: str) -> None:
         return None   # a database holds no table ready as bytes
 
+    def ready_version(self) -> None:
+        return None   # encoded_table gives no bytes
+
+    def ready_again(self, reader: Reader, version: int) -> bool:
+        return False
+
     def get_table_objects(self, cat: str, db_name: str, tbl_names: Sequence[str]) -> list[Any]:
         with self.db.transaction() as conn:
             database_id(conn, cat, db_name)

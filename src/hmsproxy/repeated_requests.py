@@ -1,0 +1,72 @@
+"""Requests a connection repeats: the same call with the same arguments, answered again from bytes held ready.
+
+Spark asks for the same table several times while it plans one query, on one connection, and a dashboard's
+planner asks for the same few tables all day. Such a request differs from the one before only in its sequence
+id, so its reply is the one before with that id in place, as long as the cache has not changed since (the
+store's ready_version). A connection remembers its last few such requests by their bytes without the id; a
+repeat then skips the walk of its bytes (the same bytes passed it), their decoding and the cache lookup.
+
+The sequence id's place is found by the header rules the walk applies, so bytes that match a remembered request
+are that request: the same header, so the id in the same place, and everything else equal.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+MAX_REQUEST_BYTES = 1024   # longer requests are not remembered: get_table's take a few dozen bytes
+REMEMBERED = 16            # requests remembered per connection; the oldest is forgotten first
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """What a remembered request's repeats are answered with."""
+    api: str
+    arguments: dict[str, Any]   # for the audit log
+    tail: bytes                 # the reply after its sequence id
+    version: int                # the store's ready_version before the answer was read
+
+
+def _seqid_at(data: bytes | bytearray, start: int) -> int | None:
+    """Where the sequence id of the message starting at `start` begins; None unless the header is whole."""
+    if len(data) < start + 8:
+        return None
+    first, second = struct.unpack_from("!ii", data, start)
+    if first < 0:   # strict: version and type, the name's size, the name, the id
+        at = start + 8 + second
+        return at if second >= 0 and len(data) >= at + 4 else None
+    at = start + 5 + first   # old style: the name's size, the name, the type, the id
+    return at if len(data) >= at + 4 else None
+
+
+class RepeatedRequests:
+    """One connection's remembered requests."""
+
+    def __init__(self) -> None:
+        self._kept: dict[bytes, Repeat] = {}   # request bytes without the sequence id -> its answer
+
+    def find(self, data: bytearray, framed: bool) -> tuple[Repeat, bytes] | None:
+        """The remembered answer when `data` holds exactly one request (in its frame when `framed`) and that request
+        was remembered, and the request's sequence id; None otherwise."""
+        start = 4 if framed else 0
+        if len(data) > start + MAX_REQUEST_BYTES:
+            return None
+        if framed and (len(data) < 4 or struct.unpack_from("!i", data)[0] != len(data) - 4):
+            return None
+        at = _seqid_at(data, start)
+        if at is None:
+            return None
+        repeat = self._kept.get(bytes(data[start:at]) + data[at + 4:])
+        return None if repeat is None else (repeat, bytes(data[at:at + 4]))
+
+    def remember(self, request: bytes, repeat: Repeat) -> None:
+        """Remembers one whole request (one message, no frame) and its answer."""
+        at = _seqid_at(request, 0)
+        if at is None or len(request) > MAX_REQUEST_BYTES:
+            return
+        key = request[:at] + request[at + 4:]
+        self._kept.pop(key, None)
+        if len(self._kept) >= REMEMBERED:
+            del self._kept[next(iter(self._kept))]
+        self._kept[key] = repeat
