@@ -6,11 +6,11 @@ The limit server (`LimitServer`, one thread, epoll) reads each request just far 
 its method, and answers with the bytes hmsproxy answered that method with, recorded once: no decoding of
 arguments, no lookup, no encoding. What hmsproxy spends beyond it is its own cost per call.
 
-Three rows, each measured for hmsproxy and the limit in alternating rounds of one run (medians):
-- get_table of a cached table from N client processes (thriftpy2 clients, decoding the reply): calls per
-  second and server CPU per call. Once with each client asking for one table over and over (hmsproxy answers a
-  repeat from its reply before, repeated_requests.py), once with each asking for 64 tables in turn (more than a
-  connection remembers: every call is looked up);
+Rows measured for hmsproxy and the limit in alternating rounds of one run (medians):
+- get_table of cached tables from N client processes (thriftpy2 clients, decoding the reply): calls per second
+  and server CPU per call, each client asking for one table over and over, or for 64 tables in turn. hmsproxy
+  answers a repeat of a request from the reply before (repeated_requests.py); beside it ("no repeats") a second
+  hmsproxy with --remembered-requests 0 decodes and looks up every call;
 - get_partitions of a cached table of P partitions, received raw by one client (the reply's bytes, not
   decoded): seconds per listing, server and transfer together.
 Prints a table, writes JSON and a PNG plot under bench/results/.
@@ -37,7 +37,7 @@ from cache_bench import _sd, client, free_port, hms, paired_bars, partition_valu
 from thriftpy2.protocol.binary import TBinaryProtocol
 from thriftpy2.transport import TMemoryBuffer
 
-TABLES_IN_TURN = tuple(f"small_{i:04d}" for i in range(64))   # more than a connection remembers (REMEMBERED)
+TABLES_IN_TURN = tuple(f"small_{i:04d}" for i in range(64))
 
 # ---- the limit server ----------------------------------------------------------------------------------
 
@@ -156,11 +156,12 @@ def _cpu_seconds(pid: int | None) -> float:
 class Hmsproxy:
     """`hmsproxy serve` on a SQLite file, cache on, populated and prewarmed before it is measured."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, *flags: str) -> None:
         self.port = free_port()
+        workdir.mkdir(parents=True, exist_ok=True)
         args = [sys.executable, "-m", "hmsproxy.cli", "serve", "--port", str(self.port), "--metrics-port", "0",
                 "--db", f"sqlite:///{workdir / 'metastore.db'}", "--warehouse", str(workdir / "warehouse"),
-                "--log-level", "WARNING", "--max-message-bytes", "1gb"]
+                "--log-level", "WARNING", "--max-message-bytes", "1gb", *flags]
         self.process = subprocess.Popen(args, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         assert self.process.stdout is not None
         for line in self.process.stdout:
@@ -274,6 +275,9 @@ def raw_listing_seconds(port: int, request: bytes, reply_size: int, repeats: int
     return samples
 
 
+CASES = {"one": ("small_0001",), "in_turn": TABLES_IN_TURN}   # the tables each client asks for, in turn
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=8)
@@ -285,62 +289,60 @@ def main() -> None:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        workdir = Path(tmp)
-        server = Hmsproxy(workdir)
+        servers = {"hmsproxy": Hmsproxy(Path(tmp) / "hmsproxy"),
+                   "lookups": Hmsproxy(Path(tmp) / "lookups", "--remembered-requests", "0")}
         try:
-            populate(server.port, args.partitions)
-            replies = {"get_table": recorded_reply(server.port, "get_table", dbname="bench", tbl_name="small_0001"),
-                       "get_partitions": recorded_reply(server.port, "get_partitions", db_name="bench",
-                                                        tbl_name="parts", max_parts=-1)}
+            for server in servers.values():
+                populate(server.port, args.partitions)
+            port = servers["hmsproxy"].port
+            replies = {"get_table": recorded_reply(port, "get_table", dbname="bench", tbl_name="small_0001"),
+                       "get_partitions": recorded_reply(port, "get_partitions", db_name="bench", tbl_name="parts",
+                                                        max_parts=-1)}
             limit = LimitServer(replies)
             listing_request = request_bytes("get_partitions", db_name="bench", tbl_name="parts", max_parts=-1)
-            rows: dict[str, dict[str, list[float]]] = {"hmsproxy": {}, "limit": {}}
+            rows: dict[str, dict[str, list[float]]] = {"hmsproxy": {}, "lookups": {}, "limit": {}}
             for _ in range(args.rounds):
-                for label, target in (("hmsproxy", server), ("limit", limit)):
-                    for tables, suffix in ((("small_0001",), ""), (TABLES_IN_TURN, "_in_turn")):
-                        measured = throughput(target, args.clients, args.seconds, tables)
-                        for name, value in measured.items():
-                            rows[label].setdefault(name + suffix, []).append(value)
-                    rows[label].setdefault("listing_s", []).extend(raw_listing_seconds(
-                        target.port, listing_request, len(replies["get_partitions"]), args.listing_repeats))
+                for label, target in (*servers.items(), ("limit", limit)):
+                    for case, tables in CASES.items():
+                        for name, value in throughput(target, args.clients, args.seconds, tables).items():
+                            rows[label].setdefault(f"{name}_{case}", []).append(value)
+                    if label != "lookups":
+                        rows[label].setdefault("listing_s", []).extend(raw_listing_seconds(
+                            target.port, listing_request, len(replies["get_partitions"]), args.listing_repeats))
             limit.stop()
         finally:
-            server.stop()
+            for server in servers.values():
+                server.stop()
     report(rows, args, len(replies["get_partitions"]))
 
 
 def report(rows: dict[str, dict[str, list[float]]], args: argparse.Namespace, listing_bytes: int) -> None:
     mid = {label: {name: median(values) for name, values in measured.items()} for label, measured in rows.items()}
-    ours, limit = mid["hmsproxy"], mid["limit"]
-    lines = [f"{'':44} {'hmsproxy':>10} {'limit':>10} {'ratio':>8}",
-             f"{f'get_table, {args.clients} clients, calls/s':44} {ours['calls_per_s']:10.0f} "
-             f"{limit['calls_per_s']:10.0f} {ours['calls_per_s'] / limit['calls_per_s']:7.2f}x",
-             f"{'get_table, server CPU per call, us':44} {ours['cpu_us_per_call']:10.1f} "
-             f"{limit['cpu_us_per_call']:10.1f} {ours['cpu_us_per_call'] / limit['cpu_us_per_call']:7.2f}x",
-             f"{f'get_table of {len(TABLES_IN_TURN)} tables in turn, calls/s':44} "
-             f"{ours['calls_per_s_in_turn']:10.0f} {limit['calls_per_s_in_turn']:10.0f} "
-             f"{ours['calls_per_s_in_turn'] / limit['calls_per_s_in_turn']:7.2f}x",
-             f"{'  server CPU per call, us':44} {ours['cpu_us_per_call_in_turn']:10.1f} "
-             f"{limit['cpu_us_per_call_in_turn']:10.1f} "
-             f"{ours['cpu_us_per_call_in_turn'] / limit['cpu_us_per_call_in_turn']:7.2f}x",
-             f"{f'get_partitions {args.partitions} ({listing_bytes / 1e6:.1f} MB) raw, ms':44} "
-             f"{ours['listing_s'] * 1e3:10.2f} {limit['listing_s'] * 1e3:10.2f} "
-             f"{ours['listing_s'] / limit['listing_s']:7.2f}x"]
+    ours, lookups, limit = mid["hmsproxy"], mid["lookups"], mid["limit"]
+    lines = [f"{'':50} {'hmsproxy':>10} {'no repeats':>10} {'limit':>10} {'ratios to the limit':>20}"]
+    for case, title in (("one", "get_table of one table"), ("in_turn", f"get_table of {len(TABLES_IN_TURN)} tables")):
+        for measure, unit, form in (("calls_per_s", f"{args.clients} clients, calls/s", "10.0f"),
+                                    ("cpu_us_per_call", "server CPU per call, us", "10.1f")):
+            key = f"{measure}_{case}"
+            lines.append(f"{f'{title}, {unit}':50} {ours[key]:{form}} {lookups[key]:{form}} {limit[key]:{form}} "
+                         f"{ours[key] / limit[key]:9.2f}x {lookups[key] / limit[key]:9.2f}x")
+    lines.append(f"{f'get_partitions {args.partitions} ({listing_bytes / 1e6:.1f} MB) raw, ms':50} "
+                 f"{ours['listing_s'] * 1e3:10.2f} {'':>10} {limit['listing_s'] * 1e3:10.2f} "
+                 f"{ours['listing_s'] / limit['listing_s']:9.2f}x")
     print("\n".join(lines))
     stamp = time.strftime("%Y%m%d-%H%M%S")
     (args.out / f"limit_bench-{stamp}.json").write_text(json.dumps(
         {"args": {k: str(v) for k, v in vars(args).items()}, "samples": rows, "medians": mid,
          "listing_bytes": listing_bytes}, indent=2))
-    paired_bars(args.out / f"limit_bench-{stamp}.png", ["get_table calls/s / 1000", "CPU us per call",
-                                                        "in turn: calls/s / 1000", "in turn: CPU us per call",
+    paired_bars(args.out / f"limit_bench-{stamp}.png", ["one table: calls/s / 1000", "one table: CPU us per call",
+                                                        "no repeats: calls/s / 1000", "no repeats: CPU us per call",
                                                         "get_partitions ms"],
-                ("hmsproxy", _bar_values(ours)), ("limit", _bar_values(limit)),
+                ("hmsproxy", [ours["calls_per_s_one"] / 1e3, ours["cpu_us_per_call_one"],
+                              lookups["calls_per_s_one"] / 1e3, lookups["cpu_us_per_call_one"],
+                              ours["listing_s"] * 1e3]),
+                ("limit", [limit["calls_per_s_one"] / 1e3, limit["cpu_us_per_call_one"],
+                           limit["calls_per_s_one"] / 1e3, limit["cpu_us_per_call_one"], limit["listing_s"] * 1e3]),
                 "medians (log scale)", "hmsproxy against the limit server: same clients, same reply bytes")
-
-
-def _bar_values(measured: dict[str, float]) -> list[float]:
-    return [measured["calls_per_s"] / 1e3, measured["cpu_us_per_call"], measured["calls_per_s_in_turn"] / 1e3,
-            measured["cpu_us_per_call_in_turn"], measured["listing_s"] * 1e3]
 
 
 if __name__ == "__main__":

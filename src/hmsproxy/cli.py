@@ -100,6 +100,9 @@ def _serve_options() -> argparse.ArgumentParser:
                                                                "memory its decoding takes (default 1000000)")
     serve.add_argument("--max-large-requests", type=int, help="requests of more than 100000 values decoded at once "
                                                               "(default 4); the others wait their turn")
+    serve.add_argument("--remembered-requests", type=int, help="requests whose replies from the cache are kept, so "
+                                                               "that a repeat is answered without decoding it "
+                                                               "(default 1024; 0: none)")
     serve.add_argument("--db-connect-timeout-s", help="longest wait for a database connection (default 10s)")
     serve.add_argument("--db-statement-timeout-s", help="longest wait for one database statement's answer; "
                                                         "a database that stops answering fails calls after it "

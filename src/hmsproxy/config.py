@@ -87,6 +87,7 @@ class Settings:
     max_request_depth: int = 64
     max_request_objects: int = 1_000_000
     max_large_requests: int = 4
+    remembered_requests: int = 1024      # requests whose ready replies are kept for repeats (repeated_requests.py)
     quick_stats_max_files: int = 100_000
     upstream: str = ""                    # thrift://host:9083[,thrift://host2:9083]: serve in front of that HMS
     upstream_framed: bool = False
@@ -166,9 +167,12 @@ def _coerce(name: str, value: Any) -> Any:
             raise ValueError(f"setting {name!r}: expected a number, got {value!r}") from None
     if field_type == "int":
         try:
-            return int(value)
+            number = int(value)
         except (TypeError, ValueError):
             raise ValueError(f"setting {name!r}: expected an integer, got {value!r}") from None
+        if name in NON_NEGATIVE and number < 0:
+            raise ValueError(f"setting {name!r}: expected 0 or more, got {value!r}")
+        return number
     return str(value)
 
 
@@ -190,6 +194,8 @@ def _size(name: str, value: Any) -> int:
         raise ValueError(f"setting {name!r}: expected a size such as 512mb or 2gb, got {value!r}")
     return int(match.group(1)) * SIZE_UNITS[match.group(2).lower()]
 
+
+NON_NEGATIVE = frozenset({"remembered_requests"})   # counts where 0 turns the thing off
 
 # Durations where 0 means "not at all" (check_lock answers at once, no look for unlogged writes); every other
 # duration must be positive.

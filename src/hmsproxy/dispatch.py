@@ -218,7 +218,7 @@ class MetastoreProcessor(TProcessor):
     log."""
 
     def __init__(self, calls: Calls, metrics: Metrics, max_reply_bytes: int = 1 << 62, *,
-                 audit: AuditLog | None = None, peer: str = "") -> None:
+                 audit: AuditLog | None = None, peer: str = "", repeats: RepeatedRequests | None = None) -> None:
         super().__init__(hms.ThriftHiveMetastore, calls)
         self._calls = calls
         self._metrics = metrics
@@ -226,7 +226,7 @@ class MetastoreProcessor(TProcessor):
         self._audit = audit
         self._peer = peer
         self._user = ""
-        self._repeats = RepeatedRequests()
+        self._repeats = RepeatedRequests(0) if repeats is None else repeats   # the server's, shared by connections
 
     def process(self, iprot: Any, oprot: Any, compiled: bool = False) -> None:
         """`compiled`: the arguments are read by the compiled decoder even where idl.py set the tolerant one."""
@@ -277,17 +277,18 @@ class MetastoreProcessor(TProcessor):
             return None
         if answer is None or len(answer) > self._max_reply_bytes:
             return None
-        arguments = dict(zip(names, values))
         self._metrics.observe_ready_answer(api, time.perf_counter() - started)
-        self._audited(api, arguments, "ok")
-        tail = b"".join((_SUCCESS_STRUCT, answer, b"\x00"))
+        arguments = None   # built for the audit log only
+        if self._audit is not None:
+            arguments = dict(zip(names, values))
+            self._audited(api, arguments, "ok")
         if version is not None:
-            self._repeats.remember(request, Repeat(api, arguments, tail, version))
-        return b"".join((_reply_head(api), struct.pack("!i", seqid), tail))
+            self._repeats.remember(request, Repeat(api, arguments, answer, version))
+        return b"".join((_reply_head(api), struct.pack("!i", seqid), _SUCCESS_STRUCT, answer, b"\x00"))
 
     def repeated_reply(self, data: bytearray, framed: bool) -> bytes | None:
-        """The reply (no frame) when `data` holds exactly one request, and it repeats one encoded_reply answered on
-        this connection whose answer is still current; None otherwise (the request then takes the ordinary way)."""
+        """The reply (no frame) when `data` holds exactly one request, and it repeats one encoded_reply answered
+        whose answer is still current; None otherwise (the request then takes the ordinary way)."""
         started = time.perf_counter()
         found = self._repeats.find(data, framed)
         if found is None:
@@ -296,8 +297,9 @@ class MetastoreProcessor(TProcessor):
         if not self._calls.ready_again(_reader(repeat.api), repeat.version):
             return None
         self._metrics.observe_ready_answer(repeat.api, time.perf_counter() - started)
-        self._audited(repeat.api, repeat.arguments, "ok")
-        return b"".join((_reply_head(repeat.api), seqid, repeat.tail))
+        if repeat.arguments is not None:
+            self._audited(repeat.api, repeat.arguments, "ok")
+        return b"".join((_reply_head(repeat.api), seqid, _SUCCESS_STRUCT, repeat.answer, b"\x00"))
 
     def _answer(self, api: str, arguments: dict[str, Any], seqid: int, oprot: Any) -> str:
         """Runs the call and sends its answer; returns its outcome ("ok" or the exception's type)."""

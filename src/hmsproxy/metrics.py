@@ -77,6 +77,8 @@ class Metrics:
                                             "When the notification log was last read successfully (Unix time)",
                                             registry=self.registry)
         self.ready = Gauge("hmsproxy_ready", "1 while /readyz answers 200 (prewarm done)", registry=self.registry)
+        self.remembered_requests = Gauge("hmsproxy_remembered_requests", "Requests whose replies are kept for "
+                                         "repeats (at most --remembered-requests)", registry=self.registry)
         self.db_pool_in_use = Gauge("hmsproxy_db_pool_connections_in_use", "Database connections checked out of "
                                     "the pools", registry=self.registry)
         self.db_pool_wait = Histogram("hmsproxy_db_pool_wait_seconds", "Time a database transaction waited for its "

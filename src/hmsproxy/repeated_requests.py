@@ -1,10 +1,11 @@
-"""Requests a connection repeats: the same call with the same arguments, answered again from bytes held ready.
+"""Requests clients repeat: the same call with the same arguments, answered again from bytes held ready.
 
-Spark asks for the same table several times while it plans one query, on one connection, and a dashboard's
-planner asks for the same few tables all day. Such a request differs from the one before only in its sequence
-id, so its reply is the one before with that id in place, as long as the cache has not changed since (the
-store's ready_version). A connection remembers its last few such requests by their bytes without the id; a
-repeat then skips the walk of its bytes (the same bytes passed it), their decoding and the cache lookup.
+Spark asks for the same table several times while it plans one query, and every planner asks for the same
+popular tables all day. Such a request differs from one answered before only in its sequence id (and nothing in
+a get_table answer depends on who asks), so its reply is the one before with that id in place, as long as the
+cache has not changed since (the store's ready_version). The server remembers the latest such requests by their
+bytes without the id; a repeat then skips the walk of its bytes (the same bytes passed it), their decoding and
+the cache lookup.
 
 The sequence id's place is found by the header rules the walk applies, so bytes that match a remembered request
 are that request: the same header, so the id in the same place, and everything else equal.
@@ -12,20 +13,19 @@ are that request: the same header, so the id in the same place, and everything e
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
-from typing import Any
+import threading
+from typing import Any, NamedTuple
 
 MAX_REQUEST_BYTES = 1024   # longer requests are not remembered: get_table's take a few dozen bytes
-REMEMBERED = 16            # requests remembered per connection; the oldest is forgotten first
+MAX_ANSWER_BYTES = 16384   # nor longer answers: what the remembered answers can hold beyond the cache's own bound
 
 
-@dataclass(frozen=True, slots=True)
-class Repeat:
+class Repeat(NamedTuple):
     """What a remembered request's repeats are answered with."""
     api: str
-    arguments: dict[str, Any]   # for the audit log
-    tail: bytes                 # the reply after its sequence id
-    version: int                # the store's ready_version before the answer was read
+    arguments: dict[str, Any] | None   # for the audit log, when there is one
+    answer: bytes                      # the `success` value's bytes (the cache's own object, not a copy)
+    version: int                       # the store's ready_version before the answer was read
 
 
 def _seqid_at(data: bytes | bytearray, start: int) -> int | None:
@@ -41,16 +41,21 @@ def _seqid_at(data: bytes | bytearray, start: int) -> int | None:
 
 
 class RepeatedRequests:
-    """One connection's remembered requests."""
+    """The remembered requests of all connections. Looked up without a lock (one dict read); changed under one."""
 
-    def __init__(self) -> None:
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def __init__(self, remembered: int) -> None:
+        self._remembered = remembered   # the most requests kept; the oldest is forgotten first
         self._kept: dict[bytes, Repeat] = {}   # request bytes without the sequence id -> its answer
+        self._lock = threading.Lock()
 
     def find(self, data: bytearray, framed: bool) -> tuple[Repeat, bytes] | None:
         """The remembered answer when `data` holds exactly one request (in its frame when `framed`) and that request
         was remembered, and the request's sequence id; None otherwise."""
         start = 4 if framed else 0
-        if len(data) > start + MAX_REQUEST_BYTES:
+        if not self._kept or len(data) > start + MAX_REQUEST_BYTES:
             return None
         if framed and (len(data) < 4 or struct.unpack_from("!i", data)[0] != len(data) - 4):
             return None
@@ -62,11 +67,14 @@ class RepeatedRequests:
 
     def remember(self, request: bytes, repeat: Repeat) -> None:
         """Remembers one whole request (one message, no frame) and its answer."""
+        if not self._remembered or len(request) > MAX_REQUEST_BYTES or len(repeat.answer) > MAX_ANSWER_BYTES:
+            return
         at = _seqid_at(request, 0)
-        if at is None or len(request) > MAX_REQUEST_BYTES:
+        if at is None:
             return
         key = request[:at] + request[at + 4:]
-        self._kept.pop(key, None)
-        if len(self._kept) >= REMEMBERED:
-            del self._kept[next(iter(self._kept))]
-        self._kept[key] = repeat
+        with self._lock:
+            self._kept.pop(key, None)
+            if len(self._kept) >= self._remembered:
+                del self._kept[next(iter(self._kept))]
+            self._kept[key] = repeat

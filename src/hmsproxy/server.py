@@ -18,6 +18,7 @@ from hmsproxy.handler.common import now
 from hmsproxy.hiveconf import hiveconf_defaults
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics, MetricsServer
+from hmsproxy.repeated_requests import RepeatedRequests
 from hmsproxy.store.cache.poller import Poller
 from hmsproxy.store.cache.prewarm import Loader
 from hmsproxy.store.cache.prewarm_workers import DatabaseAccess, WorkerPlan
@@ -151,8 +152,10 @@ def _audit_log(settings: Settings) -> AuditLog | None:
 
 
 def _thrift_server(settings: Settings, handler: Any, metrics: Metrics, audit: AuditLog | None) -> ThriftServer:
+    repeats = RepeatedRequests(settings.remembered_requests)
+    metrics.remembered_requests.set_function(lambda: len(repeats))
     return ThriftServer(lambda peer: MetastoreProcessor(handler, metrics, settings.max_message_bytes, audit=audit,
-                                                        peer=peer), settings.host,
+                                                        peer=peer, repeats=repeats), settings.host,
                         settings.port, framed=settings.framed, max_connections=settings.max_connections,
                         max_message_bytes=settings.max_message_bytes, metrics=metrics,
                         idle_timeout_s=settings.client_idle_timeout_s, request_timeout_s=settings.request_timeout_s,

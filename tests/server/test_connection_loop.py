@@ -327,3 +327,30 @@ def test_a_repeated_request_is_answered_new_after_the_table_is_dropped(served):
             assert seqid == 2 and result.success is None and result.o2 is not None   # NoSuchObjectException
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("remembered", [0, 2])
+def test_no_more_requests_are_remembered_than_the_flag_allows(tmp_path, remembered):
+    """--remembered-requests bounds the replies kept for repeats (0: none); past it the oldest is forgotten, and
+    every call is answered right either way."""
+    metrics_port = _free_port()
+    server = start_hmsproxy(tmp_path, metrics_port=metrics_port, remembered_requests=remembered)
+    served = Served(server, False, metrics_port)
+    try:
+        client = served.client()
+        client.create_database(hms.Database(name=DB, parameters={}))
+        names = [f"kept_{i}" for i in range(3)]
+        for name in names:
+            client.create_table(_table(name, {"name": name}))
+        client.close()
+        with socket.create_connection((server.host, server.port)) as sock:
+            replies = _Replies(sock, False)
+            for seqid in range(3):
+                for name in names:
+                    sock.sendall(_call("get_table", seqid, False, dbname=DB, tbl_name=name))
+                    assert replies.next("get_table")[1].success.parameters["name"] == name
+        body = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics").read().decode()
+        assert re.search(rf"^hmsproxy_remembered_requests {remembered}\.0$", body, re.MULTILINE)
+        assert served.ready_answers() == 9
+    finally:
+        server.stop()

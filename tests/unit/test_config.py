@@ -35,6 +35,7 @@ def test_hive_key_names_are_accepted_in_the_file(tmp_path):
     ({"HMSPROXY_TXN_TIMEOUT_S": "0"}, "expected a positive duration"),
     ({"HMSPROXY_UPSTREAM": "thrift://hms:9083", "HMSPROXY_CACHE": "false"}, "cannot be combined with --no-cache"),
     ({"HMSPROXY_UPSTREAM_REFRESH_S": "0"}, "expected a positive duration"),
+    ({"HMSPROXY_REMEMBERED_REQUESTS": "-1"}, "expected 0 or more"),
 ])
 def test_bad_values_are_refused_with_a_clear_message(environ, message):
     with pytest.raises(ValueError, match=message):

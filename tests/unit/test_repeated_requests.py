@@ -10,7 +10,7 @@ from thriftpy2.thrift import TMessageType
 from thriftpy2.transport.memory import TMemoryBuffer
 
 from hmsproxy.idl import hms
-from hmsproxy.repeated_requests import MAX_REQUEST_BYTES, REMEMBERED, Repeat, RepeatedRequests
+from hmsproxy.repeated_requests import MAX_ANSWER_BYTES, MAX_REQUEST_BYTES, Repeat, RepeatedRequests
 
 
 def _request(seqid: int, table: str = "t", strict: bool = True) -> bytes:
@@ -26,10 +26,10 @@ def _framed(message: bytes) -> bytes:
     return struct.pack("!i", len(message)) + message
 
 
-def _remembering(*tables: str, strict: bool = True) -> RepeatedRequests:
-    repeats = RepeatedRequests()
+def _remembering(*tables: str, strict: bool = True, remembered: int = 16) -> RepeatedRequests:
+    repeats = RepeatedRequests(remembered)
     for table in tables:
-        repeats.remember(_request(1, table, strict), Repeat("get_table", {"tbl_name": table}, table.encode(), 7))
+        repeats.remember(_request(1, table, strict), Repeat("get_table", None, table.encode(), 7))
     return repeats
 
 
@@ -38,7 +38,7 @@ def test_a_repeat_is_found_whatever_its_sequence_id_in_either_header_style():
         repeats = _remembering("t", strict=strict)
         for seqid in (1, 2, -5, 1 << 31 - 1):
             found = repeats.find(bytearray(_request(seqid, strict=strict)), framed=False)
-            assert found is not None and found[0].tail == b"t" and found[1] == struct.pack("!i", seqid)
+            assert found is not None and found[0].answer == b"t" and found[1] == struct.pack("!i", seqid)
         assert repeats.find(bytearray(_request(1, strict=not strict)), framed=False) is None
 
 
@@ -64,11 +64,14 @@ def test_a_bogus_header_cannot_pass_for_a_remembered_request():
     assert repeats.find(bytearray(bogus), framed=False) is None
 
 
-def test_a_connection_remembers_its_latest_requests_only():
-    tables = [f"t{i}" for i in range(REMEMBERED + 1)]
-    repeats = _remembering(*tables)
+def test_only_the_latest_requests_are_remembered_and_none_too_long_or_with_too_long_an_answer():
+    tables = [f"t{i}" for i in range(5)]
+    repeats = _remembering(*tables, remembered=4)
     assert repeats.find(bytearray(_request(2, tables[0])), framed=False) is None
     assert all(repeats.find(bytearray(_request(2, table)), framed=False) is not None for table in tables[1:])
     long_name = "x" * MAX_REQUEST_BYTES
-    repeats.remember(_request(1, long_name), Repeat("get_table", {}, b"", 7))
+    repeats.remember(_request(1, long_name), Repeat("get_table", None, b"", 7))
     assert repeats.find(bytearray(_request(1, long_name)), framed=False) is None
+    repeats.remember(_request(1, "wide"), Repeat("get_table", None, b"x" * (MAX_ANSWER_BYTES + 1), 7))
+    assert repeats.find(bytearray(_request(1, "wide")), framed=False) is None
+    assert repeats.find(bytearray(_request(2, tables[1])), framed=False) is not None   # nothing forgotten for them
