@@ -30,6 +30,7 @@ from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
 from hmsproxy.repeated_requests import Repeat, RepeatedRequests
 from hmsproxy.store.reader import Reader
+from hmsproxy.store.ready import Held, Ready
 
 log = logging.getLogger(__name__)
 # Internal errors are logged with their traceback once per burst (a database outage fails every call).
@@ -163,16 +164,12 @@ class Calls(Protocol):
     def method_for(self, api: str, reader: Reader) -> Callable[..., Any] | None:
         """The method answering one call of `api`, bound to that call (None where none is served)."""
 
-    def encoded_answer(self, api: str, reader: Reader, arguments: Sequence[Any]) -> bytes | None:
+    def encoded_answer(self, api: str, reader: Reader, arguments: Sequence[Any]) -> Ready | None:
         """A call's answer (the `success` value) as Thrift bytes held ready, or None: method_for's method answers."""
 
-    def ready_version(self) -> int | None:
-        """Changes whenever an answer encoded_answer gave may no longer be current (None: none may be given again
-        without asking encoded_answer)."""
-
-    def ready_again(self, reader: Reader, version: int) -> bool:
-        """Whether the answers encoded_answer gave `reader` at ready_version `version` are still current, counted as
-        the cache hits they are."""
+    def ready_again(self, reader: Reader, held: Held) -> bool:
+        """Whether an answer encoded_answer gave, with `held`, is still current: it may be given `reader` again,
+        counted as the cache hit it is."""
 
 
 @functools.cache
@@ -271,20 +268,18 @@ class MetastoreProcessor(TProcessor):
             args.read(iprot)
             names = _arg_names(args.__class__)
             values = [getattr(args, name) for name in names]
-            version = self._calls.ready_version()   # before the answer is read: a change meanwhile shows
-            answer = self._calls.encoded_answer(api, _reader(api), values)
+            ready = self._calls.encoded_answer(api, _reader(api), values)
         except Exception:
             return None
-        if answer is None or len(answer) > self._max_reply_bytes:
+        if ready is None or len(ready.answer) > self._max_reply_bytes:
             return None
         self._metrics.observe_ready_answer(api, time.perf_counter() - started)
         arguments = None   # built for the audit log only
         if self._audit is not None:
             arguments = dict(zip(names, values))
             self._audited(api, arguments, "ok")
-        if version is not None:
-            self._repeats.remember(request, Repeat(api, arguments, answer, version))
-        return b"".join((_reply_head(api), struct.pack("!i", seqid), _SUCCESS_STRUCT, answer, b"\x00"))
+        self._repeats.remember(request, Repeat(api, arguments, ready.answer, ready.held))
+        return b"".join((_reply_head(api), struct.pack("!i", seqid), _SUCCESS_STRUCT, ready.answer, b"\x00"))
 
     def repeated_reply(self, data: bytearray, framed: bool) -> bytes | None:
         """The reply (no frame) when `data` holds exactly one request, and it repeats one encoded_reply answered
@@ -294,7 +289,7 @@ class MetastoreProcessor(TProcessor):
         if found is None:
             return None
         repeat, seqid = found
-        if not self._calls.ready_again(_reader(repeat.api), repeat.version):
+        if not self._calls.ready_again(_reader(repeat.api), repeat.held):
             return None
         self._metrics.observe_ready_answer(repeat.api, time.perf_counter() - started)
         if repeat.arguments is not None:

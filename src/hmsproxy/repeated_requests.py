@@ -3,7 +3,8 @@
 Spark asks for the same table several times while it plans one query, and every planner asks for the same
 popular tables all day. Such a request differs from one answered before only in its sequence id (and nothing in
 a get_table answer depends on who asks), so its reply is the one before with that id in place, as long as the
-cache has not changed since (the store's ready_version). The server remembers the latest such requests by their
+cache holds that answer still (its Held is current: the table's entry was not replaced, dropped or evicted since;
+writes to other tables change nothing). The server remembers the latest such requests by their
 bytes without the id; a repeat then skips the walk of its bytes (the same bytes passed it), their decoding and
 the cache lookup.
 
@@ -16,6 +17,8 @@ import struct
 import threading
 from typing import Any, NamedTuple
 
+from hmsproxy.store.ready import Held
+
 MAX_REQUEST_BYTES = 1024   # longer requests are not remembered: get_table's take a few dozen bytes
 MAX_ANSWER_BYTES = 16384   # nor longer answers: what the remembered answers can hold beyond the cache's own bound
 
@@ -25,7 +28,7 @@ class Repeat(NamedTuple):
     api: str
     arguments: dict[str, Any] | None   # for the audit log, when there is one
     answer: bytes                      # the `success` value's bytes (the cache's own object, not a copy)
-    version: int                       # the store's ready_version before the answer was read
+    held: Held                         # current while the store still answers with `answer`
 
 
 def _seqid_at(data: bytes | bytearray, start: int) -> int | None:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import pytest
 
 from api.builders import PLACEHOLDER_FORMATS, sd
+from hmsproxy.codec import encode
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore, entry_from_bundle
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache
+from hmsproxy.store.reader import Reader
 from support.sql_stores import sqlite_store
 
 
@@ -77,3 +79,36 @@ def test_a_load_that_overlaps_a_write_is_dropped(stores):
     assert not cache.put_table(key, entry_from_bundle(stale), loaded_at_generation=generation)
     store.load_table(key)
     assert store.get_partition("hive", "d", "t1", ["1"]).sd.location == "file:/w/x"
+
+
+def test_ready_bytes_stay_current_through_other_tables_writes_and_end_with_their_own_tables_change(stores):
+    """The bytes encoded_table gives come with a Held that stays current until that table's entry is replaced,
+    dropped, evicted or cleared (a repeated get_table is answered from them while it is); a write to another table
+    changes nothing for them."""
+    plain, store, cache, _metrics, _requested = stores
+    reader = Reader("get_table")
+    for name in ("t0", "t1"):
+        store.load_table(("hive", "d", name))
+    t0, t1 = (store.encoded_table(reader, "hive", "d", name) for name in ("t0", "t1"))
+    assert t0 is not None and t1 is not None
+    assert t0.answer == encode(plain.get_table("hive", "d", "t0"))
+    store.alter_partitions("hive", "d", "t1", [hms.Partition(values=["1"], sd=_sd("file:/w/y"), parameters={})])
+    assert not t1.held.current and not store.ready_again(reader, t1.held)
+    assert store.ready_again(reader, t0.held)
+    altered = plain.get_table("hive", "d", "t0")
+    altered.parameters = {"v": "2"}
+    store.alter_table("hive", "d", "t0", altered)
+    assert not store.ready_again(reader, t0.held)
+    again = store.encoded_table(reader, "hive", "d", "t0")
+    assert again is not None and again.held.current and again.answer != t0.answer
+    for name in ("t1", "t2", "t3"):   # room for about two: t0, least recently used, is evicted
+        store.load_table(("hive", "d", name))
+    assert cache.get_table(("hive", "d", "t0")) is None and not again.held.current
+    t3 = store.encoded_table(reader, "hive", "d", "t3")
+    assert t3 is not None and store.ready_again(reader, t3.held)
+    store.drop_table("hive", "d", "t3")
+    assert not t3.held.current
+    t2 = store.encoded_table(reader, "hive", "d", "t2")
+    assert t2 is not None and t2.held.current
+    cache.clear()
+    assert not t2.held.current

@@ -11,6 +11,7 @@ from thriftpy2.transport.memory import TMemoryBuffer
 
 from hmsproxy.idl import hms
 from hmsproxy.repeated_requests import MAX_ANSWER_BYTES, MAX_REQUEST_BYTES, Repeat, RepeatedRequests
+from hmsproxy.store.ready import Held
 
 
 def _request(seqid: int, table: str = "t", strict: bool = True) -> bytes:
@@ -29,7 +30,7 @@ def _framed(message: bytes) -> bytes:
 def _remembering(*tables: str, strict: bool = True, remembered: int = 16) -> RepeatedRequests:
     repeats = RepeatedRequests(remembered)
     for table in tables:
-        repeats.remember(_request(1, table, strict), Repeat("get_table", None, table.encode(), 7))
+        repeats.remember(_request(1, table, strict), Repeat("get_table", None, table.encode(), Held()))
     return repeats
 
 
@@ -70,8 +71,8 @@ def test_only_the_latest_requests_are_remembered_and_none_too_long_or_with_too_l
     assert repeats.find(bytearray(_request(2, tables[0])), framed=False) is None
     assert all(repeats.find(bytearray(_request(2, table)), framed=False) is not None for table in tables[1:])
     long_name = "x" * MAX_REQUEST_BYTES
-    repeats.remember(_request(1, long_name), Repeat("get_table", None, b"", 7))
+    repeats.remember(_request(1, long_name), Repeat("get_table", None, b"", Held()))
     assert repeats.find(bytearray(_request(1, long_name)), framed=False) is None
-    repeats.remember(_request(1, "wide"), Repeat("get_table", None, b"x" * (MAX_ANSWER_BYTES + 1), 7))
+    repeats.remember(_request(1, "wide"), Repeat("get_table", None, b"x" * (MAX_ANSWER_BYTES + 1), Held()))
     assert repeats.find(bytearray(_request(1, "wide")), framed=False) is None
     assert repeats.find(bytearray(_request(2, tables[1])), framed=False) is not None   # nothing forgotten for them

@@ -15,6 +15,7 @@ from hmsproxy.handler.statistics import StatisticsCalls
 from hmsproxy.handler.tables import TableCalls
 from hmsproxy.handler.transactions import TransactionCalls
 from hmsproxy.store.reader import Reader
+from hmsproxy.store.ready import Held, Ready
 
 # The reads that can be answered with bytes the cache holds ready, and the method giving them.
 ENCODED_ANSWERS = {"get_table": "get_table_encoded"}
@@ -29,18 +30,15 @@ class Handler(DatabaseCalls, TableCalls, PartitionCalls, FunctionCalls, Statisti
         method: Callable[..., Any] | None = getattr(self.serving(reader), api, None)
         return method
 
-    def encoded_answer(self, api: str, reader: Reader, arguments: Sequence[Any]) -> bytes | None:
+    def encoded_answer(self, api: str, reader: Reader, arguments: Sequence[Any]) -> Ready | None:
         """The answer of a read as the Thrift bytes the store holds ready (a cached table for get_table), or None:
         the call is then answered by method_for's method. Never blocks on the database."""
         name = ENCODED_ANSWERS.get(api)
-        answer: bytes | None = None if name is None else getattr(self, name)(reader, *arguments)
+        answer: Ready | None = None if name is None else getattr(self, name)(reader, *arguments)
         return answer
 
-    def ready_version(self) -> int | None:
-        return self.ctx.store.ready_version()
-
-    def ready_again(self, reader: Reader, version: int) -> bool:
-        return self.ctx.store.ready_again(reader, version)
+    def ready_again(self, reader: Reader, held: Held) -> bool:
+        return self.ctx.store.ready_again(reader, held)
 
 
 __all__ = ["Handler", "HandlerContext"]

@@ -26,6 +26,7 @@ from hmsproxy.idl import hms
 from hmsproxy.names import filter_by_pattern
 from hmsproxy.partition_filter import FilterError
 from hmsproxy.store.reader import Reader
+from hmsproxy.store.ready import Ready
 from hmsproxy.table_filter import TableFilterRefused, compile_table_filter
 from hmsproxy.warehouse import DirectoryWork, Warehouse
 
@@ -134,7 +135,7 @@ class TableCalls(Calls):
         catalog, db_name = split_catalog(dbname)
         return self.ctx.store.get_table(catalog, db_name, lower(tbl_name, "table"))
 
-    def get_table_encoded(self, reader: Reader, dbname: Any, tbl_name: Any) -> bytes | None:
+    def get_table_encoded(self, reader: Reader, dbname: Any, tbl_name: Any) -> Ready | None:
         """get_table's answer as the bytes the store holds ready for `reader`, or None: the call then takes its
         ordinary way (which also answers malformed names)."""
         if not isinstance(dbname, str) or not isinstance(tbl_name, str) or not tbl_name or dbname.startswith("@"):

@@ -35,6 +35,7 @@ from hmsproxy.store.domain import (
     TxnInfo,
 )
 from hmsproxy.store.reader import Reader
+from hmsproxy.store.ready import Held, Ready
 from hmsproxy.txn.write_ids import ValidTxnList, ValidWriteIdList
 
 
@@ -62,16 +63,13 @@ class MetadataStore(Protocol):
     # tables
     def create_table(self, table: Table, journal: Journal | None = None) -> int: ...
     def get_table(self, cat: str, db_name: str, tbl_name: str) -> Table: ...
-    def encoded_table(self, reader: Reader, cat: str, db_name: str, tbl_name: str) -> bytes | None:
+    def encoded_table(self, reader: Reader, cat: str, db_name: str, tbl_name: str) -> Ready | None:
         """The table's Thrift bytes when the store holds them ready for `reader` (a cache hit), else None: the
         caller then asks get_table. Never a database round trip; asked of the store itself, not of a serving view
         (the hot path of the commonest call makes no view)."""
-    def ready_version(self) -> int | None:
-        """A number that changes whenever bytes encoded_table gave may no longer be current; None when none may be
-        given again without asking encoded_table (no cache)."""
-    def ready_again(self, reader: Reader, version: int) -> bool:
-        """Whether the bytes encoded_table gave `reader` when ready_version was `version` are still current (counted
-        as the cache hit they are)."""
+    def ready_again(self, reader: Reader, held: Held) -> bool:
+        """Whether bytes encoded_table gave, with `held`, are still the table's: they may be given `reader` again,
+        counted as the cache hit they are."""
     def get_table_objects(self, cat: str, db_name: str, tbl_names: Sequence[str]) -> list[Table]: ...
     def get_table_names(self, cat: str, db_name: str, table_type: str | None = None) -> list[str]: ...
     def get_table_meta(self, cat: str) -> list[TableMeta]: ...

@@ -20,6 +20,7 @@ from hmsproxy.handler import Handler
 from hmsproxy.idl import hms
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.reader import Reader
+from hmsproxy.store.ready import Held, Ready
 from hmsproxy.upstream.calls import unavailable
 from hmsproxy.upstream.effects import LOCK_CALLS, CacheEffects, cache_effects
 from hmsproxy.upstream.pool import UpstreamPool, UpstreamUnavailable
@@ -75,14 +76,11 @@ class ForwardingHandler:
         forwarder = self._forwarders.get(api)
         return forwarder if forwarder is not None else self._local.method_for(api, reader)
 
-    def encoded_answer(self, api: str, reader: Reader, arguments: Sequence[Any]) -> bytes | None:
+    def encoded_answer(self, api: str, reader: Reader, arguments: Sequence[Any]) -> Ready | None:
         return None if api in self._forwarders else self._local.encoded_answer(api, reader, arguments)
 
-    def ready_version(self) -> int | None:
-        return self._local.ready_version()
-
-    def ready_again(self, reader: Reader, version: int) -> bool:
-        return self._local.ready_again(reader, version)
+    def ready_again(self, reader: Reader, held: Held) -> bool:
+        return self._local.ready_again(reader, held)
 
     def _forward(self, api: str, arg_names: list[str], *args: Any) -> Any:
         """A read's answer changes nothing here; a write's acknowledgement (or a write that may have been applied

@@ -54,6 +54,7 @@ from hmsproxy.store.domain import (
 )
 from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.reader import Reader
+from hmsproxy.store.ready import Held
 from hmsproxy.txn.write_ids import LONG_MAX, ValidTxnList, ValidWriteIdList
 from hmsproxy.upstream.calls import UpstreamCalls
 from hmsproxy.upstream.pool import UpstreamPool
@@ -144,11 +145,8 @@ class UpstreamStore:
     def encoded_table(self, reader: Reader, cat: str, db_name: str, tbl_name: str) -> None:
         return None   # every answer is the upstream's
 
-    def ready_version(self) -> None:
-        return None   # encoded_table gives no bytes
-
-    def ready_again(self, reader: Reader, version: int) -> bool:
-        return False
+    def ready_again(self, reader: Reader, held: Held) -> bool:
+        return False   # encoded_table gave none
 
     def get_table_objects(self, cat: str, db_name: str, tbl_names: Sequence[str]) -> list[Table]:
         _check_catalog(cat)

@@ -46,6 +46,7 @@ from hmsproxy.store.domain import (
 )
 from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.reader import INTERNAL, Reader, shallow_copy
+from hmsproxy.store.ready import Held, Ready
 from hmsproxy.txn.write_ids import ValidWriteIdList, is_fresh_or_newer
 
 log = logging.getLogger(__name__)
@@ -414,7 +415,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
         return self._read(cat, db_name, tbl_name, "table", lambda e: e.table,
                           lambda: self.delegate.get_table(cat, db_name, tbl_name))
 
-    def encoded_table(self, reader: Reader, cat: str, db_name: str, tbl_name: str) -> bytes | None:
+    def encoded_table(self, reader: Reader, cat: str, db_name: str, tbl_name: str) -> Ready | None:
         """Only an entry any reader may read (not transactional, no table id asked for) answers, counted as a
         hit; for the rest the caller's get_table makes the whole decision, and counts it."""
         if self.passing_through or reader.table_id is not None:
@@ -423,13 +424,10 @@ class CachedStore(CachedStatistics, CachedTransactions):
         if entry is None or entry.write_ids is not None:
             return None
         self.metrics.count_lookup(reader.method, "table", True)
-        return entry.table_bytes
+        return Ready(entry.table_bytes, entry.held)
 
-    def ready_version(self) -> int | None:
-        return None if self.passing_through else self.cache.table_changes
-
-    def ready_again(self, reader: Reader, version: int) -> bool:
-        if self.passing_through or self.cache.table_changes != version:
+    def ready_again(self, reader: Reader, held: Held) -> bool:
+        if self.passing_through or not held.current:
             return False
         self.metrics.count_lookup(reader.method, "table", True)
         return True

@@ -24,6 +24,7 @@ import cachetools
 
 from hmsproxy.codec import encode
 from hmsproxy.store.cache.partitions import PartitionSet
+from hmsproxy.store.ready import Held
 from hmsproxy.txn.write_ids import ValidWriteIdList
 
 TableKey = tuple[str, str, str]   # catalog, database, table
@@ -40,6 +41,7 @@ class TableEntry:
     partition_stats: dict[str, dict[str, Any]] = field(default_factory=dict)  # partition name -> column -> stats
     write_ids: ValidWriteIdList | None = None  # transactional tables: the write ids this entry reflects
     version: int = 0  # the table's newest event id when it was loaded (local writes keep it: a lower bound)
+    held: Held = field(default_factory=Held, init=False, repr=False, compare=False)   # current while cached
 
     @property
     def table_id(self) -> int:
@@ -60,20 +62,29 @@ class TableEntry:
 
 
 class _TableLRU(cachetools.LRUCache[TableKey, "TableEntry"]):
-    """An LRU bounded by estimated bytes that reports evictions and counts every change of what it holds."""
+    """An LRU bounded by estimated bytes that reports evictions, and tells an entry's holders when it is replaced or
+    removed (evictions and clear() included)."""
 
     def __init__(self, max_bytes: int, on_evict: Callable[[TableKey], None]) -> None:
         super().__init__(maxsize=max_bytes, getsizeof=lambda entry: entry.size_bytes())
         self._on_evict = on_evict
-        self.changes = 0   # entries stored or removed (evictions and clear() included), ever
 
     def __setitem__(self, key: TableKey, entry: TableEntry) -> None:
-        self.changes += 1
+        replaced = self.get(key)
         super().__setitem__(key, entry)
+        if replaced is not None and replaced is not entry:
+            replaced.held.current = False
 
     def __delitem__(self, key: TableKey) -> None:
-        self.changes += 1
+        removed = self.get(key)
         super().__delitem__(key)
+        if removed is not None:
+            removed.held.current = False
+
+    def clear(self) -> None:   # cachetools empties its dicts at once, without popitem
+        for entry in list(self.values()):
+            entry.held.current = False
+        super().clear()
 
     def popitem(self) -> tuple[TableKey, TableEntry]:  # called by cachetools when room is needed
         key, value = super().popitem()
@@ -104,12 +115,6 @@ class SharedCache:
     def get_table(self, key: TableKey) -> TableEntry | None:
         with self.lock:
             return self._tables.get(key)
-
-    @property
-    def table_changes(self) -> int:
-        """Changes whenever a table entry is stored or removed: while it stays the same, every table entry read
-        is still the one held. Read without the lock (one attribute)."""
-        return self._tables.changes
 
     def generation(self, key: TableKey) -> tuple[int, int]:
         """Changes with every write to the table and with every clear()."""

@@ -12,6 +12,7 @@ from hmsproxy.idl import hms
 from hmsproxy.store.canonical import write_id
 from hmsproxy.store.domain import DroppedTable
 from hmsproxy.store.reader import Reader
+from hmsproxy.store.ready import Held
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.descriptors import (
@@ -86,11 +87,8 @@ class TableStore:
     def encoded_table(self, reader: Reader, cat: str, db_name: str, tbl_name: str) -> None:
         return None   # a database holds no table ready as bytes
 
-    def ready_version(self) -> None:
-        return None   # encoded_table gives no bytes
-
-    def ready_again(self, reader: Reader, version: int) -> bool:
-        return False
+    def ready_again(self, reader: Reader, held: Held) -> bool:
+        return False   # encoded_table gave none
 
     def get_table_objects(self, cat: str, db_name: str, tbl_names: Sequence[str]) -> list[Any]:
         with self.db.transaction() as conn:
