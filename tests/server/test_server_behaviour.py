@@ -1,5 +1,6 @@
 """The Thrift server itself: connection cap, framed transport, metrics endpoint, one-way shutdown."""
 import socket
+import urllib.error
 import urllib.request
 
 import pytest
@@ -8,6 +9,7 @@ from thriftpy2.transport import TCyFramedTransportFactory, TTransportException
 from api.builders import connect_thrift
 from hmsproxy.idl import hms
 from support.hmsproxy_server import start_hmsproxy
+from support.scrape import wait_for
 
 
 @pytest.fixture
@@ -64,13 +66,21 @@ def test_metrics_health_and_readiness(tmp_path):
         client.close()
         base = f"http://127.0.0.1:{port}"
         assert urllib.request.urlopen(base + "/healthz").read() == b"ok\n"
-        assert urllib.request.urlopen(base + "/readyz").status == 200
+        # ready once prewarm is done, which may come after the first answers (they pass through to the database)
+        wait_for(lambda: _status(base + "/readyz") == 200, "/readyz answering 200")
         text = urllib.request.urlopen(base + "/metrics").read().decode()
         assert 'hmsproxy_requests_total{method="get_database",outcome="ok"} 1.0' in text
         assert 'hmsproxy_requests_total{method="get_database",outcome="NoSuchObjectException"} 1.0' in text
         assert 'hmsproxy_request_seconds_bucket{le="0.1",method="get_database"}' in text
     finally:
         server.stop()
+
+def _status(url: str) -> int:
+    try:
+        return urllib.request.urlopen(url).status
+    except urllib.error.HTTPError as refused:
+        return refused.code
+
 
 def test_stop_closes_open_client_connections(tmp_path):
     server = start_hmsproxy(tmp_path)
