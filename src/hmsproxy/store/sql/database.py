@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
+from pymysql.constants import CLIENT
 from sqlalchemy import Connection, Engine, create_engine, event, insert, inspect, select, text, update
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
@@ -40,6 +41,7 @@ from hmsproxy.store.sql import event_log
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.hive_versions import HIVE_2_3, HIVE_3_1
 from hmsproxy.store.sql.layout import FULL, Layout, install, stored_lower_case
+from hmsproxy.store.sql.row_inserts import read_every_result
 from hmsproxy.store.sql.sequences import (
     ID_COLUMNS,
     MODEL_PREFIX,
@@ -97,7 +99,10 @@ def _timeouts(url: str, connect_timeout_s: float, statement_timeout_s: float) ->
     tcp_user_timeout for a peer that vanished from the network (libpq has no read timeout of its own)."""
     if make_url(url).get_backend_name() == "mysql":
         return {"connect_timeout": max(1, round(connect_timeout_s)), "read_timeout": statement_timeout_s,
-                "write_timeout": statement_timeout_s, "init_command": STRICT_SESSION}
+                "write_timeout": statement_timeout_s, "init_command": STRICT_SESSION,
+                # row_inserts sends a write's inserts as one query; FOUND_ROWS is SQLAlchemy's own flag, which a
+                # client_flag given here replaces (an UPDATE counts the rows it matched, not only those it changed)
+                "client_flag": CLIENT.MULTI_STATEMENTS | CLIENT.FOUND_ROWS}
     statement_ms = int(statement_timeout_s * 1000)
     return {"connect_timeout": max(1, round(connect_timeout_s)), "options": f"-c statement_timeout={statement_ms}",
             "keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2, "keepalives_count": 3,
@@ -130,6 +135,9 @@ class Database:
             engines = [self.engine, self._writer]
             for engine in engines:
                 _ping_when_idle(engine, ping_idle_s)
+            if self.engine.dialect.name == "mysql":
+                for engine in engines:
+                    read_every_result(engine)
             if self.engine.dialect.name == "postgresql":
                 for engine in engines:
                     _bound_postgres_waits(engine, statement_timeout_s + POSTGRES_WAIT_MARGIN_S)

@@ -20,6 +20,7 @@ from hmsproxy.java_map_order import in_java_hashmap_order
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.json_rows import as_dict, as_items, json_rows, ordered, ordered_values
+from hmsproxy.store.sql.row_inserts import Inserts, insert_rows
 
 ID_CHUNK = 900  # ids per IN list, within SQLite's oldest limit of 999 bound parameters per statement
 T = TypeVar("T")
@@ -47,6 +48,15 @@ def insert_columns(db: Database, conn: Connection, cols: Sequence[Any]) -> int:
 
 def insert_descriptors(db: Database, conn: Connection, sds: Sequence[Any], cd_ids: Sequence[int]) -> list[int]:
     """Writes the storage descriptors (with serdes, params, bucketing, sort and skew); returns their ids."""
+    sd_ids, rows = descriptor_rows(db, conn, sds, cd_ids)
+    insert_rows(conn, rows)
+    return sd_ids
+
+
+def descriptor_rows(db: Database, conn: Connection, sds: Sequence[Any], cd_ids: Sequence[int]
+                    ) -> tuple[list[int], Inserts]:
+    """The storage descriptors' ids (allocated here) and the rows that write them, for the caller to insert with
+    its own rows in one go."""
     count = len(sds)
     first_sd = db.allocate_ids(conn, "MStorageDescriptor", count)
     first_serde = db.allocate_ids(conn, "MSerDeInfo", count)
@@ -76,24 +86,22 @@ def insert_descriptors(db: Database, conn: Connection, sds: Sequence[Any], cd_id
             skew_names += [{"SD_ID": sd_id, "SKEWED_COL_NAME": c, "INTEGER_IDX": j}
                            for j, c in enumerate(sd.skewedInfo.skewedColNames or [])]
             skewed.append((sd_id, sd.skewedInfo))
-    conn.execute(insert(s.SERDES), serde_rows)
-    conn.execute(insert(s.SDS), sd_rows)
-    for table, rows in ((s.SERDE_PARAMS, serde_params), (s.SD_PARAMS, sd_params), (s.BUCKETING_COLS, buckets),
-                        (s.SORT_COLS, sorts), (s.SKEWED_COL_NAMES, skew_names)):
-        if rows:
-            conn.execute(insert(table), rows)
+    rows: list[tuple[Table, Sequence[dict[str, Any]]]] = [
+        (s.SERDES, serde_rows), (s.SDS, sd_rows), (s.SERDE_PARAMS, serde_params), (s.SD_PARAMS, sd_params),
+        (s.BUCKETING_COLS, buckets), (s.SORT_COLS, sorts), (s.SKEWED_COL_NAMES, skew_names)]
     if skewed:
-        _insert_skew_values(db, conn, skewed)
-    return [first_sd + i for i in range(count)]
+        rows += _skew_value_rows(db, conn, skewed)
+    return [first_sd + i for i in range(count)], rows
 
 
-def _insert_skew_values(db: Database, conn: Connection, skewed: list[tuple[int, Any]]) -> None:
+def _skew_value_rows(db: Database, conn: Connection, skewed: list[tuple[int, Any]]
+                     ) -> list[tuple[Table, Sequence[dict[str, Any]]]]:
     lists: list[tuple[int, Sequence[str], str | None, bool]] = []  # (sd, values, location, is_skewed_value)
     for sd_id, info in skewed:
         lists += [(sd_id, values, None, True) for values in info.skewedColValues or []]
         lists += [(sd_id, list(key), loc, False) for key, loc in (info.skewedColValueLocationMaps or {}).items()]
     if not lists:
-        return
+        return []
     first = db.allocate_ids(conn, "MStringList", len(lists))
     list_rows, value_rows, skew_value_rows, loc_rows = [], [], [], []
     value_index: dict[int, int] = defaultdict(int)
@@ -108,11 +116,8 @@ def _insert_skew_values(db: Database, conn: Connection, skewed: list[tuple[int, 
             value_index[sd_id] += 1
         else:
             loc_rows.append({"SD_ID": sd_id, "STRING_LIST_ID_KID": list_id, "LOCATION": location})
-    conn.execute(insert(s.SKEWED_STRING_LIST), list_rows)
-    for table, rows in ((s.SKEWED_STRING_LIST_VALUES, value_rows), (s.SKEWED_VALUES, skew_value_rows),
-                        (s.SKEWED_COL_VALUE_LOC_MAP, loc_rows)):
-        if rows:
-            conn.execute(insert(table), rows)
+    return [(s.SKEWED_STRING_LIST, list_rows), (s.SKEWED_STRING_LIST_VALUES, value_rows),
+            (s.SKEWED_VALUES, skew_value_rows), (s.SKEWED_COL_VALUE_LOC_MAP, loc_rows)]
 
 
 def descriptor_columns() -> list[Any]:

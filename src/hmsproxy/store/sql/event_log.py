@@ -16,6 +16,7 @@ from sqlalchemy import Connection, delete, func, insert, select
 from hmsproxy.events.messages import Event
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.layout import FULL, Layout
+from hmsproxy.store.sql.row_inserts import insert_numbered_mysql
 from hmsproxy.store.sql.sequences import next_value
 
 
@@ -25,12 +26,19 @@ def append(conn: Connection, events: Sequence[Event], first_row: int, layout: La
     has no catalog."""
     if not events:
         return []
-    first = next_value(conn, s.NOTIFICATION_SEQUENCE.c.NEXT_EVENT_ID, len(events))  # the row stays locked
     now = int(time.time())
-    conn.execute(insert(s.NOTIFICATION_LOG), [layout.values(s.NOTIFICATION_LOG, {
-        "NL_ID": first_row + i, "EVENT_ID": first + i, "EVENT_TIME": now, "EVENT_TYPE": e.event_type,
+    rows = [layout.values(s.NOTIFICATION_LOG, {
+        "NL_ID": first_row + i, "EVENT_ID": i, "EVENT_TIME": now, "EVENT_TYPE": e.event_type,  # EVENT_ID: offset
         "CAT_NAME": e.cat_name, "DB_NAME": e.db_name, "TBL_NAME": e.table_name, "MESSAGE": e.message,
-        "MESSAGE_FORMAT": e.message_format}) for i, e in enumerate(events)])
+        "MESSAGE_FORMAT": e.message_format}) for i, e in enumerate(events)]
+    counter = s.NOTIFICATION_SEQUENCE.c.NEXT_EVENT_ID   # its row stays locked until the commit
+    if conn.dialect.name == "mysql":   # the counter and the rows in one round trip
+        first = insert_numbered_mysql(conn, counter, s.NOTIFICATION_LOG, rows, "EVENT_ID")
+        if first is None:
+            raise LookupError("NOTIFICATION_SEQUENCE has no row")
+    else:
+        first = next_value(conn, counter, len(events))
+        conn.execute(insert(s.NOTIFICATION_LOG), [{**row, "EVENT_ID": first + row["EVENT_ID"]} for row in rows])
     return [first + i for i in range(len(events))]
 
 

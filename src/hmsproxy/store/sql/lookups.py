@@ -22,6 +22,7 @@ class TableRef:
     table_type: str | None
     partition_keys: tuple[str, ...]
     partition_key_types: tuple[str, ...]
+    columns: list[tuple[str, str, str | None]] | None = None   # (name, type, comment) of its SD; read on request
 
 
 def no_such_object(message: str) -> Exception:
@@ -43,14 +44,18 @@ def database_id(conn: Connection, cat: str, name: str) -> int:
     return db_id
 
 
-def find_table(conn: Connection, cat: str, db_name: str, tbl_name: str) -> TableRef | None:
-    """The table's ids and partition keys in one query (the keys aggregated: every table-scoped call starts here)."""
-    keys = s.PARTITION_KEYS.c
+def find_table(conn: Connection, cat: str, db_name: str, tbl_name: str, with_columns: bool = False
+               ) -> TableRef | None:
+    """The table's ids and partition keys in one query (the keys aggregated: every table-scoped call starts here),
+    and its columns in the same query `with_columns` (adding partitions compares theirs with them)."""
+    keys, cols = s.PARTITION_KEYS.c, s.COLUMNS_V2.c
     key_rows = select(json_rows(keys.INTEGER_IDX, keys.PKEY_NAME, keys.PKEY_TYPE)).where(
         keys.TBL_ID == s.TBLS.c.TBL_ID).scalar_subquery()
+    column_rows = select(json_rows(cols.INTEGER_IDX, cols.COLUMN_NAME, cols.TYPE_NAME, cols.COMMENT)).where(
+        cols.CD_ID == s.SDS.c.CD_ID).scalar_subquery()
     row = conn.execute(
         select(s.TBLS.c.TBL_ID, s.TBLS.c.DB_ID, s.TBLS.c.SD_ID, s.TBLS.c.TBL_TYPE, s.SDS.c.CD_ID, s.SDS.c.LOCATION,
-               key_rows.label("PARTITION_KEYS"))
+               key_rows.label("PARTITION_KEYS"), *([column_rows.label("COLUMNS")] if with_columns else []))
         .join(s.DBS, s.DBS.c.DB_ID == s.TBLS.c.DB_ID)
         .join(s.SDS, s.SDS.c.SD_ID == s.TBLS.c.SD_ID, isouter=True)
         .where(s.DBS.c.NAME == db_name, s.DBS.c.CTLG_NAME == cat, s.TBLS.c.TBL_NAME == tbl_name)
@@ -62,11 +67,13 @@ def find_table(conn: Connection, cat: str, db_name: str, tbl_name: str) -> Table
         tbl_id=row.TBL_ID, db_id=row.DB_ID, sd_id=row.SD_ID, cd_id=row.CD_ID, location=row.LOCATION,
         table_type=row.TBL_TYPE, partition_keys=tuple(k for k, _ in partition_keys),
         partition_key_types=tuple(t for _, t in partition_keys),
+        columns=[(name, type_name, comment) for name, type_name, comment in ordered(row.COLUMNS)]
+        if with_columns else None,
     )
 
 
-def table_ref(conn: Connection, cat: str, db_name: str, tbl_name: str) -> TableRef:
-    ref = find_table(conn, cat, db_name, tbl_name)
+def table_ref(conn: Connection, cat: str, db_name: str, tbl_name: str, with_columns: bool = False) -> TableRef:
+    ref = find_table(conn, cat, db_name, tbl_name, with_columns)
     if ref is None:
         raise no_such_object(f"table {db_name}.{tbl_name} does not exist")
     return ref

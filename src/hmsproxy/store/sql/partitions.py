@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from sqlalchemy import ColumnElement, Connection, and_, delete, func, insert, select, update
+from sqlalchemy import exc as sa_exc
 
 from hmsproxy.codec import encode
 from hmsproxy.events import messages
@@ -32,6 +33,7 @@ from hmsproxy.store.sql.descriptors import (
     delete_descriptors,
     descriptor_columns,
     descriptor_from_row,
+    descriptor_rows,
     in_chunks,
     insert_columns,
     insert_descriptors,
@@ -43,6 +45,7 @@ from hmsproxy.store.sql.filter_sql import narrowing
 from hmsproxy.store.sql.json_rows import as_dict, json_rows, ordered_values
 from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.lookups import TableRef, no_such_object, table_ref
+from hmsproxy.store.sql.row_inserts import insert_rows
 from hmsproxy.store.sql.tables import column_tuples, current_columns
 
 LOAD_CHUNK = 10_000  # partitions read per step when a whole table is loaded
@@ -58,15 +61,34 @@ class PartitionStore:
     def add_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any],
                        if_not_exists: bool = False, journal: Journal | None = None) -> list[Any]:
         """Adds all partitions or none. A duplicate inside the request is a MetaException; an existing
-        partition is AlreadyExistsException, or skipped with if_not_exists. Returns what was added."""
+        partition is AlreadyExistsException, or skipped with if_not_exists. Returns what was added.
+
+        A plain add of distinct partitions does not ask which exist: the table's unique key on partition names
+        refuses one that does (or that another call added meanwhile), and only then are they looked up, to
+        refuse the call as Hive does."""
+        try:
+            return self._add_partitions(cat, db_name, tbl_name, parts, if_not_exists, journal)
+        except sa_exc.IntegrityError:
+            if if_not_exists:
+                raise
+            with self.db.transaction() as conn:
+                ref = table_ref(conn, cat, db_name, tbl_name)
+                names = [make_partition_name(ref.partition_keys, p.values) for p in parts]
+                existing = self._existing_names(conn, ref.tbl_id, names)
+            check_new_and_distinct(names, parts, existing, False)
+            raise
+
+    def _add_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any], if_not_exists: bool,
+                        journal: Journal | None) -> list[Any]:
         with self.db.transaction(write=True, journal=journal) as conn:
-            ref = table_ref(conn, cat, db_name, tbl_name)
+            ref = table_ref(conn, cat, db_name, tbl_name, with_columns=True)
             for part in parts:
                 if len(part.values or []) != len(ref.partition_keys) or not ref.partition_keys:
                     raise hms.MetaException(message=f"partition values {part.values} do not match the partition "
                                                     f"keys {list(ref.partition_keys)} of {db_name}.{tbl_name}")
             names = [make_partition_name(ref.partition_keys, p.values) for p in parts]
-            existing = self._existing_names(conn, ref.tbl_id, names)
+            must_ask = if_not_exists or len(set(names)) < len(names)
+            existing = self._existing_names(conn, ref.tbl_id, names) if must_ask else set()
             check_new_and_distinct(names, parts, existing, if_not_exists)
             to_add = [(n, p) for n, p in zip(names, parts) if n not in existing]
             ids = self._insert_partitions(conn, ref, to_add)
@@ -85,12 +107,13 @@ class PartitionStore:
         """Writes the partitions; returns the ids they were given, in order."""
         if not named:
             return []
-        table_columns = current_columns(conn, ref.cd_id)
+        assert ref.columns is not None, "the table is read with its columns to add partitions"
+        table_columns = ref.columns
         cd_ids: list[int] = []
         for _, part in named:
             same = column_tuples(part.sd.cols) == table_columns
             cd_ids.append(ref.cd_id if ref.cd_id is not None and same else insert_columns(self.db, conn, part.sd.cols))
-        sd_ids = insert_descriptors(self.db, conn, [p.sd for _, p in named], cd_ids)
+        sd_ids, descriptors = descriptor_rows(self.db, conn, [p.sd for _, p in named], cd_ids)
         first = self.db.allocate_ids(conn, "MPartition", len(named))
         rows, values, params = [], [], []
         for i, ((name, part), sd_id) in enumerate(zip(named, sd_ids)):
@@ -101,10 +124,8 @@ class PartitionStore:
                 "WRITE_ID": write_id(part.writeId)}))
             values += [{"PART_ID": part_id, "PART_KEY_VAL": v, "INTEGER_IDX": j} for j, v in enumerate(part.values)]
             params += params_rows("PART_ID", part_id, part.parameters)
-        conn.execute(insert(s.PARTITIONS), rows)
-        conn.execute(insert(s.PARTITION_KEY_VALS), values)
-        if params:
-            conn.execute(insert(s.PARTITION_PARAMS), params)
+        insert_rows(conn, [*descriptors, (s.PARTITIONS, rows), (s.PARTITION_KEY_VALS, values),
+                           (s.PARTITION_PARAMS, params)])
         return [first + i for i in range(len(named))]
 
     def alter_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any],

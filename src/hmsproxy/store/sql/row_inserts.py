@@ -1,0 +1,155 @@
+"""Rows for several tables, inserted in as few round trips as the database allows.
+
+Adding partitions writes rows into six tables or more (SERDES, SDS, SERDE_PARAMS, PARTITIONS, their values and
+parameters). Each table's rows always go in one statement; on MySQL and MariaDB all the statements also go in one
+query, which the connection allows (CLIENT.MULTI_STATEMENTS, set by `Database`). There, the rows are rendered
+as literals: each value passes SQLAlchemy's bind processing for its column type, then the driver's own escaping
+(pymysql's, which follows the session's NO_BACKSLASH_ESCAPES), as pymysql does for an executemany. Elsewhere
+(SQLite in process, PostgreSQL) each table's rows are one executemany.
+
+The statements run in the order given, so rows may refer to rows of a table listed before them.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pymysql.constants.SERVER_STATUS import SERVER_STATUS_NO_BACKSLASH_ESCAPES as NO_BACKSLASH_ESCAPES
+from pymysql.converters import escape_item
+from sqlalchemy import Column, Connection, Dialect, Engine, Table, event, insert
+
+Inserts = Sequence[tuple[Table, Sequence[dict[str, Any]]]]   # (table, its rows), in the order to write them
+
+# Characters per query: pymysql's own bound for an executemany (1,024,000), under max_allowed_packet's defaults
+# (4 MiB on MySQL 5.7, 16 MiB on MariaDB, 64 MiB on MySQL 8) even where every character takes 4 bytes.
+MAX_QUERY_CHARS = 1_000_000
+
+
+def insert_rows(conn: Connection, inserts: Inserts) -> None:
+    """Inserts every table's rows, in order, inside the caller's transaction."""
+    inserts = [(table, rows) for table, rows in inserts if rows]
+    if conn.dialect.name != "mysql":
+        for table, rows in inserts:
+            conn.execute(insert(table), rows)
+        return
+    literal = _literal_for(conn)
+    for query in _queries([_statement_parts(conn.dialect, table, rows, literal) for table, rows in inserts]):
+        conn.exec_driver_sql(query, execution_options=_MULTI_STATEMENT)
+
+
+def insert_numbered_mysql(conn: Connection, counter: Column[Any], table: Table, rows: Sequence[dict[str, Any]],
+                          number: str) -> int | None:
+    """MySQL/MariaDB: reserves len(rows) numbers from a single-row counter (the row stays locked until the
+    transaction ends) and inserts the rows, each numbered in column `number` from the first reserved plus the
+    offset the row holds there, in one query. Returns the first number, None when the counter has no row (the
+    rows are written all the same then, with numbers that mean nothing: the caller fails the transaction)."""
+    count = len(rows)
+    quote = conn.dialect.identifier_preparer.quote
+    bump = (f"UPDATE {quote(counter.table.name)} SET {quote(counter.name)}=LAST_INSERT_ID({quote(counter.name)}"
+            f"+{count})")
+    first = f"CAST(LAST_INSERT_ID() AS SIGNED)-{count}"   # signed: a counter without its row must not overflow
+    parts = _statement_parts(conn.dialect, table, rows, _literal_for(conn), (number, first + "+"))
+    queries = _queries([(bump, []), parts])
+    bumped = conn.exec_driver_sql(queries[0], execution_options=_MULTI_STATEMENT)
+    for query in queries[1:]:
+        conn.exec_driver_sql(query, execution_options=_MULTI_STATEMENT)
+    return int(bumped.lastrowid) - count if bumped.rowcount else None
+
+
+def _literal_for(conn: Connection) -> Callable[[Any], str]:
+    driver: Any = conn.connection.dbapi_connection
+    return _quoting_literal if driver.server_status & NO_BACKSLASH_ESCAPES else driver.escape
+
+
+_MULTI_STATEMENT = {"no_parameters": True, "every_result": True}
+
+
+def read_every_result(engine: Engine) -> None:
+    """Makes a query run with the execution option `every_result` read the results of all its statements before
+    the call returns, so that a failed one raises there. (SQLAlchemy would leave them to the cursor's close, which
+    logs an error and goes on: the transaction would commit the statements before the one that failed.) The
+    query's row count and last insert id stay those of its first statement."""
+    def execute(cursor: Any, statement: str, context: Any) -> bool:
+        if not context.execution_options.get("every_result"):
+            return False
+        cursor.execute(statement)
+        first = cursor.rowcount, cursor.lastrowid
+        while cursor.nextset():
+            pass
+        cursor.rowcount, cursor.lastrowid = first
+        return True
+    event.listen(engine, "do_execute_no_params", execute)
+
+
+def _quoting_literal(value: Any) -> str:
+    """A value as an SQL literal where backslashes are plain characters (NO_BACKSLASH_ESCAPES, which `Database`
+    sets): text needs only its quotes doubled, as pymysql does then. The common types are done here, a third of
+    the time pymysql's general escape takes; the rest go to pymysql's converters."""
+    kind = value.__class__
+    if kind is str:
+        return "'" + value.replace("'", "''") + "'"
+    if kind is int:
+        return str(value)
+    if value is None:
+        return "NULL"
+    return escape_item(value, "utf8mb4")
+
+
+def _statement_parts(dialect: Dialect, table: Table, rows: Sequence[dict[str, Any]], literal: Callable[[Any], str],
+                     offset_from: tuple[str, str] = ("", "")) -> tuple[str, list[str]]:
+    """The head of a table's INSERT and each row's "(v1,v2,...)". `offset_from` (column, SQL expression): that
+    column's values are integers, written as the expression plus them."""
+    names = tuple(rows[0])
+    processors = [_bind_processor(dialect, table, name) for name in names]
+    offset_column, base = offset_from
+    rendered = []
+    for row in rows:
+        values = []
+        for name, process in zip(names, processors):
+            value = row[name]
+            if name == offset_column:
+                values.append(base + str(int(value)))
+            else:
+                values.append(literal(value if process is None else process(value)))
+        rendered.append("(" + ",".join(values) + ")")
+    quote = dialect.identifier_preparer.quote
+    head = f"INSERT INTO {quote(table.name)} ({','.join(map(quote, names))}) VALUES "
+    return head, rendered
+
+
+@functools.cache
+def _bind_processor(dialect: Dialect, table: Table, name: str) -> Callable[[Any], Any] | None:
+    """What SQLAlchemy does to a value before the driver sees it, for this column on this dialect."""
+    column_type = table.c[name].type
+    return column_type.dialect_impl(dialect).bind_processor(dialect)
+
+
+def _queries(statements: list[tuple[str, list[str]]], limit: int = MAX_QUERY_CHARS) -> list[str]:
+    """The statements joined into queries of at most `limit` characters (a table's rows split over several
+    statements where they need more; a single larger row goes alone). A statement without rows is its head."""
+    queries: list[str] = []
+    query: list[str] = []      # statements of the query being filled
+    query_chars = 0
+    for head, rows in statements:
+        if not rows:
+            query.append(head)
+            query_chars += len(head) + 1
+            continue
+        start = 0
+        while start < len(rows):
+            room = limit - query_chars - len(head) - 1
+            end, used = start, 0
+            while end < len(rows) and ((end == start and not query) or used + len(rows[end]) + 1 <= room):
+                used += len(rows[end]) + 1
+                end += 1
+            if end == start:   # not even one row fits beside what the query holds: start the next query
+                queries.append(";".join(query))
+                query, query_chars = [], 0
+                continue
+            query.append(head + ",".join(rows[start:end]))
+            query_chars += len(head) + used + 1
+            start = end
+    if query:
+        queries.append(";".join(query))
+    return queries

@@ -1,0 +1,214 @@
+"""A write's rows for several tables go in as few round trips as the database allows (one query on MySQL and
+MariaDB, rendered as literals): every value arrives as given, a statement that fails in the middle of the query
+fails the call and leaves nothing, and a plain add asks nothing about existing partitions (the unique key on
+partition names refuses one that exists, also when two processes add it at once)."""
+import multiprocessing
+
+import pytest
+from sqlalchemy import func, select
+
+from hmsproxy.events import messages
+from hmsproxy.events.journal import Journal
+from hmsproxy.idl import hms
+from hmsproxy.store.sql import schema as s
+from hmsproxy.store.sql.row_inserts import _queries
+from hmsproxy.store.sql.store import SqlStore
+from support.databases import BACKENDS
+from support.sql_stores import add_table_t, fresh_store
+from support.statements import statements_sent
+
+# Text a renderer could get wrong: quotes, backslashes (MySQL escapes with them unless NO_BACKSLASH_ESCAPES), the
+# driver's own placeholders, a semicolon between statements, control characters, characters beyond ASCII.
+AWKWARD = ["it's", 'say "hi"', "back\\slash\\", "\\'", "%s %(x)s %%", "a; DROP TABLE TBLS; --", "tab\tnew\nline",
+           "\x01\x1f", "Zürich 東京 🙂", "", " trailing "]
+
+OWNED_ROWS = (s.SDS, s.SERDES, s.SERDE_PARAMS, s.SD_PARAMS, s.BUCKETING_COLS, s.SORT_COLS, s.PARTITIONS,
+              s.PARTITION_KEY_VALS, s.PARTITION_PARAMS, s.NOTIFICATION_LOG)
+
+
+def _sd(location: str, text: str = "x", flag: bool = False) -> hms.StorageDescriptor:
+    return hms.StorageDescriptor(
+        cols=[hms.FieldSchema(name="id", type="int")], location=location, inputFormat=text, outputFormat="out",
+        compressed=flag, storedAsSubDirectories=not flag, numBuckets=3 if flag else -1,
+        bucketCols=["id"] if flag else [], sortCols=[hms.Order(col="id", order=1)] if flag else [],
+        serdeInfo=hms.SerDeInfo(name=text or None, serializationLib="lib", parameters={"p": text}),
+        parameters={"sd": text} if flag else {})
+
+
+def _partition(root: str, i: int, text: str = "x", param: str | None = None) -> hms.Partition:
+    """Partition k=i, `text` in its descriptor's fields and parameters, `param` (else `text`) in its own."""
+    return hms.Partition(values=[str(i)], dbName="d", tableName="t", sd=_sd(f"{root}/k={i}", text, i % 2 == 0),
+                         parameters={"n": str(i), "text": text if param is None else param}, createTime=1,
+                         lastAccessTime=0)
+
+
+def _counts(store: SqlStore) -> dict[str, int]:
+    with store.db.transaction() as conn:
+        return {table.name: conn.execute(select(func.count()).select_from(table)).scalar_one()
+                for table in OWNED_ROWS}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_value_arrives_as_given(backend, tmp_path):
+    root = f"file:{tmp_path}/d/t"
+    with fresh_store(backend, tmp_path) as store:
+        add_table_t(store, f"file:{tmp_path}", _sd(root))
+        written = [_partition(root, i, text) for i, text in enumerate(AWKWARD)]
+        store.add_partitions("hive", "d", "t", written)
+        read = {int(p.values[0]): p for p in store.get_partitions("hive", "d", "t")}
+        assert sorted(read) == list(range(len(AWKWARD)))
+        for i, text in enumerate(AWKWARD):
+            part, sd = read[i], read[i].sd
+            assert part.parameters == {"n": str(i), "text": text}
+            assert (sd.inputFormat, sd.serdeInfo.parameters, sd.parameters) == (
+                text, {"p": text}, {"sd": text} if i % 2 == 0 else {})
+            assert (sd.compressed, sd.storedAsSubDirectories, sd.numBuckets) == (
+                i % 2 == 0, i % 2 == 1, 3 if i % 2 == 0 else -1)
+            assert sd.bucketCols == (["id"] if i % 2 == 0 else [])
+            assert sd.serdeInfo.name == (text or None)
+            assert sd.location == f"{root}/k={i}"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_plain_add_asks_nothing_first_and_on_mysql_sends_its_rows_in_one_query(backend, tmp_path):
+    root = f"file:{tmp_path}/d/t"
+    with fresh_store(backend, tmp_path) as store:
+        add_table_t(store, f"file:{tmp_path}", _sd(root))
+        store.add_partitions("hive", "d", "t", [_partition(root, 0)])   # reserves the first blocks of ids
+        sent, _ = statements_sent(store, lambda: store.add_partitions(
+            "hive", "d", "t", [_partition(root, i) for i in range(1, 200)]))
+        assert not [statement for statement in sent if "PART_NAME" in statement.split("FROM")[0]
+                    and statement.lstrip().upper().startswith("SELECT")]
+        inserts = [statement for statement in sent if "INSERT" in statement and "NOTIFICATION_LOG" not in statement]
+        if backend == "mariadb":
+            assert len(inserts) == 1
+            assert all(f"INSERT INTO `{table}`" in inserts[0] for table in (
+                "SERDES", "SDS", "SERDE_PARAMS", "SD_PARAMS", "BUCKETING_COLS", "SORT_COLS", "PARTITIONS",
+                "PARTITION_KEY_VALS", "PARTITION_PARAMS"))
+        assert len(store.get_partitions("hive", "d", "t")) == 200
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_partition_that_exists_fails_the_add_and_leaves_nothing(backend, tmp_path):
+    """On MySQL the failing insert (PARTITIONS) comes after the descriptors' inserts in the same query: the
+    call must fail there, not commit the rows before it."""
+    root = f"file:{tmp_path}/d/t"
+    with fresh_store(backend, tmp_path) as store:
+        add_table_t(store, f"file:{tmp_path}", _sd(root))
+        store.add_partitions("hive", "d", "t", [_partition(root, i) for i in range(5)])
+        before = _counts(store)
+        again = [_partition(root, i) for i in (7, 8, 3, 9)]
+        table = store.get_table("hive", "d", "t")
+        with pytest.raises(hms.AlreadyExistsException) as refused:
+            store.add_partitions("hive", "d", "t", again, journal=Journal([messages.add_partition(table, again)]))
+        assert "values:[3]" in refused.value.message
+        assert _counts(store) == before
+        store.add_partitions("hive", "d", "t", [_partition(root, i) for i in (7, 8, 9)])
+        assert sorted(int(p.values[0]) for p in store.get_partitions("hive", "d", "t")) == [0, 1, 2, 3, 4, 7, 8, 9]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_rows_beyond_one_query_go_in_several(backend, tmp_path):
+    root = f"file:{tmp_path}/d/t"
+    long_text = "v" * 700
+    with fresh_store(backend, tmp_path) as store:
+        add_table_t(store, f"file:{tmp_path}", _sd(root))
+        sent, _ = statements_sent(store, lambda: store.add_partitions(
+            "hive", "d", "t", [_partition(root, i, param=long_text) for i in range(1500)]))
+        if backend == "mariadb":   # 1,500 parameters of 700 characters: more than one query holds
+            assert len([statement for statement in sent if "INSERT INTO `PARTITION_PARAMS`" in statement]) >= 2
+        parts = store.get_partitions("hive", "d", "t")
+        assert sorted(int(p.values[0]) for p in parts) == list(range(1500))
+        assert {p.parameters["text"] for p in parts} == {long_text}
+        assert _counts(store)["PARTITION_PARAMS"] == 2 * 1500
+
+
+def test_queries_hold_every_row_once_in_order_within_the_limit():
+    statements = [("INSERT A ", [f"({i})" for i in range(50)]), ("INSERT B ", ["(" + "x" * 30 + ")"]),
+                  ("INSERT C ", [f"({i:03d})" for i in range(20)])]
+    for limit in (10, 40, 100, 1000, 10_000):
+        queries = _queries(statements, limit)
+        rows = [(head, row) for query in queries for statement in query.split(";")
+                for head in [statement[:9]] for row in statement[9:].split(",")]
+        assert rows == [(head, row) for head, rows_of in statements for row in rows_of]
+        for query in queries:   # over the limit only where one statement holds a single row
+            assert len(query) <= limit or (";" not in query and "," not in query)
+
+
+def _add_at_once(url: str, root: str, start: "multiprocessing.synchronize.Barrier",
+                 results: "multiprocessing.Queue[list[str]]") -> None:
+    """One process's adds of the rounds' partitions, each begun with the other process's: its outcomes."""
+    from hmsproxy.store.sql.database import Database
+    store = SqlStore(Database(url))
+    outcomes = []
+    for round_ in range(20):
+        start.wait()
+        try:
+            store.add_partitions("hive", "d", "t", [_partition(root, round_ * 10 + i) for i in range(10)])
+            outcomes.append("added")
+        except hms.AlreadyExistsException:
+            outcomes.append("exists")
+    store.close()
+    results.put(outcomes)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_two_processes_adding_the_same_partitions_at_once_add_them_once(backend, tmp_path):
+    """Each round, two processes add the same ten partitions at the same moment: one adds them, the other is
+    told they exist (never an internal error, never both), and no row of the loser's is left behind."""
+    root = f"file:{tmp_path}/d/t"
+    with fresh_store(backend, tmp_path) as store:
+        add_table_t(store, f"file:{tmp_path}", _sd(root))
+        context = multiprocessing.get_context("spawn")
+        start, results = context.Barrier(2), context.Queue()
+        workers = [context.Process(target=_add_at_once, args=(str(store.db.url), root, start, results))
+                   for _ in range(2)]
+        for worker in workers:
+            worker.start()
+        outcomes = [results.get(timeout=300) for _ in workers]
+        for worker in workers:
+            worker.join(timeout=60)
+            assert worker.exitcode == 0
+        assert [sorted(pair) for pair in zip(*outcomes)] == [["added", "exists"]] * 20
+        counts = _counts(store)
+        assert (counts["PARTITIONS"], counts["PARTITION_KEY_VALS"], counts["SDS"], counts["SERDES"]) == (
+            200, 200, 201, 201)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_partitions_share_the_tables_column_descriptor_only_while_their_columns_are_the_tables(backend, tmp_path):
+    """As Hive: a partition whose columns are the table's (names, types, comments, in order) points at the table's
+    column descriptor; any other gets its own. What counts is the table's columns when the partition is added."""
+    root = f"file:{tmp_path}/d/t"
+    with fresh_store(backend, tmp_path) as store:
+        add_table_t(store, f"file:{tmp_path}", _sd(root))
+        same, commented, wider = (_partition(root, i) for i in range(3))
+        commented.sd.cols = [hms.FieldSchema(name="id", type="int", comment="the id")]
+        wider.sd.cols = [hms.FieldSchema(name="id", type="int"), hms.FieldSchema(name="v", type="string")]
+        store.add_partitions("hive", "d", "t", [same, commented, wider])
+        first_cd, first_cds = _column_descriptors(store)
+        table = store.get_table("hive", "d", "t")
+        table.sd.cols = wider.sd.cols
+        store.alter_table("hive", "d", "t", table)
+        store.add_partitions("hive", "d", "t", [_partition(root, 3)])   # the table's old columns: its own now
+        widened = _partition(root, 4)
+        widened.sd.cols = wider.sd.cols
+        store.add_partitions("hive", "d", "t", [widened])
+        table_cd, cds = _column_descriptors(store)
+        assert [first_cds[f"k={i}"] == first_cd for i in range(3)] == [True, False, False]
+        assert [cds[f"k={i}"] == table_cd for i in range(5)] == [first_cd == table_cd, False, False, False, True]
+        assert len({cds["k=1"], cds["k=2"], cds["k=3"], first_cd}) == 4
+        read = {p.values[0]: [(c.name, c.type, c.comment) for c in p.sd.cols]
+                for p in store.get_partitions("hive", "d", "t")}
+        assert read == {"0": [("id", "int", None)], "1": [("id", "int", "the id")],
+                        "2": [("id", "int", None), ("v", "string", None)], "3": [("id", "int", None)],
+                        "4": [("id", "int", None), ("v", "string", None)]}
+
+
+def _column_descriptors(store: SqlStore) -> tuple[int, dict[str, int]]:
+    """The table's CD_ID and each partition's."""
+    with store.db.transaction() as conn:
+        table_cd = conn.execute(select(s.SDS.c.CD_ID).join(s.TBLS, s.TBLS.c.SD_ID == s.SDS.c.SD_ID)).scalar_one()
+        cds = dict(conn.execute(select(s.PARTITIONS.c.PART_NAME, s.SDS.c.CD_ID).join(
+            s.SDS, s.SDS.c.SD_ID == s.PARTITIONS.c.SD_ID)).all())
+    return table_cd, cds
