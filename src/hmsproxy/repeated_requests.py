@@ -46,13 +46,13 @@ def _seqid_at(data: bytes | bytearray, start: int) -> int | None:
 class RepeatedRequests:
     """The remembered requests of all connections. Looked up without a lock (one dict read); changed under one."""
 
-    def __len__(self) -> int:
-        return len(self._kept)
-
     def __init__(self, remembered: int) -> None:
         self._remembered = remembered   # the most requests kept; the oldest is forgotten first
         self._kept: dict[bytes, Repeat] = {}   # request bytes without the sequence id -> its answer
         self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._kept)
 
     def find(self, data: bytearray, framed: bool) -> tuple[Repeat, bytes] | None:
         """The remembered answer when `data` holds exactly one request (in its frame when `framed`) and that request
