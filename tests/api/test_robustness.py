@@ -168,3 +168,35 @@ def test_failing_create_database_removes_its_directory(client, backend_server):
         assert not other_location.exists()
     finally:
         client.drop_database(name, True, True)
+
+
+@pytest.mark.parametrize("refusal", ["one exists", "one cannot be made"])
+def test_a_refused_add_partitions_leaves_none_of_its_directories(client, backend_server, refusal):
+    """add_partitions makes its directories beside writing its rows, and waits for them before it commits: when
+    the call is refused, by the database (a partition exists) or by the file system (a directory cannot be made,
+    its parent being a file), no partition is added and none of the directories it made is left."""
+    name = unique()
+    client.create_database(database(hms, name))
+    try:
+        tbl = table(hms, name, "t", part_keys=[("k", "int")])
+        client.create_table(tbl)
+        root = backend_server.warehouse / f"{name}_parts"
+        client.add_partition(partition(hms, tbl, ["0"], location=f"file:{root}/k=0"))
+        blocker = root / "not_a_directory"
+        blocker.write_bytes(b"")
+        wanted = [str(i) for i in range(1, 60)]
+        locations = [f"file:{root}/k={value}" for value in wanted]
+        if refusal == "one exists":
+            wanted[30], locations[30] = "0", f"file:{root}/k=0"
+        else:
+            locations[45] = f"file:{blocker}/k=46"
+        with pytest.raises((hms.AlreadyExistsException, hms.MetaException)):
+            client.add_partitions([partition(hms, tbl, [value], location=location)
+                                   for value, location in zip(wanted, locations)])
+        assert client.get_partition_names(name, "t", -1) == ["k=0"]
+        assert sorted(path.name for path in root.iterdir()) == ["k=0", "not_a_directory"]
+        client.add_partitions([partition(hms, tbl, [str(i)], location=f"file:{root}/k={i}") for i in range(1, 60)])
+        assert len(client.get_partition_names(name, "t", -1)) == 60
+        assert all((root / f"k={i}").is_dir() for i in range(60))
+    finally:
+        client.drop_database(name, True, True)

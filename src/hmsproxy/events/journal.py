@@ -8,7 +8,7 @@ which the cache stamps on its entry.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from hmsproxy.events.messages import Event
@@ -19,6 +19,7 @@ class Journal:
     events: list[Event] = field(default_factory=list)
     event_ids: list[int] = field(default_factory=list)   # of the events committed so far, in order
     partition_ids: dict[str, int] = field(default_factory=dict)   # the ids a write gave the partitions it added
+    before_commit: Callable[[], None] = lambda: None   # waits for work beside the write that must succeed first
 
     @classmethod
     def of(cls, *events: Event) -> Journal:

@@ -88,7 +88,7 @@ class PartitionCalls(Calls):
     # ---- add ---------------------------------------------------------------------------------------
 
     def _prepare_partition(self, table: Any, part: Any, env: dict[str, str], work: DirectoryWork) -> Any:
-        """Fills defaults (location, SD, times), creates the directory, computes quick stats; returns the partition
+        """Fills defaults (location, SD, times), plans the directory, computes quick stats; returns the partition
         to store. Only the partition and its storage descriptor are copied, the two objects changed here (a deep
         copy of each partition was a sixth of adding a thousand)."""
         part = copy.copy(part)
@@ -105,7 +105,7 @@ class PartitionCalls(Calls):
         part.lastAccessTime = part.lastAccessTime or 0
         part.parameters.setdefault(DDL_TIME, str(part.createTime))
         if not is_view(table):
-            made = work.mkdirs(part.sd.location)
+            made = work.plan_mkdirs(part.sd.location)
             update_quick_stats(self.ctx.warehouse, part.parameters, part.sd.location, new_dir=made, force=False,
                                env=env)
         strip_marker(part.parameters)
@@ -140,9 +140,10 @@ class PartitionCalls(Calls):
             with self.ctx.warehouse.changes() as work:
                 prepared = [self._prepare_partition(table, part, props, work)
                             for name, part in zip(names, parts) if name not in existing]
+                work.start_planned()   # made while the event is built and the rows are written
                 events = [messages.add_partition(table, prepared)] if prepared else []
                 return self.ctx.store.add_partitions(catalog, db_name, table.tableName, prepared, if_not_exists,
-                                                     journal=Journal(events))
+                                                     journal=Journal(events, before_commit=work.wait))
         except hms.AlreadyExistsException:
             # Refused as Hive refuses it: naming the partition as the client sent it, not as it was prepared.
             check_new_and_distinct(names, parts, self._existing_names(catalog, db_name, table, names), False)

@@ -163,9 +163,9 @@ class Database:
         """One database transaction: committed when the block ends, rolled back if it raises.
 
         A write transaction (every transaction that may write: on SQLite it takes the write lock at once) given
-        a journal appends the journal's unwritten events, those the block added included, just before it
-        commits; after the commit the journal holds their ids and `event_listeners` are told them. A failed one
-        leaves the journal as it was handed in."""
+        a journal waits for its `before_commit`, then appends the journal's unwritten events, those the block
+        added included, just before it commits; after the commit the journal holds their ids and
+        `event_listeners` are told them. A failed one leaves the journal as it was handed in."""
         if journal is not None and not write:
             raise ValueError("only a write transaction appends events")
         added_from = len(journal.events) if journal is not None else 0
@@ -179,6 +179,7 @@ class Database:
                 self.connection_waited(time.perf_counter() - asked)
                 yield conn
                 if journal is not None:
+                    journal.before_commit()
                     event_ids = self.append_events(conn, journal.unwritten())
         except BaseException:
             if journal is not None:
