@@ -12,6 +12,7 @@ from hmsproxy.store.sql.database import ID_BLOCK, Database, init_schema
 from hmsproxy.store.sql.sequences import MODEL_PREFIX
 from hmsproxy.store.sql.store import SqlStore
 from support.databases import BACKENDS, fresh_database
+from support.processes import run_at_once
 from support.sql_stores import add_table_t, fresh_store
 from support.statements import statements_sent
 
@@ -61,16 +62,8 @@ def test_processes_reserving_ids_at_once_never_share_one(backend, tmp_path):
     the Java metastore on the same database would not hand one out again."""
     with fresh_database(backend, tmp_path) as url:
         init_schema(Database(url), f"file:{tmp_path}")
-        context = multiprocessing.get_context("spawn")
-        start, results = context.Barrier(3), context.Queue()
         plans = [[1 + (i * 397 + p * 131) % (ID_BLOCK + ID_BLOCK // 2) for i in range(25)] for p in range(3)]
-        workers = [context.Process(target=_reserve_many, args=(url, plan, start, results)) for plan in plans]
-        for worker in workers:
-            worker.start()
-        taken = [results.get(timeout=120) for _ in workers]
-        for worker in workers:
-            worker.join(timeout=60)
-            assert worker.exitcode == 0
+        taken = run_at_once(_reserve_many, [(url, plan) for plan in plans], timeout_s=120)
         ids = [first + i for ranges in taken for first, count in ranges for i in range(count)]
         assert sorted(len(ranges) for ranges in taken) == [25, 25, 25]
         assert len(ids) == len(set(ids)) == sum(map(sum, plans))

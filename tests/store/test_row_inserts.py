@@ -14,6 +14,7 @@ from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.row_inserts import _queries
 from hmsproxy.store.sql.store import SqlStore
 from support.databases import BACKENDS
+from support.processes import run_at_once
 from support.sql_stores import add_table_t, fresh_store
 from support.statements import statements_sent
 
@@ -159,16 +160,7 @@ def test_two_processes_adding_the_same_partitions_at_once_add_them_once(backend,
     root = f"file:{tmp_path}/d/t"
     with fresh_store(backend, tmp_path) as store:
         add_table_t(store, f"file:{tmp_path}", _sd(root))
-        context = multiprocessing.get_context("spawn")
-        start, results = context.Barrier(2), context.Queue()
-        workers = [context.Process(target=_add_at_once, args=(str(store.db.url), root, start, results))
-                   for _ in range(2)]
-        for worker in workers:
-            worker.start()
-        outcomes = [results.get(timeout=300) for _ in workers]
-        for worker in workers:
-            worker.join(timeout=60)
-            assert worker.exitcode == 0
+        outcomes = run_at_once(_add_at_once, [(str(store.db.url), root)] * 2)
         assert [sorted(pair) for pair in zip(*outcomes)] == [["added", "exists"]] * 20
         counts = _counts(store)
         assert (counts["PARTITIONS"], counts["PARTITION_KEY_VALS"], counts["SDS"], counts["SERDES"]) == (
