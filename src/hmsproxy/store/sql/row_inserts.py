@@ -5,7 +5,8 @@ parameters). Each table's rows always go in one statement; on MySQL and MariaDB 
 query, which the connection allows (CLIENT.MULTI_STATEMENTS, set by `Database`). There, the rows are rendered
 as literals: each value passes SQLAlchemy's bind processing for its column type, then the driver's own escaping
 (pymysql's, which follows the session's NO_BACKSLASH_ESCAPES), as pymysql does for an executemany. Elsewhere
-(SQLite in process, PostgreSQL) each table's rows are one executemany.
+(SQLite in process, PostgreSQL) each table's rows are one executemany. The notification log's rows go the
+same way, in one query with the bump of the counter they are numbered from (`insert_numbered_mysql`).
 
 The statements run in the order given, so rows may refer to rows of a table listed before them.
 """
@@ -24,6 +25,9 @@ Inserts = Sequence[tuple[Table, Sequence[dict[str, Any]]]]   # (table, its rows)
 # Characters per query: pymysql's own bound for an executemany (1,024,000), under max_allowed_packet's defaults
 # (4 MiB on MySQL 5.7, 16 MiB on MariaDB, 64 MiB on MySQL 8) even where every character takes 4 bytes.
 MAX_QUERY_CHARS = 1_000_000
+
+# A rendered query: sent as it is (no parameters: a "%" in a value stays one), every statement's result read.
+_MULTI_STATEMENT = {"no_parameters": True, "every_result": True}
 
 
 def insert_rows(conn: Connection, inserts: Inserts) -> None:
@@ -60,9 +64,6 @@ def insert_numbered_mysql(conn: Connection, counter: Column[Any], table: Table, 
 def _literal_for(conn: Connection) -> Callable[[Any], str]:
     driver: Any = conn.connection.dbapi_connection
     return _quoting_literal if driver.server_status & NO_BACKSLASH_ESCAPES else driver.escape
-
-
-_MULTI_STATEMENT = {"no_parameters": True, "every_result": True}
 
 
 def read_every_result(engine: Engine) -> None:
