@@ -93,8 +93,8 @@ STRICT_SESSION = ("SET SESSION sql_mode = TRIM(BOTH ',' FROM CONCAT(@@SESSION.sq
 
 
 def _timeouts(url: str, connect_timeout_s: float, statement_timeout_s: float) -> dict[str, Any]:
-    """Driver options that bound every wait on the database, so that one that stops answering fails calls
-    within the bound instead of hanging them. MySQL/MariaDB: the client's own connect, read and write
+    """Driver options: what row_inserts relies on (see there), and bounds on every wait on the database, so that
+    one that stops answering fails calls within the bound instead of hanging them. MySQL/MariaDB: the client's own connect, read and write
     timeouts (and strict mode). PostgreSQL: connect timeout, the server's statement_timeout, and TCP keepalives and
     tcp_user_timeout for a peer that vanished from the network (libpq has no read timeout of its own)."""
     if make_url(url).get_backend_name() == "mysql":
@@ -104,7 +104,9 @@ def _timeouts(url: str, connect_timeout_s: float, statement_timeout_s: float) ->
                 # client_flag given here replaces (an UPDATE counts the rows it matched, not only those it changed)
                 "client_flag": CLIENT.MULTI_STATEMENTS | CLIENT.FOUND_ROWS}
     statement_ms = int(statement_timeout_s * 1000)
-    return {"connect_timeout": max(1, round(connect_timeout_s)), "options": f"-c statement_timeout={statement_ms}",
+    # standard_conforming_strings (PostgreSQL's default): row_inserts writes text literals by that rule
+    options = f"-c statement_timeout={statement_ms} -c standard_conforming_strings=on"
+    return {"connect_timeout": max(1, round(connect_timeout_s)), "options": options,
             "keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2, "keepalives_count": 3,
             "tcp_user_timeout": statement_ms}
 

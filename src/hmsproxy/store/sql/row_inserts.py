@@ -1,12 +1,14 @@
 """Rows for several tables, inserted in as few round trips as the database allows.
 
 Adding partitions writes rows into six tables or more (SERDES, SDS, SERDE_PARAMS, PARTITIONS, their values and
-parameters). Each table's rows always go in one statement; on MySQL and MariaDB all the statements also go in one
-query, which the connection allows (CLIENT.MULTI_STATEMENTS, set by `Database`). There, the rows are rendered
-as literals: each value passes SQLAlchemy's bind processing for its column type, then the driver's own escaping
-(pymysql's, which follows the session's NO_BACKSLASH_ESCAPES), as pymysql does for an executemany. Elsewhere
-(SQLite in process, PostgreSQL) each table's rows are one executemany. The notification log's rows go the
-same way, in one query with the bump of the counter they are numbered from (`insert_numbered_mysql`).
+parameters). Each table's rows always go in one statement; on MySQL, MariaDB and PostgreSQL all the statements
+also go in one query: MySQL's connections allow it (CLIENT.MULTI_STATEMENTS, set by `Database`), PostgreSQL's
+simple query protocol, which psycopg uses for a query without parameters, too. There, the rows are rendered as
+literals: each value passes SQLAlchemy's bind processing for its column type, then the driver's own escaping
+on MySQL (pymysql's, which follows the session's NO_BACKSLASH_ESCAPES, as pymysql does for an executemany), or
+standard_conforming_strings quoting on PostgreSQL. SQLite, in process, takes one executemany per table. On
+MySQL the notification log's rows go the same way, in one query with the bump of the counter they are numbered
+from (`insert_numbered_mysql`).
 
 The statements run in the order given, so rows may refer to rows of a table listed before them.
 """
@@ -33,13 +35,26 @@ _MULTI_STATEMENT = {"no_parameters": True, "every_result": True}
 def insert_rows(conn: Connection, inserts: Inserts) -> None:
     """Inserts every table's rows, in order, inside the caller's transaction."""
     inserts = [(table, rows) for table, rows in inserts if rows]
-    if conn.dialect.name != "mysql":
+    queries = _rendered(conn, inserts)
+    if queries is None:
         for table, rows in inserts:
             conn.execute(insert(table), rows)
         return
-    literal = _literal_for(conn)
-    for query in _queries([_statement_parts(conn.dialect, table, rows, literal) for table, rows in inserts]):
+    for query in queries:
         conn.exec_driver_sql(query, execution_options=_MULTI_STATEMENT)
+
+
+def _rendered(conn: Connection, inserts: Inserts) -> list[str] | None:
+    """The queries that write the rows; None where they go as parameters (SQLite, in process: a round trip costs
+    nothing there; a value that is no literal)."""
+    literal = _postgres_literal if conn.dialect.name == "postgresql" else \
+        _mysql_literal(conn) if conn.dialect.name == "mysql" else None
+    if literal is None:
+        return None
+    try:
+        return _queries([_statement_parts(conn.dialect, table, rows, literal) for table, rows in inserts])
+    except _NotALiteral:
+        return None
 
 
 def insert_numbered_mysql(conn: Connection, counter: Column[Any], table: Table, rows: Sequence[dict[str, Any]],
@@ -53,7 +68,7 @@ def insert_numbered_mysql(conn: Connection, counter: Column[Any], table: Table, 
     bump = (f"UPDATE {quote(counter.table.name)} SET {quote(counter.name)}=LAST_INSERT_ID({quote(counter.name)}"
             f"+{count})")
     first = f"CAST(LAST_INSERT_ID() AS SIGNED)-{count}"   # signed: a counter without its row must not overflow
-    parts = _statement_parts(conn.dialect, table, rows, _literal_for(conn), (number, first + "+"))
+    parts = _statement_parts(conn.dialect, table, rows, _mysql_literal(conn), (number, first + "+"))
     queries = _queries([(bump, []), parts])
     bumped = conn.exec_driver_sql(queries[0], execution_options=_MULTI_STATEMENT)
     for query in queries[1:]:
@@ -61,9 +76,13 @@ def insert_numbered_mysql(conn: Connection, counter: Column[Any], table: Table, 
     return int(bumped.lastrowid) - count if bumped.rowcount else None
 
 
-def _literal_for(conn: Connection) -> Callable[[Any], str]:
+def _mysql_literal(conn: Connection) -> Callable[[Any], str]:
     driver: Any = conn.connection.dbapi_connection
     return _quoting_literal if driver.server_status & NO_BACKSLASH_ESCAPES else driver.escape
+
+
+class _NotALiteral(Exception):
+    """A value that must go as a parameter (the driver then says what is wrong with it)."""
 
 
 def read_every_result(engine: Engine) -> None:
@@ -95,6 +114,24 @@ def _quoting_literal(value: Any) -> str:
     if value is None:
         return "NULL"
     return escape_item(value, "utf8mb4")
+
+
+def _postgres_literal(value: Any) -> str:
+    """A value as a PostgreSQL literal under standard_conforming_strings (which `Database` sets): a backslash is a
+    plain character, a quote is doubled. Text holding NUL, which PostgreSQL text cannot hold and which would end
+    the query early, and types other than the few these tables take, go as parameters."""
+    kind = value.__class__
+    if kind is str:
+        if "\x00" in value:
+            raise _NotALiteral
+        return "'" + value.replace("'", "''") + "'"
+    if kind is int:
+        return str(value)
+    if value is None:
+        return "NULL"
+    if kind is bool:
+        return "TRUE" if value else "FALSE"
+    raise _NotALiteral
 
 
 def _statement_parts(dialect: Dialect, table: Table, rows: Sequence[dict[str, Any]], literal: Callable[[Any], str],
