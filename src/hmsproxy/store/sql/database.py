@@ -94,9 +94,10 @@ STRICT_SESSION = ("SET SESSION sql_mode = TRIM(BOTH ',' FROM CONCAT(@@SESSION.sq
 
 def _timeouts(url: str, connect_timeout_s: float, statement_timeout_s: float) -> dict[str, Any]:
     """Driver options: what row_inserts relies on (see there), and bounds on every wait on the database, so that
-    one that stops answering fails calls within the bound instead of hanging them. MySQL/MariaDB: the client's own connect, read and write
-    timeouts (and strict mode). PostgreSQL: connect timeout, the server's statement_timeout, and TCP keepalives and
-    tcp_user_timeout for a peer that vanished from the network (libpq has no read timeout of its own)."""
+    one that stops answering fails calls within the bound instead of hanging them. MySQL/MariaDB: the client's
+    own connect, read and write timeouts (and strict mode). PostgreSQL: connect timeout, the server's
+    statement_timeout, and TCP keepalives and tcp_user_timeout for a peer that vanished from the network (libpq
+    has no read timeout of its own)."""
     if make_url(url).get_backend_name() == "mysql":
         return {"connect_timeout": max(1, round(connect_timeout_s)), "read_timeout": statement_timeout_s,
                 "write_timeout": statement_timeout_s, "init_command": STRICT_SESSION,
