@@ -224,3 +224,26 @@ def test_text_holding_nul_is_stored_or_refused_as_the_driver_would(backend, tmp_
             store.add_partitions("hive", "d", "t", parts)
             stored = {p.values[0]: p.parameters["text"] for p in store.get_partitions("hive", "d", "t")}
             assert stored == {"0": "x", "1": "a\x00'); DROP TABLE TBLS; --"}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_altered_partition_shares_the_tables_column_descriptor_only_with_the_tables_columns(backend, tmp_path):
+    root = f"file:{tmp_path}/d/t"
+    with fresh_store(backend, tmp_path) as store:
+        add_table_t(store, f"file:{tmp_path}", _sd(root))
+        store.add_partitions("hive", "d", "t", [_partition(root, i) for i in range(3)])
+        wider = [hms.FieldSchema(name="id", type="int"), hms.FieldSchema(name="v", type="string")]
+        changed = {p.values[0]: p for p in store.get_partitions("hive", "d", "t")}
+        changed["0"].sd.cols = wider
+        changed["1"].parameters["touched"] = "yes"
+        store.alter_partitions("hive", "d", "t", [changed["0"], changed["1"]])
+        renamed = changed["2"]
+        renamed.values = ["9"]
+        renamed.sd.cols = wider
+        store.rename_partition("hive", "d", "t", ["2"], renamed)
+        table_cd, cds = _column_descriptors(store)
+        assert [cds["k=0"] == table_cd, cds["k=1"] == table_cd, cds["k=9"] == table_cd] == [False, True, False]
+        assert cds["k=0"] != cds["k=9"]
+        read = {p.values[0]: [(c.name, c.type) for c in p.sd.cols] for p in store.get_partitions("hive", "d", "t")}
+        assert read == {"0": [("id", "int"), ("v", "string")], "1": [("id", "int")],
+                        "9": [("id", "int"), ("v", "string")]}

@@ -46,7 +46,7 @@ from hmsproxy.store.sql.json_rows import as_dict, json_rows, ordered_values
 from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.lookups import TableRef, no_such_object, table_ref
 from hmsproxy.store.sql.row_inserts import insert_rows
-from hmsproxy.store.sql.tables import column_tuples, current_columns
+from hmsproxy.store.sql.tables import column_tuples
 
 LOAD_CHUNK = 10_000  # partitions read per step when a whole table is loaded
 
@@ -107,12 +107,7 @@ class PartitionStore:
         """Writes the partitions; returns the ids they were given, in order."""
         if not named:
             return []
-        assert ref.columns is not None, "the table is read with its columns to add partitions"
-        table_columns = ref.columns
-        cd_ids: list[int] = []
-        for _, part in named:
-            same = column_tuples(part.sd.cols) == table_columns
-            cd_ids.append(ref.cd_id if ref.cd_id is not None and same else insert_columns(self.db, conn, part.sd.cols))
+        cd_ids = [self._column_descriptor(conn, ref, part.sd.cols) for _, part in named]
         sd_ids, descriptors = descriptor_rows(self.db, conn, [p.sd for _, p in named], cd_ids)
         first = self.db.allocate_ids(conn, "MPartition", len(named))
         rows, values, params = [], [], []
@@ -128,17 +123,25 @@ class PartitionStore:
                            (s.PARTITION_PARAMS, params)])
         return [first + i for i in range(len(named))]
 
+    def _column_descriptor(self, conn: Connection, ref: TableRef, cols: Sequence[Any] | None) -> int:
+        """As Hive: the table's column descriptor for a partition whose columns are the table's, else one of its
+        own, written here."""
+        assert ref.columns is not None, "the table is read with its columns to write partitions"
+        if ref.cd_id is not None and column_tuples(cols) == ref.columns:
+            return ref.cd_id
+        return insert_columns(self.db, conn, cols or [])
+
     def alter_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any],
                          journal: Journal | None = None) -> None:
         """Replaces each partition's definition (matched by its values), keeping its id."""
         with self.db.transaction(write=True, journal=journal) as conn:
-            ref = table_ref(conn, cat, db_name, tbl_name)
+            ref = table_ref(conn, cat, db_name, tbl_name, with_columns=True)
             self._replace_partitions(conn, ref, [(list(p.values), p) for p in parts])
 
     def rename_partition(self, cat: str, db_name: str, tbl_name: str, old_values: Sequence[str], part: Any,
                          journal: Journal | None = None) -> None:
         with self.db.transaction(write=True, journal=journal) as conn:
-            ref = table_ref(conn, cat, db_name, tbl_name)
+            ref = table_ref(conn, cat, db_name, tbl_name, with_columns=True)
             new_name = make_partition_name(ref.partition_keys, part.values)
             if self._existing_names(conn, ref.tbl_id, [new_name]):
                 raise hms.InvalidOperationException(message=partition_exists_message(db_name, tbl_name, part.values))
@@ -150,11 +153,9 @@ class PartitionStore:
         missing = [n for n in old_names if n not in found]
         if missing:
             raise hms.InvalidOperationException(message=f"partition does not exist: {missing[0]}")
-        table_columns = current_columns(conn, ref.cd_id)
         for old_name, (_, part) in zip(old_names, changes):
             row = found[old_name]
-            same = column_tuples(part.sd.cols) == table_columns
-            cd_id = ref.cd_id if ref.cd_id is not None and same else insert_columns(self.db, conn, part.sd.cols)
+            cd_id = self._column_descriptor(conn, ref, part.sd.cols)
             [sd_id] = insert_descriptors(self.db, conn, [part.sd], [cd_id])
             new_name = make_partition_name(ref.partition_keys, part.values)
             conn.execute(update(s.PARTITIONS).where(s.PARTITIONS.c.PART_ID == row.PART_ID).values(
