@@ -47,9 +47,12 @@ def insert_rows(conn: Connection, inserts: Inserts) -> None:
 def _rendered(conn: Connection, inserts: Inserts) -> list[str] | None:
     """The queries that write the rows; None where they go as parameters (SQLite, in process: a round trip costs
     nothing there; a value that is no literal)."""
-    literal = _postgres_literal if conn.dialect.name == "postgresql" else \
-        _mysql_literal(conn) if conn.dialect.name == "mysql" else None
-    if literal is None:
+    literal: Callable[[Any], str]
+    if conn.dialect.name == "postgresql":
+        literal = _postgres_literal
+    elif conn.dialect.name == "mysql":
+        literal = _mysql_literal(conn)
+    else:
         return None
     try:
         return _queries([_statement_parts(conn.dialect, table, rows, literal) for table, rows in inserts])
