@@ -63,6 +63,8 @@ def _serve_options() -> argparse.ArgumentParser:
     serve.add_argument("--no-cache", dest="cache", action="store_const", const=False,
                        help="serve every call from the database (no server-side cache)")
     serve.add_argument("--cache-max-bytes", help="memory bound of the cache, e.g. 2gb (default 1gb)")
+    serve.add_argument("--cache-hot-bytes", help="partitions' own bytes kept expanded, beyond the cache's packed "
+                       "form, for the tables read lately, e.g. 128mb (default 64mb)")
     serve.add_argument("--cache-whitelist", help="comma-separated db.table regexes to cache (default .*)")
     serve.add_argument("--cache-blacklist", help="comma-separated db.table regexes never to cache")
     serve.add_argument("--prewarm-workers", type=int,

@@ -66,6 +66,7 @@ class Settings:
     log_level: str = "INFO"
     cache: bool = True
     cache_max_bytes: int = 1 << 30
+    cache_hot_bytes: int = 64 << 20      # partitions' own bytes kept expanded for the tables read lately
     cache_whitelist: str = ".*"
     cache_blacklist: str = ""
     strict_snapshots: bool = False
@@ -154,7 +155,7 @@ def _coerce(name: str, value: Any) -> Any:
         return hive_site.sqlalchemy_url(str(value), None, None)
     if name == "warehouse":
         return _local_warehouse(str(value))
-    if name in ("cache_max_bytes", "max_message_bytes"):
+    if name in ("cache_max_bytes", "cache_hot_bytes", "max_message_bytes"):
         return _size(name, value)
     if name in ("txn_timeout_s", "txn_reaper_interval_s", "check_lock_wait_s", "client_idle_timeout_s",
                 "unlogged_check_s", "request_timeout_s", "db_connect_timeout_s", "db_statement_timeout_s",

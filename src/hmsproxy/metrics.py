@@ -49,6 +49,8 @@ class Metrics:
                                    registry=self.registry)
         self.cache_bytes = Gauge("hmsproxy_cache_bytes", "Estimated bytes held by cached tables",
                                  registry=self.registry)
+        self.cache_hot_bytes = Gauge("hmsproxy_cache_hot_bytes", "Bytes of partitions kept expanded (unpacked) for "
+                                     "the tables read lately, within --cache-hot-bytes", registry=self.registry)
         self.cache_bookkeeping = Gauge("hmsproxy_cache_bookkeeping_entries", "Entries of the maps kept beside the "
                                        "cached objects (generations, key_locks, loads_in_flight): bounded",
                                        ["kind"], registry=self.registry)

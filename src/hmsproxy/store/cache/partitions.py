@@ -5,7 +5,7 @@ start of its storage descriptor with the location) and a tail, which the partiti
 share and which is therefore stored once: the rest of the storage descriptor, then the database, table and
 catalog names. Thrift decoders accept fields in any order, so the two pieces concatenate to a valid Partition
 struct. Partition values are interned so that every partition with ds=2024-01-01 shares one string, and kept
-in one flat tuple (FlatValues).
+in one flat tuple (FlatValues). The own bytes rest packed while their table is not being read (OwnBytes).
 
 Each partition's id in the database (PARTITIONS.PART_ID) is kept too, for the batch API, which pages through
 a table in id order: loads read the ids, a local add learns them from its write; where one is not known
@@ -29,6 +29,7 @@ from hmsproxy.codec import EncodedList
 from hmsproxy.names import make_partition_name
 from hmsproxy.partition_bytes import EncodedPartitions, decode_partition, encode_partition
 from hmsproxy.partition_filter import PartitionFilter
+from hmsproxy.store.cache.own_bytes import OwnBytes, expanded_nbytes
 from hmsproxy.store.cache.value_index import ValueIndex
 from hmsproxy.store.domain import PartitionBatch, batch_scan, cut_batch
 
@@ -71,14 +72,14 @@ SMALL_CHANGE = 32
 class PartitionSet:
     keys: tuple[str, ...]
     names: tuple[str, ...] = ()                  # sorted
-    own: tuple[bytes, ...] = ()                  # parallel to names
+    own: OwnBytes = field(default_factory=lambda: OwnBytes(()))   # parallel to names
     tail_refs: array[int] = field(default_factory=lambda: array("I"))  # parallel: index into tails
     flat_values: tuple[str, ...] = ()            # each partition's values one after the other, interned strings
     tails: tuple[bytes, ...] = ()
     tolerant_tails: frozenset[bytes] = frozenset()  # tails holding list-keyed skew maps
     ids: array[int] | None = None                # parallel: PART_ID of each; None when not all are known
     index: ValueIndex = field(init=False, repr=False, compare=False)   # of `values`, built as filters ask
-    known_size: int | None = field(default=None, repr=False, compare=False)   # size_bytes(), once counted
+    known_size: int | None = field(default=None, repr=False, compare=False)   # size_bytes() but own, once counted
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "index", ValueIndex(self.values.column))
@@ -115,7 +116,7 @@ class PartitionSet:
         """The partitions at `indexes`, as their byte pieces: own bytes and shared tail, one after the other
         (gathered in C: no Python step per partition)."""
         pieces = [b""] * (2 * len(indexes))
-        pieces[0::2] = map(self.own.__getitem__, indexes)
+        pieces[0::2] = self.own.pick(indexes)
         pieces[1::2] = self._tails_of(indexes)
         return EncodedList(pieces, 2, self._decode)
 
@@ -127,14 +128,14 @@ class PartitionSet:
     def all(self, limit: int | None = None) -> EncodedList:
         count = len(self.names) if limit is None or limit < 0 else min(limit, len(self.names))
         pieces = [b""] * (2 * count)
-        pieces[0::2] = self.own[:count]
+        pieces[0::2] = self.own.items()[:count]
         pieces[1::2] = self._tails_of(range(count))
         return EncodedList(pieces, 2, self._decode, self.encoded_bytes if count == len(self.names) else None)
 
     @functools.cached_property
     def encoded_bytes(self) -> int:
         """The bytes of all its partitions as sent, counted once per set."""
-        return sum(map(len, self.own)) + sum(map(len, map(self.tails.__getitem__, self.tail_refs)))
+        return self.own.total_length() + sum(map(len, map(self.tails.__getitem__, self.tail_refs)))
 
     def by_names(self, names: Sequence[str]) -> EncodedList:
         """The named partitions that exist, sorted by name (as the database answers)."""
@@ -178,13 +179,14 @@ class PartitionSet:
         return PartitionBatch(items, next_id, low, high)
 
     def size_bytes(self) -> int:
-        """Estimated memory: the bytes objects, the shared strings and the containers holding them. Counted once
-        per set; a set changed in place carries its base's count, adjusted by the rows it changed."""
+        """Estimated memory: the bytes objects, the shared strings and the containers holding them, the own bytes
+        packed (estimated for a set a write made, until it is packed). Counted once per set; a set changed
+        in place carries its base's count, adjusted by the rows it changed."""
         if self.known_size is None:
-            rows = sum(map(_row_bytes, self.names, self.own)) + len(self.names) * self._values_bytes
+            rows = sum(map(_row_bytes, self.names)) + len(self.names) * self._values_bytes
             object.__setattr__(self, "known_size", rows + sum(sys.getsizeof(t) for t in self.tails))
         assert self.known_size is not None
-        return self.known_size
+        return self.known_size + self.own.nbytes()
 
     # ---- writes (each returns a new set) -----------------------------------------------------------
 
@@ -207,19 +209,21 @@ class PartitionSet:
         values: list[str] = []   # flat, as flat_values
         width = len(self.keys)
         ids: array[int] | None = array("q") if self.ids is not None else None
-        size = self.size_bytes()
+        size = self.size_bytes() - self.own.nbytes()
+        base_own, own_size = self.own.items(), self.own.expanded_nbytes()
         done = 0   # rows of this set copied so far
         tail_left = False   # whether a replaced partition left a tail (which may now be unused)
         for name in sorted(rows):
             part_own, tail, part_values = rows[name]
             i = bisect.bisect_left(self.names, name, done)
             names += self.names[done:i]
-            own += self.own[done:i]
+            own += base_own[done:i]
             refs += self.tail_refs[done:i]
             values += self.flat_values[done * width:i * width]
             replaced = i < len(self.names) and self.names[i] == name
             if replaced:
-                size -= _row_bytes(name, self.own[i]) + self._values_bytes
+                size -= _row_bytes(name) + self._values_bytes
+                own_size -= expanded_nbytes((base_own[i],))
             part_id = self.ids[i] if replaced and self.ids is not None else (new_ids or {}).get(name)
             if ids is not None:
                 ids += self.ids[done:i]   # type: ignore[index]   # not None when ids is not
@@ -236,9 +240,10 @@ class PartitionSet:
             own.append(part_own)
             refs.append(tail_index[tail])
             values += part_values
-            size += _row_bytes(name, part_own) + self._values_bytes
+            size += _row_bytes(name) + self._values_bytes
+            own_size += expanded_nbytes((part_own,))
         names += self.names[done:]
-        own += self.own[done:]
+        own += base_own[done:]
         refs += self.tail_refs[done:]
         values += self.flat_values[done * width:]
         if ids is not None:
@@ -246,12 +251,13 @@ class PartitionSet:
         tails = tuple(tail_index)
         if tail_left:
             refs, tails, size = _drop_unused_tails(refs, tails, size)
-        return PartitionSet(self.keys, tuple(names), tuple(own), refs, tuple(values), tails,
-                            frozenset(t for t in tails if t in tolerant), ids, known_size=size)
+        return PartitionSet(self.keys, tuple(names), OwnBytes.written(tuple(own), own_size, self.own), refs,
+                            tuple(values),
+                            tails, frozenset(t for t in tails if t in tolerant), ids, known_size=size)
 
     def _rows(self) -> dict[str, Row]:
         ids: Iterable[int | None] = self.ids if self.ids is not None else [None] * len(self.names)
-        return dict(zip(self.names, zip(self.own, (self.tails[r] for r in self.tail_refs), self.values, ids)))
+        return dict(zip(self.names, zip(self.own.items(), (self.tails[r] for r in self.tail_refs), self.values, ids)))
 
     def without(self, names: Iterable[str]) -> PartitionSet:
         drop = sorted({i for i in map(self.index_of, set(names)) if i is not None}, reverse=True)
@@ -259,21 +265,23 @@ class PartitionSet:
             dropped = {self.names[i] for i in drop}
             rows = {n: row for n, row in self._rows().items() if n not in dropped}
             return _from_rows(self.keys, rows, set(self.tolerant_tails))
-        kept_names, own, refs = list(self.names), list(self.own), array("I", self.tail_refs)
+        kept_names, own, refs = list(self.names), list(self.own.items()), array("I", self.tail_refs)
         values = list(self.flat_values)
         width = len(self.keys)
         ids = array("q", self.ids) if self.ids is not None else None
-        size = self.size_bytes()
+        size, own_size = self.size_bytes() - self.own.nbytes(), self.own.expanded_nbytes()
         for i in drop:   # from the end, so that the positions still to drop stay where they were
-            size -= _row_bytes(kept_names[i], own[i]) + self._values_bytes
+            size -= _row_bytes(kept_names[i]) + self._values_bytes
+            own_size -= expanded_nbytes((own[i],))
             del kept_names[i], own[i], refs[i], values[i * width:(i + 1) * width]
             if ids is not None:
                 del ids[i]
-        return PartitionSet(self.keys, tuple(kept_names), tuple(own), refs, tuple(values), self.tails,
-                            self.tolerant_tails, ids, known_size=size)   # an unused tail stays until a rebuild
+        return PartitionSet(self.keys, tuple(kept_names), OwnBytes.written(tuple(own), own_size, self.own),
+                            refs, tuple(values), self.tails, self.tolerant_tails, ids,
+                            known_size=size)   # an unused tail stays until a rebuild
 
 
-def _unpickled(keys: tuple[str, ...], names: tuple[str, ...], own: tuple[bytes, ...], refs: array[int],
+def _unpickled(keys: tuple[str, ...], names: tuple[str, ...], own: OwnBytes, refs: array[int],
                flat_values: tuple[str, ...], tails: tuple[bytes, ...], tolerant: frozenset[bytes],
                ids: array[int] | None, known_size: int | None) -> PartitionSet:
     return PartitionSet(keys, names, own, refs, tuple(map(sys.intern, flat_values)), tails, tolerant, ids,
@@ -291,13 +299,13 @@ def _drop_unused_tails(refs: array[int], tails: tuple[bytes, ...], size: int
     return array("I", map(renumbered.__getitem__, refs)), tuple(tails[i] for i in used), size
 
 
-def _row_bytes(name: str, own: bytes) -> int:
-    """One partition's share of a set's memory but its values' slots: its bytes and name, and its slots in the
-    other arrays."""
-    return sys.getsizeof(own) + sys.getsizeof(name) + ROW_SLOT_BYTES
+def _row_bytes(name: str) -> int:
+    """One partition's share of a set's memory but its values' slots and its own bytes: its name, and its slots in
+    the other arrays."""
+    return sys.getsizeof(name) + ROW_SLOT_BYTES
 
 
-ROW_SLOT_BYTES = 2 * 8 + 4 + 8   # a pointer in names and in own, an entry of tail_refs and one of ids
+ROW_SLOT_BYTES = 8 + 4 + 8   # a pointer in names, an entry of tail_refs and one of ids
 Row = tuple[bytes, bytes, tuple[str, ...], int | None]   # own bytes, tail, values, id (None: not known)
 
 
@@ -333,7 +341,7 @@ def _from_rows(keys: tuple[str, ...], rows: dict[str, Row], tolerant: set[bytes]
     tails = tuple(tail_index)
     ids = [rows[n][3] for n in names]
     return PartitionSet(
-        keys=keys, names=tuple(names), own=tuple(rows[n][0] for n in names), tail_refs=refs,
+        keys=keys, names=tuple(names), own=OwnBytes.packed([rows[n][0] for n in names]), tail_refs=refs,
         flat_values=tuple(itertools.chain.from_iterable(rows[n][2] for n in names)), tails=tails,
         tolerant_tails=frozenset(t for t in tails if t in tolerant),
         ids=None if None in ids else array("q", ids),   # type: ignore[arg-type]   # no None left

@@ -5,6 +5,7 @@ import functools
 
 from hmsproxy.config import Settings
 from hmsproxy.metrics import Metrics
+from hmsproxy.store.cache import own_bytes
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.prewarm import Loader
@@ -27,6 +28,8 @@ def cache_over(store: RawStore, settings: Settings, metrics: Metrics, workers: W
     loader = Loader(cached_store, metrics, workers)
     cached_store.request_load = loader.request
     metrics.cache_bytes.set_function(cache.bytes_used)
+    own_bytes.HOT.budget = settings.cache_hot_bytes
+    metrics.cache_hot_bytes.set_function(own_bytes.HOT.expanded_size)
     metrics.cache_objects.labels("table").set_function(cache.table_count)
     metrics.cache_objects.labels("database").set_function(cache.database_count)
     metrics.cache_pending_entries.set_function(cache.pending_entries)

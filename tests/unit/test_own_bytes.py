@@ -1,0 +1,150 @@
+"""Partitions' own bytes packed at rest and expanded while read: the same bytes in every form, a bounded number of
+them expanded, and nothing kept alive for a set that is gone."""
+from __future__ import annotations
+
+import pickle
+import random
+import threading
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hmsproxy.store.cache import own_bytes
+from hmsproxy.store.cache.own_bytes import CHUNK, HOT, OwnBytes, Packed
+
+
+@pytest.fixture
+def hot_budget() -> Iterator[None]:
+    """Restores the process's hot budget after a test that changes it."""
+    budget = HOT.budget
+    yield
+    HOT.budget = budget
+
+
+NO_BASE = OwnBytes(())
+
+
+def _written(items: tuple[bytes, ...]) -> OwnBytes:
+    return OwnBytes.written(items, own_bytes.expanded_nbytes(items), NO_BASE)
+
+
+def _items(count: int, seed: int = 0) -> tuple[bytes, ...]:
+    """Bytes like partitions' own: alike but for a few characters."""
+    rng = random.Random(seed)
+    return tuple(f"\x0f\x00\x01ds=2024-{i % 12:02d}\x0bnumFiles\x01totalSize{rng.randrange(10**6)}"
+                 f"s3a://bucket/t/ds=2024-{i % 12:02d}/part={i}".encode() for i in range(count))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(max_size=300), max_size=3 * CHUNK + 5), st.data())
+def test_packed_bytes_expand_and_pick_to_what_was_packed(items, data):
+    packed = Packed.of(items)
+    assert packed.expand() == tuple(items)
+    if items:
+        indexes = data.draw(st.lists(st.integers(0, len(items) - 1), max_size=20))
+        assert packed.pick(indexes) == [items[i] for i in indexes]
+
+
+def test_an_item_longer_than_a_chunk_of_others_and_empty_ones_survive():
+    items = [b"", b"x" * 70_000, b"", *_items(CHUNK), b"\x00" * 3]
+    assert Packed.of(items).expand() == tuple(items)
+
+
+def test_packing_takes_a_fraction_of_the_expanded_bytes():
+    items = _items(1000)
+    own = OwnBytes.packed(items)
+    assert own.nbytes() * 4 < own_bytes.expanded_nbytes(items)
+
+
+def test_a_loaded_set_rests_packed_and_a_read_expands_it():
+    items = _items(300)
+    own = OwnBytes.packed(items)
+    assert own.is_packed() and not own.is_expanded()
+    assert own.pick([5, 299, 5]) == [items[5], items[299], items[5]]
+    assert not own.is_expanded(), "a few partitions are read from their chunks"
+    assert own.items() == items and own.is_expanded()
+    assert list(own) == list(items) and len(own) == 300 and own[-1] == items[-1] and own[3:5] == items[3:5]
+    assert own.total_length() == sum(map(len, items))
+
+
+def test_beyond_the_budget_the_least_recently_read_are_packed(hot_budget):
+    sets = [OwnBytes.packed(_items(200, seed)) for seed in range(4)]
+    one = own_bytes.expanded_nbytes(_items(200))
+    HOT.budget = HOT.expanded_size() + int(2.5 * one)
+    for own in sets:
+        own.items()
+    assert [own.is_expanded() for own in sets] == [False, False, True, True]
+    sets[2].items()   # read again: now the most recent
+    OwnBytes.packed(_items(200, 9)).items()
+    assert [own.is_expanded() for own in sets] == [False, False, True, False]
+    assert [own.items() for own in sets] == [_items(200, seed) for seed in range(4)]
+
+
+def test_a_written_set_is_packed_when_it_leaves_the_hot_ones(hot_budget):
+    items = _items(500, 1)
+    written = _written(items)
+    assert written.is_expanded() and not written.is_packed()
+    estimate = written.nbytes()
+    HOT.budget = 0
+    OwnBytes.packed(_items(10, 2)).items()   # the newest stays, however small the budget
+    assert written.is_packed() and not written.is_expanded()
+    assert estimate / 2 < written.nbytes() < estimate * 2 < own_bytes.expanded_nbytes(items) / 2
+    assert written.items() == items
+
+
+def test_a_written_set_is_counted_at_the_share_its_base_packed_to():
+    base = OwnBytes.packed(_items(1000, 5))
+    items = _items(1100, 6)
+    size = own_bytes.expanded_nbytes(items)
+    written = OwnBytes.written(items, size, base)
+    share = base.nbytes() / base.expanded_nbytes()
+    assert written.nbytes() == int(size * share)
+    assert OwnBytes.written(items, size, written).nbytes() == int(size * written.nbytes() / size)
+
+
+def test_a_dropped_set_leaves_the_hot_ones():
+    before = HOT.expanded_size()
+    items = _items(400, 3)
+    written = _written(items)
+    assert HOT.expanded_size() == before + own_bytes.expanded_nbytes(items)
+    del written
+    assert HOT.expanded_size() == before
+
+
+def test_a_set_pickles_packed_and_reads_back_the_same():
+    items = _items(300, 4)
+    written = _written(items)
+    copy = pickle.loads(pickle.dumps(written))
+    assert copy.is_packed() and not copy.is_expanded()
+    assert copy.items() == items
+    assert len(pickle.dumps(written)) * 4 < sum(map(len, items))
+
+
+def test_readers_get_the_right_bytes_while_others_pack_and_expand_them(hot_budget):
+    """Eight threads read sets through every path while a budget of about one set packs them all the time."""
+    sets = {seed: _items(CHUNK + 40, seed) for seed in range(6)}
+    owns = {seed: OwnBytes.packed(items) if seed % 2 else _written(items) for seed, items in sets.items()}
+    HOT.budget = own_bytes.expanded_nbytes(sets[0])
+    wrong: list[str] = []
+
+    def read(worker: int) -> None:
+        rng = random.Random(worker)
+        for _ in range(1000):
+            seed = rng.randrange(6)
+            own, items = owns[seed], sets[seed]
+            indexes = [rng.randrange(len(items)) for _ in range(rng.choice((1, 3, CHUNK + 1)))]
+            try:
+                if own.pick(indexes) != [items[i] for i in indexes] or own.items() != items or len(own) != len(items):
+                    wrong.append(f"set {seed}: other bytes")
+            except Exception as error:   # a reader that found neither form
+                wrong.append(f"set {seed}: {error!r}")
+
+    threads = [threading.Thread(target=read, args=(worker,)) for worker in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert wrong == []
+    assert sum(own.is_expanded() for own in owns.values()) <= 2
