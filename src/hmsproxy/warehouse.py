@@ -114,11 +114,20 @@ class Warehouse:
         """Creates the directory and its missing parents; returns those it created, innermost first (what a failed
         call removes), none when the directory existed."""
         path = local_path(location)
-        if path is None or path.exists():
+        return [] if path is None else Warehouse.make_dir(path)
+
+    @staticmethod
+    def make_dir(path: Path) -> list[Path]:
+        """`mkdirs` of a local path: one system call when the parent exists (a partition's, as a rule)."""
+        try:
+            os.mkdir(path)
+            return [path]
+        except FileExistsError:
             return []
-        created = [path, *itertools.takewhile(lambda parent: not parent.exists(), path.parents)]
-        path.mkdir(parents=True, exist_ok=True)
-        return created
+        except FileNotFoundError:
+            created = [path, *itertools.takewhile(lambda parent: not parent.exists(), path.parents)]
+            path.mkdir(parents=True, exist_ok=True)
+            return created
 
     def remove_created(self, created: list[Path]) -> None:
         """Undoes `mkdirs`: the directory it made, then each parent it made while that is empty (another call
@@ -226,12 +235,16 @@ class DirectoryWork:
     def __init__(self, warehouse: Warehouse) -> None:
         self._warehouse = warehouse
         self._undo: list[Callable[[], object]] = []
-        self._planned: list[str] = []
+        self._planned: list[Path] = []
         self._making: Future[None] | None = None
 
     def mkdirs(self, location: str | None) -> bool:
         """Creates the directory; True if it did not exist before (and then removing it is the undo)."""
-        created = self._warehouse.mkdirs(location)
+        path = local_path(location)
+        return path is not None and self._make_dir(path)
+
+    def _make_dir(self, path: Path) -> bool:
+        created = self._warehouse.make_dir(path)
         if created:
             self._undo.append(lambda: self._warehouse.remove_created(created))
         return bool(created)
@@ -241,7 +254,7 @@ class DirectoryWork:
         path = local_path(location)
         if path is None or path.exists():
             return False
-        self._planned.append(str(location))
+        self._planned.append(path)
         return True
 
     def start_planned(self) -> None:
@@ -250,9 +263,9 @@ class DirectoryWork:
         if planned:
             self._making = _DIRECTORY_MAKERS.submit(self._make_all, planned)
 
-    def _make_all(self, locations: list[str]) -> None:
-        for location in locations:
-            self.mkdirs(location)
+    def _make_all(self, paths: list[Path]) -> None:
+        for path in paths:
+            self._make_dir(path)
 
     def wait(self) -> None:
         """Returns once the directories started are made; raises what stopped one."""

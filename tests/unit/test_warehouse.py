@@ -91,3 +91,24 @@ def test_quick_stats_of_a_tree_larger_than_the_bound_are_skipped(tmp_path):
     assert Warehouse(tmp_path / "wh", quick_stats_max_files=15).quick_stats(f"file:{data}") == {
         "numFiles": "12", "totalSize": "12"}
     assert Warehouse(tmp_path / "wh", quick_stats_max_files=14).quick_stats(f"file:{data}") is None
+
+
+def test_a_planned_directory_is_made_once_and_only_what_the_call_made_is_undone(tmp_path):
+    """Planned directories: one under an existing table directory, one whose parents are missing, one that another
+    writer makes between the plan and the making (not this call's to remove). A failure undoes the call's own."""
+    warehouse = Warehouse(tmp_path / "wh")
+    table = tmp_path / "wh" / "t"
+    table.mkdir(parents=True)
+    (table / "kept").mkdir()
+    with pytest.raises(RuntimeError), warehouse.changes() as work:
+        assert work.plan_mkdirs(f"file:{table}/ds=1")
+        assert work.plan_mkdirs(f"file:{table}/a=1/b=2")
+        assert work.plan_mkdirs(f"file:{table}/raced")
+        assert not work.plan_mkdirs(f"file:{table}/kept")
+        (table / "raced").mkdir()   # another writer, after the plan
+        work.start_planned()
+        work.wait()
+        assert {p.name for p in table.iterdir()} == {"ds=1", "a=1", "raced", "kept"}
+        assert (table / "a=1" / "b=2").is_dir()
+        raise RuntimeError("the store refused the call")
+    assert {p.name for p in table.iterdir()} == {"raced", "kept"}
