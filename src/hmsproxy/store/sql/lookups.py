@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, Select, bindparam, select
 
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
@@ -44,22 +45,32 @@ def database_id(conn: Connection, cat: str, name: str) -> int:
     return db_id
 
 
-def find_table(conn: Connection, cat: str, db_name: str, tbl_name: str, with_columns: bool = False
-               ) -> TableRef | None:
-    """The table's ids and partition keys in one query (the keys aggregated: every table-scoped call starts here),
-    and its columns in the same query `with_columns` (adding partitions compares theirs with them)."""
+def _table_query(with_columns: bool) -> Select[Any]:
+    """The table's ids and partition keys (aggregated), and its columns `with_columns`; by name, bound at call."""
     keys, cols = s.PARTITION_KEYS.c, s.COLUMNS_V2.c
     key_rows = select(json_rows(keys.INTEGER_IDX, keys.PKEY_NAME, keys.PKEY_TYPE)).where(
         keys.TBL_ID == s.TBLS.c.TBL_ID).scalar_subquery()
     column_rows = select(json_rows(cols.INTEGER_IDX, cols.COLUMN_NAME, cols.TYPE_NAME, cols.COMMENT)).where(
         cols.CD_ID == s.SDS.c.CD_ID).scalar_subquery()
-    row = conn.execute(
+    return (
         select(s.TBLS.c.TBL_ID, s.TBLS.c.DB_ID, s.TBLS.c.SD_ID, s.TBLS.c.TBL_TYPE, s.SDS.c.CD_ID, s.SDS.c.LOCATION,
                key_rows.label("PARTITION_KEYS"), *([column_rows.label("COLUMNS")] if with_columns else []))
         .join(s.DBS, s.DBS.c.DB_ID == s.TBLS.c.DB_ID)
         .join(s.SDS, s.SDS.c.SD_ID == s.TBLS.c.SD_ID, isouter=True)
-        .where(s.DBS.c.NAME == db_name, s.DBS.c.CTLG_NAME == cat, s.TBLS.c.TBL_NAME == tbl_name)
-    ).first()
+        .where(s.DBS.c.NAME == bindparam("db_name"), s.DBS.c.CTLG_NAME == bindparam("cat"),
+               s.TBLS.c.TBL_NAME == bindparam("tbl_name"))
+    )
+
+
+# Built once: every table-scoped call runs one, and building it (with its cache key) took ~0.1 ms a call.
+_TABLE_QUERIES = {with_columns: _table_query(with_columns) for with_columns in (False, True)}
+
+
+def find_table(conn: Connection, cat: str, db_name: str, tbl_name: str, with_columns: bool = False
+               ) -> TableRef | None:
+    """The table's ids and partition keys in one query (every table-scoped call starts here), and its columns in
+    the same query `with_columns` (adding partitions compares theirs with them)."""
+    row = conn.execute(_TABLE_QUERIES[with_columns], {"db_name": db_name, "cat": cat, "tbl_name": tbl_name}).first()
     if row is None:
         return None
     partition_keys = ordered(row.PARTITION_KEYS)
