@@ -43,7 +43,7 @@ def _built(parts: dict[str, hms.Partition], ids: dict[str, int] | None = None) -
 
 def _rows(partitions: PartitionSet) -> list[tuple]:
     return [(name, own, partitions.tails[ref], values) for name, own, ref, values in
-            zip(partitions.names, partitions.own, partitions.tail_refs, partitions.values)]
+            zip(partitions.names, partitions.own.items(), partitions.tail_refs, partitions.values)]
 
 
 @settings(max_examples=300, deadline=None)

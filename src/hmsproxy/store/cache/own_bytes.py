@@ -20,7 +20,7 @@ import weakref
 import zlib
 from array import array
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,7 +65,7 @@ def expanded_nbytes(items: Sequence[bytes]) -> int:
     return sum(map(sys.getsizeof, items)) + 8 * len(items)
 
 
-class OwnBytes(Sequence[bytes]):
+class OwnBytes:
     """One set's own bytes, expanded, packed, or both while hot. Never changes in content: only its form does,
     and readers that hold the expanded tuple keep it whatever happens to the form meanwhile."""
 
@@ -128,14 +128,6 @@ class OwnBytes(Sequence[bytes]):
             return len(items)
         assert self._packed is not None
         return len(self._packed.lengths)
-
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return self.items()[index]
-        return self.pick([index % len(self) if index < 0 else index])[0]
-
-    def __iter__(self) -> Iterator[bytes]:
-        return iter(self.items())
 
     def __eq__(self, other: object) -> bool:
         """The same bytes, whatever their forms."""

@@ -182,11 +182,14 @@ class PartitionSet:
         """Estimated memory: the bytes objects, the shared strings and the containers holding them, the own bytes
         packed (estimated for a set a write made, until it is packed). Counted once per set; a set changed
         in place carries its base's count, adjusted by the rows it changed."""
+        return self._size_but_own() + self.own.nbytes()
+
+    def _size_but_own(self) -> int:
         if self.known_size is None:
             rows = sum(map(_row_bytes, self.names)) + len(self.names) * self._values_bytes
             object.__setattr__(self, "known_size", rows + sum(sys.getsizeof(t) for t in self.tails))
         assert self.known_size is not None
-        return self.known_size + self.own.nbytes()
+        return self.known_size
 
     # ---- writes (each returns a new set) -----------------------------------------------------------
 
@@ -209,7 +212,7 @@ class PartitionSet:
         values: list[str] = []   # flat, as flat_values
         width = len(self.keys)
         ids: array[int] | None = array("q") if self.ids is not None else None
-        size = self.size_bytes() - self.own.nbytes()
+        size = self._size_but_own()
         base_own, own_size = self.own.items(), self.own.expanded_nbytes()
         done = 0   # rows of this set copied so far
         tail_left = False   # whether a replaced partition left a tail (which may now be unused)
@@ -251,9 +254,9 @@ class PartitionSet:
         tails = tuple(tail_index)
         if tail_left:
             refs, tails, size = _drop_unused_tails(refs, tails, size)
-        return PartitionSet(self.keys, tuple(names), OwnBytes.written(tuple(own), own_size, self.own), refs,
-                            tuple(values),
-                            tails, frozenset(t for t in tails if t in tolerant), ids, known_size=size)
+        written = OwnBytes.written(tuple(own), own_size, self.own)
+        return PartitionSet(self.keys, tuple(names), written, refs, tuple(values), tails,
+                            frozenset(t for t in tails if t in tolerant), ids, known_size=size)
 
     def _rows(self) -> dict[str, Row]:
         ids: Iterable[int | None] = self.ids if self.ids is not None else [None] * len(self.names)
@@ -269,7 +272,7 @@ class PartitionSet:
         values = list(self.flat_values)
         width = len(self.keys)
         ids = array("q", self.ids) if self.ids is not None else None
-        size, own_size = self.size_bytes() - self.own.nbytes(), self.own.expanded_nbytes()
+        size, own_size = self._size_but_own(), self.own.expanded_nbytes()
         for i in drop:   # from the end, so that the positions still to drop stay where they were
             size -= _row_bytes(kept_names[i]) + self._values_bytes
             own_size -= expanded_nbytes((own[i],))
