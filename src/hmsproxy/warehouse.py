@@ -240,11 +240,10 @@ class DirectoryWork:
 
     def mkdirs(self, location: str | None) -> bool:
         """Creates the directory; True if it did not exist before (and then removing it is the undo)."""
-        path = local_path(location)
-        return path is not None and self._make_dir(path)
+        return self._undoable(self._warehouse.mkdirs(location))
 
-    def _make_dir(self, path: Path) -> bool:
-        created = self._warehouse.make_dir(path)
+    def _undoable(self, created: list[Path]) -> bool:
+        """Remembers removing what a mkdirs created as an undo; whether it created anything."""
         if created:
             self._undo.append(lambda: self._warehouse.remove_created(created))
         return bool(created)
@@ -265,7 +264,7 @@ class DirectoryWork:
 
     def _make_all(self, paths: list[Path]) -> None:
         for path in paths:
-            self._make_dir(path)
+            self._undoable(self._warehouse.make_dir(path))
 
     def wait(self) -> None:
         """Returns once the directories started are made; raises what stopped one."""

@@ -135,9 +135,6 @@ class OwnBytes:
             return NotImplemented
         return self is other or (len(self) == len(other) and self.items() == other.items())
 
-    def __hash__(self) -> int:
-        return hash((len(self), self.total_length()))
-
     def total_length(self) -> int:
         """The bytes of them all, as sent."""
         items = self._expanded
