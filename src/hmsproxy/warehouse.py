@@ -33,7 +33,13 @@ def to_uri(path: Path) -> str:
 
 
 def local_path(location: str | None) -> Path | None:
-    """The local directory behind a location, or None when it is not on the local file system.
+    """The local directory behind a location, or None when it is not on the local file system."""
+    text = _local_text(location)
+    return None if text is None else Path(text)
+
+
+def _local_text(location: str | None) -> str | None:
+    """`local_path` as text (what a write of many partitions needs, without a Path object for each).
 
     Hive writes locations as Path.toString(): nothing is percent-encoded (an escaped partition name such
     as `ds=a%2Fb` is literally that directory name), so the text after the scheme is the path as is."""
@@ -46,23 +52,23 @@ def local_path(location: str | None) -> Path | None:
             if host not in ("", "localhost"):
                 return None
             rest = "/" + path
-        return Path(rest)
+        return rest
     if _SCHEME.match(location):
         return None
-    return Path(location)
+    return location
 
 
 def normalise_location(location: str | None) -> str | None:
     """`/x/y/`, `file:///x/y` and `file:/x/y` all become `file:/x/y`, as Hive's Path does.
     Raises ValueError for a relative location (see the module docstring)."""
-    path = local_path(location)
+    path = _local_text(location)
     if path is None:
         if location and not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:/", location):
             raise ValueError(f"location {location!r} is not absolute: give an absolute path or URI")
         return location.rstrip("/") if location else location
-    if not path.is_absolute():
+    if not path.startswith("/"):
         raise ValueError(f"location {location!r} is not absolute: give an absolute path or URI")
-    return to_uri(Path(os.path.normpath(path)))
+    return "file:" + os.path.normpath(path)
 
 
 def _inside(path: str, directory: str) -> bool:
@@ -248,13 +254,12 @@ class DirectoryWork:
             self._undo.append(lambda: self._warehouse.remove_created(created))
         return bool(created)
 
-    def plan_mkdirs(self, location: str | None) -> bool:
-        """True if the directory does not exist now: `start_planned` creates it then."""
-        path = local_path(location)
-        if path is None or path.exists():
-            return False
-        self._planned.append(path)
-        return True
+    def plan_mkdirs(self, location: str | None) -> None:
+        """Plans creating the directory (and its missing parents): `start_planned` creates it, unless it exists
+        by then. No system call here: a write of many partitions plans one directory each."""
+        path = _local_text(location)
+        if path is not None:
+            self._planned.append(Path(path))
 
     def start_planned(self) -> None:
         """Starts creating the planned directories on another thread."""

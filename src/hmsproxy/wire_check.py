@@ -19,6 +19,7 @@ STOP, BOOL, BYTE, DOUBLE, I16, I32, I64, STRING, STRUCT, MAP, SET, LIST = 0, 2, 
 FIXED_SIZES = {BOOL: 1, BYTE: 1, DOUBLE: 8, I16: 2, I32: 4, I64: 8}
 SMALLEST = {**FIXED_SIZES, STRING: 4, STRUCT: 1, MAP: 6, SET: 5, LIST: 5}   # bytes of the emptiest value
 VERSION_MASK, VERSION_1 = 0xFFFF0000, 0x80010000
+_SIZE = struct.Struct("!i")
 
 
 class MalformedRequest(Exception):
@@ -59,9 +60,12 @@ class MessageWalk:
             self._stack.append([STRUCT, 1])   # the arguments
             self._pos = body
         stack, pos = self._stack, self._pos
+        whole = min(len(data), self._check.max_bytes)   # what the steps taken here may reach
         while stack:
             frame = stack[-1]
             if frame[0] == STRUCT:
+                pos, fields = _simple_fields_end(data, pos, whole)
+                self._spend(fields)
                 if pos >= len(data):
                     break
                 kind = data[pos]
@@ -69,7 +73,7 @@ class MessageWalk:
                     stack.pop()
                     pos += 1
                     continue
-                _check_type(kind)
+                _check_type(kind)   # a struct or container, or a value not (all) there yet: the careful way
                 if self._fits(data, pos, 3) is None:
                     break
                 after = self._enter(data, kind, frame[1], pos + 3)   # past the type and the field id
@@ -82,6 +86,10 @@ class MessageWalk:
                     stack.pop()
                     continue
                 kind = frame[3] if frame[0] != MAP or frame[2] % 2 == 0 else frame[4]
+                if kind == STRING and (frame[0] != MAP or frame[3] == frame[4] == STRING):
+                    pos = _strings_end(data, pos, frame, whole)   # the whole strings there, at once
+                    if frame[2] == 0:
+                        continue
                 if kind in FIXED_SIZES and frame[0] != MAP:   # a run of fixed-size elements, stepped at once
                     after = self._fits(data, pos, FIXED_SIZES[kind] * frame[2])
                     if after is None:
@@ -171,6 +179,47 @@ class MessageWalk:
         self._budget -= values
         if self._budget < 0:
             raise MalformedRequest(f"more than {self._check.max_objects} values in one request")
+
+
+def _simple_fields_end(data: bytes | bytearray, pos: int, whole: int) -> tuple[int, int]:
+    """Steps over the struct fields from `pos` on that are strings or fixed-size values ending by `whole` (most
+    fields): where they end and how many they were. The walk takes any other field its careful way."""
+    fields = 0
+    while pos + 3 <= whole:
+        kind = data[pos]
+        if kind == STRING:
+            if pos + 7 > whole:
+                break
+            (size,) = _SIZE.unpack_from(data, pos + 3)
+            end = pos + 7 + size
+            if size < 0 or end > whole:
+                break
+        elif kind in FIXED_SIZES:
+            end = pos + 3 + FIXED_SIZES[kind]
+            if end > whole:
+                break
+        else:
+            break
+        pos = end
+        fields += 1
+    return pos, fields
+
+
+def _strings_end(data: bytes | bytearray, pos: int, frame: list[int], whole: int) -> int:
+    """Steps over the strings left in a container frame (frame[2] of them) that end by `whole`: where they end,
+    counted off the frame."""
+    left = frame[2]
+    while left:
+        if pos + 4 > whole:
+            break
+        (size,) = _SIZE.unpack_from(data, pos)
+        end = pos + 4 + size
+        if size < 0 or end > whole:
+            break
+        pos = end
+        left -= 1
+    frame[2] = left
+    return pos
 
 
 def _check_type(kind: int) -> None:

@@ -94,17 +94,18 @@ def test_quick_stats_of_a_tree_larger_than_the_bound_are_skipped(tmp_path):
 
 
 def test_a_planned_directory_is_made_once_and_only_what_the_call_made_is_undone(tmp_path):
-    """Planned directories: one under an existing table directory, one whose parents are missing, one that another
-    writer makes between the plan and the making (not this call's to remove). A failure undoes the call's own."""
+    """Planned directories: one under an existing table directory, one whose parents are missing, one that exists
+    already, one that another writer makes between the plan and the making (neither is this call's to remove), one
+    not on the local file system. A failure undoes the call's own."""
     warehouse = Warehouse(tmp_path / "wh")
     table = tmp_path / "wh" / "t"
     table.mkdir(parents=True)
-    (table / "kept").mkdir()
+    (table / "kept").mkdir(parents=True)
+    (table / "kept" / "data").write_text("x")
     with pytest.raises(RuntimeError), warehouse.changes() as work:
-        assert work.plan_mkdirs(f"file:{table}/ds=1")
-        assert work.plan_mkdirs(f"file:{table}/a=1/b=2")
-        assert work.plan_mkdirs(f"file:{table}/raced")
-        assert not work.plan_mkdirs(f"file:{table}/kept")
+        for location in ("ds=1", "a=1/b=2", "raced", "kept"):
+            work.plan_mkdirs(f"file:{table}/{location}")
+        work.plan_mkdirs("s3a://bucket/t/ds=1")
         (table / "raced").mkdir()   # another writer, after the plan
         work.start_planned()
         work.wait()
@@ -112,3 +113,4 @@ def test_a_planned_directory_is_made_once_and_only_what_the_call_made_is_undone(
         assert (table / "a=1" / "b=2").is_dir()
         raise RuntimeError("the store refused the call")
     assert {p.name for p in table.iterdir()} == {"raced", "kept"}
+    assert (table / "kept" / "data").read_text() == "x"

@@ -29,6 +29,7 @@ import re
 from collections.abc import Callable
 from decimal import ROUND_HALF_EVEN, Decimal
 from json.decoder import scanstring  # type: ignore[attr-defined]  # undocumented, so typeshed leaves it out
+from json.encoder import encode_basestring
 from typing import Any, NoReturn, TypeVar
 
 from thriftpy2.thrift import TPayload, TType
@@ -43,11 +44,6 @@ _NAMES = {
 _TYPES = {name: ttype for ttype, name in _NAMES.items() if ttype != TType.BINARY}
 _INT_BITS = {TType.BYTE: 8, TType.I16: 16, TType.I32: 32, TType.I64: 64}
 
-# Java's TJSONProtocol.writeJSONString: short escapes for these, \u00xx for the other control characters.
-_ESCAPES = {i: f"\\u{i:04x}" for i in range(0x20)}
-_ESCAPES.update({ord("\b"): "\\b", ord("\t"): "\\t", ord("\n"): "\\n", ord("\f"): "\\f", ord("\r"): "\\r",
-                 ord('"'): '\\"', ord("\\"): "\\\\"})
-_TO_ESCAPE = re.compile(r'[\x00-\x1f"\\]')
 _NUMBER = re.compile(r"[-+.0-9Ee]+")
 
 
@@ -163,9 +159,9 @@ def _value_writer(ttype: int, arg: Any, key: bool) -> Writer:
 
 
 def _json_string(value: str | bytes) -> str:
-    if isinstance(value, bytes):
-        value = value.decode("utf-8")
-    return '"' + (value.translate(_ESCAPES) if _TO_ESCAPE.search(value) else value) + '"'
+    """Java's TJSONProtocol.writeJSONString escapes what JSON requires and nothing more (\\b\\t\\n\\f\\r, \\", \\\\,
+    \\u00xx in lower-case hex for the other control characters): what Python's JSON string encoder does, in C."""
+    return encode_basestring(value if isinstance(value, str) else value.decode("utf-8"))
 
 
 def _sequence_writer(type_name: str, write_item: Writer, of_strings: bool) -> Writer:

@@ -104,10 +104,10 @@ class PartitionCalls(Calls):
         part.createTime = now()
         part.lastAccessTime = part.lastAccessTime or 0
         part.parameters.setdefault(DDL_TIME, str(part.createTime))
-        if not is_view(table):
-            made = work.plan_mkdirs(part.sd.location)
-            update_quick_stats(self.ctx.warehouse, part.parameters, part.sd.location, new_dir=made, force=False,
+        if not is_view(table):   # quick stats of a directory that does not exist yet are none, as of a new one
+            update_quick_stats(self.ctx.warehouse, part.parameters, part.sd.location, new_dir=False, force=False,
                                env=env)
+            work.plan_mkdirs(part.sd.location)
         strip_marker(part.parameters)
         return part
 

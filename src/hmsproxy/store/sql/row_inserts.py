@@ -142,21 +142,25 @@ def _statement_parts(dialect: Dialect, table: Table, rows: Sequence[dict[str, An
     """The head of a table's INSERT and each row's "(v1,v2,...)". `offset_from` (column, SQL expression): that
     column's values are integers, written as the expression plus them."""
     names = tuple(rows[0])
-    processors = [_bind_processor(dialect, table, name) for name in names]
     offset_column, base = offset_from
-    rendered = []
-    for row in rows:
-        values = []
-        for name, process in zip(names, processors):
-            value = row[name]
-            if name == offset_column:
-                values.append(base + str(int(value)))
-            else:
-                values.append(literal(value if process is None else process(value)))
-        rendered.append("(" + ",".join(values) + ")")
+    renders = [_renderer(literal, _bind_processor(dialect, table, name), base if name == offset_column else None)
+               for name in names]
+    columns = list(zip(names, renders))
+    rendered = ["(" + ",".join([render(row[name]) for name, render in columns]) + ")" for row in rows]
     quote = dialect.identifier_preparer.quote
     head = f"INSERT INTO {quote(table.name)} ({','.join(map(quote, names))}) VALUES "
     return head, rendered
+
+
+def _renderer(literal: Callable[[Any], str], process: Callable[[Any], Any] | None, offset_base: str | None
+              ) -> Callable[[Any], str]:
+    """How one column's values are written: as literals, after the column type's bind processing if it has one;
+    as `offset_base` plus the integer where the column is numbered from an SQL expression."""
+    if offset_base is not None:
+        return lambda value: offset_base + str(int(value))
+    if process is None:
+        return literal
+    return lambda value: literal(process(value))
 
 
 @functools.cache
