@@ -85,6 +85,28 @@ def test_a_stopped_poller_catches_up_when_restarted(pair):
     _until(lambda: cb.get_table(db, "t").parameters["version"] == "2", "B caught up")
 
 
+def test_an_instance_steps_over_its_own_events_without_reading_them_and_applies_the_others(pair):
+    """A's own writes at the head of the log are in its cache already: its poller steps over them without reading
+    their messages (an add of 100 partitions is ~100 KB), then reads and applies B's."""
+    _url, a, _b, ca, cb, db = pair
+    _until(lambda: a.poller.last_applied == a.store.current_event_id(), "A applied the setup's events")
+    a.poller.stop()
+    before = a.store.current_event_id()
+    _set_version(ca, db, 2)
+    _set_version(ca, db, 3)
+    own = a.store.current_event_id()
+    _set_version(cb, db, 4)
+    read: list[int] = []
+    get_events = a.store.get_events
+    a.store.get_events = lambda *args, **kwargs: [read.append(e.eventId) or e for e in get_events(*args, **kwargs)]
+    a.poller.poll_once()
+    foreign = list(range(own + 1, a.store.current_event_id() + 1))
+    assert own - before == 2 and foreign
+    assert read == foreign
+    assert a.poller.last_applied == foreign[-1]
+    assert ca.get_table(db, "t").parameters["version"] == "4"
+
+
 def test_a_gap_in_the_log_reloads_the_whole_cache(pair):
     url, _a, b, ca, cb, db = pair
     b.poller.stop()

@@ -150,7 +150,7 @@ class Database:
         self._retrying = threading.local()
         self._id_blocks: dict[str, tuple[int, int]] = {}   # model -> [next, end) reserved by this process
         self._id_lock = threading.Lock()
-        self.event_listeners: list[Callable[[list[int]], None]] = []
+        self.event_listeners: list[Callable[[list[tuple[int, str]]], None]] = []   # told (event id, type)
         self.connection_waited: Callable[[float], None] = lambda seconds: None   # a metric's, once the server runs
         for engine in engines if added_latency_ms > 0 else []:
             _add_round_trip_latency(engine, added_latency_ms / 1000.0)
@@ -168,11 +168,12 @@ class Database:
         A write transaction (every transaction that may write: on SQLite it takes the write lock at once) given
         a journal waits for its `before_commit`, then appends the journal's unwritten events, those the block
         added included, just before it commits; after the commit the journal holds their ids and
-        `event_listeners` are told them. A failed one leaves the journal as it was handed in."""
+        `event_listeners` are told them and their types. A failed one leaves the journal as it was handed in."""
         if journal is not None and not write:
             raise ValueError("only a write transaction appends events")
         added_from = len(journal.events) if journal is not None else 0
         event_ids: list[int] = []
+        event_types: list[str] = []
         asked = time.perf_counter()
         try:
             with (
@@ -183,7 +184,9 @@ class Database:
                 yield conn
                 if journal is not None:
                     journal.before_commit()
-                    event_ids = self.append_events(conn, journal.unwritten())
+                    unwritten = journal.unwritten()
+                    event_ids = self.append_events(conn, unwritten)
+                    event_types = [event.event_type for event in unwritten]
         except BaseException:
             if journal is not None:
                 journal.rolled_back(added_from)
@@ -191,7 +194,7 @@ class Database:
         if journal is not None:
             journal.committed(event_ids)
         for listener in self.event_listeners if event_ids else ():
-            listener(event_ids)
+            listener(list(zip(event_ids, event_types)))
 
     def connections_in_use(self) -> int:
         """Connections checked out of the pools now (0 for a pool that does not count them)."""
