@@ -23,10 +23,14 @@ def _sd(location: str) -> hms.StorageDescriptor:
         serdeInfo=hms.SerDeInfo(serializationLib="lib", parameters={"p": "1"}), parameters={})
 
 
-def _add(store: SqlStore, start: int, count: int, root: str) -> None:
-    store.add_partitions("hive", "d", "t", [
-        hms.Partition(values=[str(i)], dbName="d", tableName="t", sd=_sd(f"{root}/k={i}"), parameters={"n": str(i)},
-                      createTime=1, lastAccessTime=0) for i in range(start, start + count)])
+def _add(store: SqlStore, start: int, count: int, root: str, own_columns: bool = False) -> None:
+    """Partitions `start`.. with the table's columns, or each with columns of its own (an added one)."""
+    parts = [hms.Partition(values=[str(i)], dbName="d", tableName="t", sd=_sd(f"{root}/k={i}"),
+                           parameters={"n": str(i)}, createTime=1, lastAccessTime=0)
+             for i in range(start, start + count)]
+    for part in parts if own_columns else ():
+        part.sd.cols = [*part.sd.cols, hms.FieldSchema(name=f"added_{part.values[0]}", type="string")]
+    store.add_partitions("hive", "d", "t", parts)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -40,6 +44,22 @@ def test_adding_a_batch_costs_the_same_statements_for_ten_partitions_as_for_five
         if backend != "sqlite":   # there the single writer reserves its ids in its own transaction
             assert not [statement for statement in few + many if "SEQUENCE_TABLE" in statement]
         assert sorted(int(p.values[0]) for p in store.get_partitions("hive", "d", "t")) == list(range(520))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_partitions_with_columns_of_their_own_cost_no_statement_more_each(backend, tmp_path):
+    """A partition whose columns are not the table's gets a column descriptor of its own, as in Hive: those of a
+    batch are written with its other rows, not in statements of their own."""
+    with fresh_store(backend, tmp_path) as store:
+        add_table_t(store, f"file:{tmp_path}", _sd(f"file:{tmp_path}/d/t"))
+        _add(store, 0, 10, f"file:{tmp_path}/d/t", own_columns=True)   # reserves the first blocks
+        shared, _ = statements_sent(store, lambda: _add(store, 10, 10, f"file:{tmp_path}/d/t"))
+        few, _ = statements_sent(store, lambda: _add(store, 20, 10, f"file:{tmp_path}/d/t", own_columns=True))
+        many, _ = statements_sent(store, lambda: _add(store, 30, 500, f"file:{tmp_path}/d/t", own_columns=True))
+        # SQLite sends each table's rows on their own (CDS, COLUMNS_V2) and reserves ids in the transaction.
+        assert len(few) == len(many) == len(shared) + (3 if backend == "sqlite" else 0)
+        columns = {p.values[0]: [c.name for c in p.sd.cols] for p in store.get_partitions("hive", "d", "t")}
+        assert columns == {str(i): ["id"] if 10 <= i < 20 else ["id", f"added_{i}"] for i in range(530)}
 
 
 def _reserve_many(url: str, counts: list[int], start: "multiprocessing.synchronize.Barrier",

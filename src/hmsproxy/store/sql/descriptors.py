@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
-from sqlalchemy import Column, ColumnElement, Connection, Select, Table, case, delete, exists, insert, literal, select
+from sqlalchemy import Column, ColumnElement, Connection, Select, Table, case, delete, exists, literal, select
 
 from hmsproxy.idl import hms
 from hmsproxy.java_map_order import in_java_hashmap_order
@@ -36,14 +36,19 @@ def params_rows(key_col: str, owner_id: int, params: dict[str, str] | None) -> l
 
 
 def insert_columns(db: Database, conn: Connection, cols: Sequence[Any]) -> int:
-    cd_id = db.allocate_ids(conn, "MColumnDescriptor", 1)
-    conn.execute(insert(s.CDS).values(CD_ID=cd_id))
-    if cols:
-        conn.execute(insert(s.COLUMNS_V2), [
-            {"CD_ID": cd_id, "COLUMN_NAME": c.name, "TYPE_NAME": c.type, "COMMENT": c.comment, "INTEGER_IDX": i}
-            for i, c in enumerate(cols)
-        ])
+    [cd_id], rows = column_rows(db, conn, [cols])
+    insert_rows(conn, rows)
     return cd_id
+
+
+def column_rows(db: Database, conn: Connection, column_lists: Sequence[Sequence[Any]]) -> tuple[list[int], Inserts]:
+    """New column descriptors, one per list of columns: their ids (allocated here) and the rows that write them,
+    for the caller to insert with its own rows in one go."""
+    first = db.allocate_ids(conn, "MColumnDescriptor", len(column_lists))
+    cd_ids = [first + i for i in range(len(column_lists))]
+    columns = [{"CD_ID": cd_id, "COLUMN_NAME": c.name, "TYPE_NAME": c.type, "COMMENT": c.comment, "INTEGER_IDX": i}
+               for cd_id, cols in zip(cd_ids, column_lists) for i, c in enumerate(cols)]
+    return cd_ids, [(s.CDS, [{"CD_ID": cd_id} for cd_id in cd_ids]), (s.COLUMNS_V2, columns)]
 
 
 def insert_descriptors(db: Database, conn: Connection, sds: Sequence[Any], cd_ids: Sequence[int]) -> list[int]:

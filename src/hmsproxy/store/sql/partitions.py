@@ -30,13 +30,12 @@ from hmsproxy.store.domain import PartitionBatch, batch_scan, cut_batch
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.descriptors import (
+    column_rows,
     delete_descriptors,
     descriptor_columns,
     descriptor_from_row,
     descriptor_rows,
     in_chunks,
-    insert_columns,
-    insert_descriptors,
     load_columns,
     load_skew,
     params_rows,
@@ -45,7 +44,7 @@ from hmsproxy.store.sql.filter_sql import narrowing
 from hmsproxy.store.sql.json_rows import as_dict, json_rows, ordered_values
 from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.lookups import TableRef, no_such_object, table_ref
-from hmsproxy.store.sql.row_inserts import insert_rows
+from hmsproxy.store.sql.row_inserts import Inserts, insert_rows
 from hmsproxy.store.sql.tables import column_tuples
 
 LOAD_CHUNK = 10_000  # partitions read per step when a whole table is loaded
@@ -107,7 +106,7 @@ class PartitionStore:
         """Writes the partitions; returns the ids they were given, in order."""
         if not named:
             return []
-        cd_ids = [self._column_descriptor(conn, ref, part.sd.cols) for _, part in named]
+        cd_ids, columns = self._column_descriptors(conn, ref, [part.sd.cols for _, part in named])
         sd_ids, descriptors = descriptor_rows(self.db, conn, [p.sd for _, p in named], cd_ids)
         first = self.db.allocate_ids(conn, "MPartition", len(named))
         rows, values, params = [], [], []
@@ -119,17 +118,21 @@ class PartitionStore:
                 "WRITE_ID": write_id(part.writeId)}))
             values += [{"PART_ID": part_id, "PART_KEY_VAL": v, "INTEGER_IDX": j} for j, v in enumerate(part.values)]
             params += params_rows("PART_ID", part_id, part.parameters)
-        insert_rows(conn, [*descriptors, (s.PARTITIONS, rows), (s.PARTITION_KEY_VALS, values),
+        insert_rows(conn, [*columns, *descriptors, (s.PARTITIONS, rows), (s.PARTITION_KEY_VALS, values),
                            (s.PARTITION_PARAMS, params)])
         return [first + i for i in range(len(named))]
 
-    def _column_descriptor(self, conn: Connection, ref: TableRef, cols: Sequence[Any] | None) -> int:
-        """As Hive: the table's column descriptor for a partition whose columns are the table's, else one of its
-        own, written here."""
+    def _column_descriptors(self, conn: Connection, ref: TableRef, column_lists: Sequence[Sequence[Any] | None]
+                            ) -> tuple[list[int], Inserts]:
+        """As Hive: each partition's column descriptor is the table's where its columns are the table's, else one of
+        its own; with the rows that write those, to go with the partitions' other rows."""
         assert ref.columns is not None, "the table is read with its columns to write partitions"
-        if ref.cd_id is not None and column_tuples(cols) == ref.columns:
-            return ref.cd_id
-        return insert_columns(self.db, conn, cols or [])
+        table_cd = ref.cd_id
+        shared = [table_cd is not None and column_tuples(cols) == ref.columns for cols in column_lists]
+        own_ids, rows = column_rows(self.db, conn, [cols or [] for cols, is_shared in zip(column_lists, shared)
+                                                    if not is_shared])
+        own = iter(own_ids)
+        return [table_cd if is_shared and table_cd is not None else next(own) for is_shared in shared], rows
 
     def alter_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any],
                          journal: Journal | None = None) -> None:
@@ -155,8 +158,9 @@ class PartitionStore:
             raise hms.InvalidOperationException(message=f"partition does not exist: {missing[0]}")
         for old_name, (_, part) in zip(old_names, changes):
             row = found[old_name]
-            cd_id = self._column_descriptor(conn, ref, part.sd.cols)
-            [sd_id] = insert_descriptors(self.db, conn, [part.sd], [cd_id])
+            cd_ids, columns = self._column_descriptors(conn, ref, [part.sd.cols])
+            [sd_id], descriptors = descriptor_rows(self.db, conn, [part.sd], cd_ids)
+            insert_rows(conn, [*columns, *descriptors])
             new_name = make_partition_name(ref.partition_keys, part.values)
             conn.execute(update(s.PARTITIONS).where(s.PARTITIONS.c.PART_ID == row.PART_ID).values(
                 self.layout.values(s.PARTITIONS, {
