@@ -29,6 +29,7 @@ BATCH = 1000
 MAX_BACKOFF_S = 10.0
 OWN_EVENTS_KEPT = 100_000
 CATCH_UP_TIMEOUT_S = 10.0
+OWN_CONFIRM_TIMEOUT_S = 10.0   # past it, an event still unconfirmed is applied as another writer's: safe
 
 
 class Poller:
@@ -42,8 +43,9 @@ class Poller:
         self._start_after = start_after           # blocks until prewarm recorded its starting event id
         self._reload_everything = reload_everything  # clears the cache, prewarms again, returns the new start
         self.last_applied = 0
-        self._own: OrderedDict[int, str] = OrderedDict()   # event id -> type, of events this instance wrote
-        self._own_lock = threading.Lock()
+        self._own: OrderedDict[int, str] = OrderedDict()   # event id -> type, of events this instance committed
+        self._pending: set[int] = set()   # ids of events this instance appended, their commit not yet confirmed
+        self._own_changed = threading.Condition()
         self._stop = threading.Event()
         self._started = threading.Event()
         self._applying = threading.Lock()
@@ -61,22 +63,39 @@ class Poller:
         self._stop.set()
         self._thread.join(timeout=10)
 
-    def written_here(self, events: list[tuple[int, str]]) -> None:
-        """Listener of the database: (id, type) of events this instance wrote (its cache already has them)."""
-        with self._own_lock:
+    # ---- the database's EventWatcher: the events this instance writes (its cache has them once committed) ----
+
+    def appending(self, event_ids: list[int]) -> None:
+        with self._own_changed:
+            self._pending.update(event_ids)
+
+    def committed(self, events: list[tuple[int, str]]) -> None:
+        with self._own_changed:
+            self._pending.difference_update(event_id for event_id, _ in events)
             self._own.update(events)
             while len(self._own) > OWN_EVENTS_KEPT:
                 self._own.popitem(last=False)
+            self._own_changed.notify_all()
+
+    def abandoned(self, event_ids: list[int]) -> None:
+        with self._own_changed:
+            self._pending.difference_update(event_ids)
+            self._own_changed.notify_all()
 
     def _is_own(self, event_id: int) -> bool:
-        with self._own_lock:
+        """Whether this instance wrote an event the poller read. What the poller reads is committed, but its
+        writer confirms the commit a moment later: an event read in between is waited for. (Taken for another
+        writer's, it would drop its table's entry for a reload, which a steady stream of writes to a big table
+        never lets finish.) An abandoned id read from the log is another writer's event that reuses it."""
+        with self._own_changed:
+            self._own_changed.wait_for(lambda: event_id not in self._pending, timeout=OWN_CONFIRM_TIMEOUT_S)
             return self._own.pop(event_id, None) is not None
 
     def _skip_own(self) -> None:
         """Steps over the events next in the log that this instance wrote, without reading them: the log holds
-        them (they were committed before they were noted) and the cache has them. On its own on a database, an
+        them (their commits are confirmed) and the cache has them. On its own on a database, an
         instance then reads none of its events back (an add of 100 partitions is a message of ~100 KB)."""
-        with self._own_lock:
+        with self._own_changed:
             while (event_type := self._own.pop(self.last_applied + 1, None)) is not None:
                 self.metrics.notification_events_applied.labels(event_type).inc()
                 self.last_applied += 1

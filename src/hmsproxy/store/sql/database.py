@@ -25,7 +25,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pymysql.constants import CLIENT
 from sqlalchemy import Connection, Engine, create_engine, event, insert, inspect, select, text, update
@@ -112,6 +112,18 @@ def _timeouts(url: str, connect_timeout_s: float, statement_timeout_s: float) ->
             "tcp_user_timeout": statement_ms}
 
 
+class EventWatcher(Protocol):
+    """Follows the events a write transaction appends: told their ids once they are appended (the transaction
+    may yet fail), then either their ids and types once it committed, or their ids once it failed (the database
+    may then give those ids to another writer's events)."""
+
+    def appending(self, event_ids: list[int]) -> None: ...
+
+    def committed(self, events: list[tuple[int, str]]) -> None: ...
+
+    def abandoned(self, event_ids: list[int]) -> None: ...
+
+
 class Database:
     """Owns the engine; `transaction()` is the only way the store talks to the database."""
 
@@ -150,7 +162,7 @@ class Database:
         self._retrying = threading.local()
         self._id_blocks: dict[str, tuple[int, int]] = {}   # model -> [next, end) reserved by this process
         self._id_lock = threading.Lock()
-        self.event_listeners: list[Callable[[list[tuple[int, str]]], None]] = []   # told (event id, type)
+        self.event_watchers: list[EventWatcher] = []
         self.connection_waited: Callable[[float], None] = lambda seconds: None   # a metric's, once the server runs
         for engine in engines if added_latency_ms > 0 else []:
             _add_round_trip_latency(engine, added_latency_ms / 1000.0)
@@ -167,8 +179,8 @@ class Database:
 
         A write transaction (every transaction that may write: on SQLite it takes the write lock at once) given
         a journal waits for its `before_commit`, then appends the journal's unwritten events, those the block
-        added included, just before it commits; after the commit the journal holds their ids and
-        `event_listeners` are told them and their types. A failed one leaves the journal as it was handed in."""
+        added included, just before it commits; after the commit the journal holds their ids. `event_watchers`
+        follow the events' fate (EventWatcher). A failed one leaves the journal as it was handed in."""
         if journal is not None and not write:
             raise ValueError("only a write transaction appends events")
         added_from = len(journal.events) if journal is not None else 0
@@ -187,14 +199,18 @@ class Database:
                     unwritten = journal.unwritten()
                     event_ids = self.append_events(conn, unwritten)
                     event_types = [event.event_type for event in unwritten]
+                    for watcher in self.event_watchers if event_ids else ():
+                        watcher.appending(event_ids)
         except BaseException:
             if journal is not None:
                 journal.rolled_back(added_from)
+            for watcher in self.event_watchers if event_ids else ():
+                watcher.abandoned(event_ids)
             raise
         if journal is not None:
             journal.committed(event_ids)
-        for listener in self.event_listeners if event_ids else ():
-            listener(list(zip(event_ids, event_types)))
+        for watcher in self.event_watchers if event_ids else ():
+            watcher.committed(list(zip(event_ids, event_types)))
 
     def connections_in_use(self) -> int:
         """Connections checked out of the pools now (0 for a pool that does not count them)."""
