@@ -188,12 +188,10 @@ def _simple_fields_end(data: bytes | bytearray, pos: int, whole: int) -> tuple[i
     while pos + 3 <= whole:
         kind = data[pos]
         if kind == STRING:
-            if pos + 7 > whole:
+            string_end = _whole_string_end(data, pos + 3, whole)
+            if string_end is None:
                 break
-            (size,) = _SIZE.unpack_from(data, pos + 3)
-            end = pos + 7 + size
-            if size < 0 or end > whole:
-                break
+            end = string_end
         elif kind in FIXED_SIZES:
             end = pos + 3 + FIXED_SIZES[kind]
             if end > whole:
@@ -210,16 +208,23 @@ def _strings_end(data: bytes | bytearray, pos: int, frame: list[int], whole: int
     counted off the frame."""
     left = frame[2]
     while left:
-        if pos + 4 > whole:
-            break
-        (size,) = _SIZE.unpack_from(data, pos)
-        end = pos + 4 + size
-        if size < 0 or end > whole:
+        end = _whole_string_end(data, pos, whole)
+        if end is None:
             break
         pos = end
         left -= 1
     frame[2] = left
     return pos
+
+
+def _whole_string_end(data: bytes | bytearray, pos: int, whole: int) -> int | None:
+    """The end of the string whose length is at `pos`, or None when it does not end by `whole` or its length is
+    negative (both left to the careful way, which tells the two apart)."""
+    if pos + 4 > whole:
+        return None
+    (size,) = _SIZE.unpack_from(data, pos)
+    end = pos + 4 + size
+    return end if size >= 0 and end <= whole else None
 
 
 def _check_type(kind: int) -> None:
