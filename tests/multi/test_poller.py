@@ -2,6 +2,7 @@
 needs were cleaned up, and survives the database going away, recovering by itself."""
 from __future__ import annotations
 
+import multiprocessing
 import threading
 import time
 import uuid
@@ -153,6 +154,62 @@ def test_an_own_event_read_between_its_commit_and_its_confirmation_is_not_taken_
     assert invalidated == []
     assert a.poller.last_applied == a.store.current_event_id()
     assert ca.get_table(db, "t").parameters["version"] == "2"
+
+
+def _partitioned(db):
+    table = _table(db, 1)
+    table.tableName, table.partitionKeys = "big", [hms.FieldSchema(name="k", type="int")]
+    return table
+
+
+def _partitions(db, values):
+    return [hms.Partition(dbName=db, tableName="big", values=[str(v)], parameters={}, sd=None) for v in values]
+
+
+def _write_steadily(port, db, first, stop, batches):
+    """Adds batches of ten partitions to the big table through one instance until told to stop."""
+    client = connect(port)
+    while not stop.is_set():
+        client.add_partitions(_partitions(db, range(first, first + 10)))
+        first += 10
+        with batches.get_lock():
+            batches.value += 1
+    client.close()
+
+
+def _cached_names(server, key):
+    entry = server.store.cache.get_table(key)
+    return () if entry is None else entry.partitions.names
+
+
+def test_a_table_another_writer_changed_is_cached_again_while_this_instance_writes_to_it(pair):
+    """B's write drops A's entry of the big table; A reloads it while a client writes to it through A without
+    pause. Every read of the table overlaps one of those writes: before, each such read was dropped and the next
+    one started, for as long as the writes went on (bench/README.md, row 7 on 2026-11-27)."""
+    _url, a, _b, ca, cb, db = pair
+    ca.create_table(_partitioned(db))
+    for first in range(0, 3000, 500):
+        ca.add_partitions(_partitions(db, range(first, first + 500)))
+    key = ("hive", db, "big")
+    _until(lambda: a.store.cache.get_table(key) is not None, "the big table cached in A")
+    context = multiprocessing.get_context("spawn")
+    stop, batches = context.Event(), context.Value("i", 0)
+    writer = context.Process(target=_write_steadily, args=(a.port, db, 3000, stop, batches))
+    writer.start()
+    try:
+        _until(lambda: batches.value > 0, "the writer started")
+        cb.add_partitions(_partitions(db, [-1]))   # another instance's write: A can only learn it by reading again
+        _until(lambda: "k=-1" in _cached_names(a, key), "A caches the table again, with B's partition")
+        written_when_cached = batches.value
+        _until(lambda: batches.value > written_when_cached + 2, "the writer goes on")
+    finally:
+        stop.set()
+        writer.join(DEADLINE_S)
+    assert writer.exitcode == 0
+    entry = a.store.cache.get_table(key)
+    assert entry is not None
+    assert sorted(entry.partitions.names) == sorted(a.store.delegate.get_partition_names(*key))
+    assert len(entry.partitions) == 3001 + 10 * batches.value
 
 
 def test_a_gap_in_the_log_reloads_the_whole_cache(pair):

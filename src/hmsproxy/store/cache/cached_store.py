@@ -170,7 +170,15 @@ class CachedStore(CachedStatistics, CachedTransactions):
         if not self.policy.allows(key[1], key[2]):
             return 0
         with self._loading([key]) as [load]:
-            return self._load(key, load)
+            loaded = self._load(key, load)
+        if loaded is None:
+            # A write here overlapped the read. Once more with this instance's writes to the table held off (each
+            # waits at most this read): a table written without pause would otherwise be read again forever.
+            with self.cache.writes_held(key), self._loading([key]) as [load]:
+                loaded = self._load(key, load)
+        if loaded is None:   # a newer database answer or a cleared cache overlapped even that: later
+            self.request_load(key)
+        return loaded or 0
 
     def load_tables(self, keys: Sequence[TableKey], read: EntryReader | None = None) -> int:
         """Loads many small tables of one catalog in one read (prewarm); returns the partitions loaded. `read`
@@ -184,7 +192,10 @@ class CachedStore(CachedStatistics, CachedTransactions):
             found = {(e.table.dbName.lower(), e.table.tableName.lower()): e for e in entries}
             loaded = 0
             for key, load in zip(keys, loads):
-                loaded += self._install(key, load, found.get((key[1].lower(), key[2].lower())))
+                installed = self._install(key, load, found.get((key[1].lower(), key[2].lower())))
+                if installed is None:
+                    self.request_load(key)   # read again, alone (load_table)
+                loaded += installed or 0
             return loaded
 
     def read_entries(self, cat: str, tables: Sequence[tuple[str, str]]) -> list[TableEntry]:
@@ -212,7 +223,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
         with self.cache.lock:
             return sum(map(len, self._loads_in_flight.values()))
 
-    def _load(self, key: TableKey, load: _LoadInFlight) -> int:
+    def _load(self, key: TableKey, load: _LoadInFlight) -> int | None:
         builder: PartitionSetBuilder | None = None
 
         def collect(table: Any, chunk: Sequence[Any], ids: list[int] | None) -> None:
@@ -227,9 +238,9 @@ class CachedStore(CachedStatistics, CachedTransactions):
             bundle = None
         return self._install(key, load, None if bundle is None else entry_from_bundle(bundle, builder))
 
-    def _install(self, key: TableKey, load: _LoadInFlight, entry: TableEntry | None) -> int:
-        """Caches a table read (None: it does not exist) unless a change overlapped the read, which queues
-        another load instead; returns the partitions cached."""
+    def _install(self, key: TableKey, load: _LoadInFlight, entry: TableEntry | None) -> int | None:
+        """Caches a table read (None: it does not exist) unless a change overlapped the read; returns the
+        partitions cached, or None when the read was overlapped and must be made again."""
         if entry is None:
             with self.cache.lock:
                 if self.cache.generation(key) == load.generation:
@@ -242,8 +253,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
                 self.cache.index_table(key, entry.table)  # listed even when too large to keep
                 self.cache.put_table(key, entry)
                 return len(entry.partitions)
-        self.request_load(key)  # the load overlapped a change (or a newer read): read it again
-        return 0
+        return None
 
     # ---- changes made by other instances (store/cache/sync.py) --------------------------------------
 

@@ -123,7 +123,11 @@ class SharedCache:
 
     def writing(self, key: TableKey) -> _KeyWrite:
         """Serializes writes to one table in this process; bumps its generation when the write ends."""
-        return _KeyWrite(self, key)
+        return _KeyWrite(self, key, bumps=True)
+
+    def writes_held(self, key: TableKey) -> _KeyWrite:
+        """Holds off writes to one table in this process, as a write does, without counting as one."""
+        return _KeyWrite(self, key, bumps=False)
 
     def bump(self, key: TableKey) -> None:
         """A write to the table: loads that started before it are dropped. Forgetting every generation
@@ -347,8 +351,8 @@ class _KeyLock:
 
 
 class _KeyWrite:
-    def __init__(self, cache: SharedCache, key: TableKey) -> None:
-        self._cache, self._key = cache, key
+    def __init__(self, cache: SharedCache, key: TableKey, bumps: bool) -> None:
+        self._cache, self._key, self._bumps = cache, key, bumps
 
     def __enter__(self) -> None:
         with self._cache.lock:
@@ -357,7 +361,8 @@ class _KeyWrite:
         key_lock.lock.acquire()
 
     def __exit__(self, *exc: Any) -> None:
-        self._cache.bump(self._key)
+        if self._bumps:
+            self._cache.bump(self._key)
         with self._cache.lock:
             key_lock = self._cache._key_locks[self._key]
             key_lock.lock.release()
