@@ -85,7 +85,7 @@ def cached(store: SqlStore, settings: Settings, metrics: Metrics) -> tuple[RawSt
     poller = Poller(cached_store, metrics, interval_s=settings.poll_interval_s, event_ttl_s=settings.event_ttl_s,
                     start_after=loader.start_after, reload_everything=loader.prewarm_again,
                     unlogged=unlogged, unlogged_check_s=settings.unlogged_check_s)
-    store.db.event_watchers.append(poller)
+    store.db.event_watchers.extend([poller] if unlogged is None else [poller, unlogged])
     cached_store.catch_up = poller.catch_up
     loader.start()
     poller.start()

@@ -68,12 +68,15 @@ class Event:
     table_name: str | None
     message: str
     message_format: str = MESSAGE_FORMAT
+    created_rows: int = 1   # of a create event: the rows it announces (ADD_PARTITION: its partitions)
 
 
-def _event(event_type: str, cat: str | None, db: str | None, table: str | None, body: dict[str, Any]) -> Event:
+def _event(event_type: str, cat: str | None, db: str | None, table: str | None, body: dict[str, Any],
+           created_rows: int = 1) -> Event:
     # Jackson's output: compact, non-ASCII as UTF-8 (it writes control characters' \u escapes in upper case,
     # json.dumps in lower; both read the same).
-    return Event(event_type, cat, db, table, json.dumps(body, ensure_ascii=False, separators=(",", ":")))
+    return Event(event_type, cat, db, table, json.dumps(body, ensure_ascii=False, separators=(",", ":")),
+                 created_rows=created_rows)
 
 
 def _origin() -> dict[str, Any]:
@@ -113,8 +116,8 @@ def drop_database(db: Any, *, timestamp: int | None = None) -> Event:
 
 # --- tables ---------------------------------------------------------------------------------------------------------
 
-def _table_event(event_type: str, table: Any, body: dict[str, Any]) -> Event:
-    return _event(event_type, table.catName or DEFAULT_CATALOG, table.dbName, table.tableName, body)
+def _table_event(event_type: str, table: Any, body: dict[str, Any], created_rows: int = 1) -> Event:
+    return _event(event_type, table.catName or DEFAULT_CATALOG, table.dbName, table.tableName, body, created_rows)
 
 
 def insert(table: Any, partition: Any | None, files: Sequence[str], checksums: Sequence[str] = (), *,
@@ -155,7 +158,7 @@ def add_partition(table: Any, partitions: Sequence[Any], *, timestamp: int | Non
             "tableObjJson": encode(table), "timestamp": _now(timestamp),
             "partitions": [_key_values(table, p) for p in partitions],
             "partitionListJson": [encode(p) for p in partitions], "partitionFiles": []}
-    return _table_event(ADD_PARTITION, table, body)
+    return _table_event(ADD_PARTITION, table, body, created_rows=len(partitions))
 
 
 def alter_partition(table: Any, before: Any, after: Any, *, is_truncate: bool = False,

@@ -19,6 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from hmsproxy.events.messages import Event
 from hmsproxy.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.sync import AllocationsSeen, apply_event
@@ -69,10 +70,10 @@ class Poller:
         with self._own_changed:
             self._pending.update(event_ids)
 
-    def committed(self, events: list[tuple[int, str]]) -> None:
+    def committed(self, events: list[tuple[int, Event]]) -> None:
         with self._own_changed:
             self._pending.difference_update(event_id for event_id, _ in events)
-            self._own.update(events)
+            self._own.update((event_id, event.event_type) for event_id, event in events)
             while len(self._own) > OWN_EVENTS_KEPT:
                 self._own.popitem(last=False)
             self._own_changed.notify_all()

@@ -9,13 +9,19 @@ the create events up to the next look announce; more rows than that means a writ
 creates can be counted this way; once one is seen, that writer's alters and drops are assumed too: the cache
 cannot know what they changed, so it stops answering (every read goes to the database) until hmsproxy is
 restarted after the Java HMS got its listener. Slower, never wrong.
+
+The partitions an ADD_PARTITION event announces are in its message (~1 KB per partition); those of this
+instance's own events are counted when they commit (it watches the database's events), so that a look reads
+only other writers' messages.
 """
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
+from hmsproxy.events import messages as m
 from hmsproxy.metrics import Metrics
 from hmsproxy.store.sql.notifications import CreationMark
 
@@ -23,6 +29,7 @@ log = logging.getLogger(__name__)
 LISTENER_ADVICE = ("give every Java HMS on this database Hive's notification listener "
                    "(hive.metastore.transactional.event.listeners=org.apache.hive.hcatalog.listener."
                    "DbNotificationListener in its hive-site.xml), then restart hmsproxy")
+OWN_ADDS_KEPT = 100_000   # own ADD_PARTITION events remembered between looks; past it the oldest are read back
 
 
 class UnloggedWrites:
@@ -33,11 +40,37 @@ class UnloggedWrites:
         self._mark: CreationMark | None = None
         self._created: dict[str, int] = {}  # per kind, rows created since the first look, up to the last look
         self._announced: dict[str, int] = {}  # per kind, rows the create events since the first look announce
+        self._own_adds: dict[int, int] = {}   # event id -> partitions, of own ADD_PARTITION events not looked at
+        self._own_adds_lock = threading.Lock()
+        self._looking = True
+
+    # ---- the database's EventWatcher --------------------------------------------------------------------------
+
+    def appending(self, event_ids: list[int]) -> None:
+        pass
+
+    def committed(self, events: list[tuple[int, m.Event]]) -> None:
+        with self._own_adds_lock:
+            if not self._looking:
+                return
+            for event_id, event in events:
+                if event.event_type == m.ADD_PARTITION:
+                    self._own_adds[event_id] = event.created_rows
+            while len(self._own_adds) > OWN_ADDS_KEPT:
+                del self._own_adds[next(iter(self._own_adds))]
+
+    def abandoned(self, event_ids: list[int]) -> None:
+        pass
 
     def check(self) -> bool:
         """Counts what was created and announced since the last check; True (and `on_found` told) when the rows
         seen at the last check outnumber everything announced by now. The first check only marks where to start."""
-        self._mark, counts = self.store.creations_since(self._mark)
+        with self._own_adds_lock:
+            own_adds = dict(self._own_adds)
+        self._mark, counts = self.store.creations_since(self._mark, own_adds)
+        with self._own_adds_lock:
+            for event_id in [i for i in self._own_adds if i <= self._mark.event_id]:
+                del self._own_adds[event_id]
         self.metrics.unlogged_write_checks.inc()
         unannounced = {}
         for kind, (created, announced) in counts.items():
@@ -52,5 +85,8 @@ class UnloggedWrites:
             self.metrics.unlogged_writes.labels(kind).inc(count)
         log.error("another writer created %s in this metastore database without a notification event: the cache "
                   "cannot follow it and now passes every read to the database. To fix, %s", what, LISTENER_ADVICE)
+        with self._own_adds_lock:
+            self._looking = False
+            self._own_adds.clear()
         self.on_found(what)
         return True

@@ -114,12 +114,12 @@ def _timeouts(url: str, connect_timeout_s: float, statement_timeout_s: float) ->
 
 class EventWatcher(Protocol):
     """Follows the events a write transaction appends: told their ids once they are appended (the transaction
-    may yet fail), then either their ids and types once it committed, or their ids once it failed (the database
-    may then give those ids to another writer's events)."""
+    may yet fail), then either their ids and the events once it committed, or their ids once it failed (the
+    database may then give those ids to another writer's events)."""
 
     def appending(self, event_ids: list[int]) -> None: ...
 
-    def committed(self, events: list[tuple[int, str]]) -> None: ...
+    def committed(self, events: list[tuple[int, Event]]) -> None: ...
 
     def abandoned(self, event_ids: list[int]) -> None: ...
 
@@ -185,7 +185,7 @@ class Database:
             raise ValueError("only a write transaction appends events")
         added_from = len(journal.events) if journal is not None else 0
         event_ids: list[int] = []
-        event_types: list[str] = []
+        appended: list[Event] = []
         asked = time.perf_counter()
         try:
             with (
@@ -196,9 +196,8 @@ class Database:
                 yield conn
                 if journal is not None:
                     journal.before_commit()
-                    unwritten = journal.unwritten()
-                    event_ids = self.append_events(conn, unwritten)
-                    event_types = [event.event_type for event in unwritten]
+                    appended = journal.unwritten()
+                    event_ids = self.append_events(conn, appended)
                     for watcher in self.event_watchers if event_ids else ():
                         watcher.appending(event_ids)
         except BaseException:
@@ -210,7 +209,7 @@ class Database:
         if journal is not None:
             journal.committed(event_ids)
         for watcher in self.event_watchers if event_ids else ():
-            watcher.committed(list(zip(event_ids, event_types)))
+            watcher.committed(list(zip(event_ids, appended)))
 
     def connections_in_use(self) -> int:
         """Connections checked out of the pools now (0 for a pool that does not count them)."""

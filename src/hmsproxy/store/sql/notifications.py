@@ -1,7 +1,7 @@
 """Reading the notification log (the writes append to it themselves: store/sql/event_log.py)."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from sqlalchemy import func, select
@@ -16,6 +16,7 @@ from hmsproxy.store.sql.database import Database
 
 CREATED_ROWS = {"database": s.DBS.c.DB_ID, "table": s.TBLS.c.TBL_ID, "partition": s.PARTITIONS.c.PART_ID,
                 "function": s.FUNCS.c.FUNC_ID}
+READ_BATCH = 500   # ADD_PARTITION messages read per statement
 CREATE_EVENTS = {m.CREATE_DATABASE: "database", m.CREATE_TABLE: "table", m.ADD_PARTITION: "partition",
                  m.CREATE_FUNCTION: "function"}
 
@@ -64,10 +65,12 @@ class NotificationStore:
         with self.db.transaction() as conn:
             return event_log.clean(conn, older_than_s)
 
-    def creations_since(self, mark: CreationMark | None) -> tuple[CreationMark, dict[str, tuple[int, int]]]:
+    def creations_since(self, mark: CreationMark | None, known_adds: Mapping[int, int] | None = None
+                        ) -> tuple[CreationMark, dict[str, tuple[int, int]]]:
         """In one snapshot: kind -> (rows created since `mark`, rows the create events since `mark` announce),
         and the new mark. A writer that appends its event in the transaction of its rows (hmsproxy, Hive's
-        DbNotificationListener) never shows more rows than events announce."""
+        DbNotificationListener) never shows more rows than events announce. `known_adds` (event id -> partitions)
+        counts ADD_PARTITION events without reading their messages."""
         with self.db.transaction() as conn:
             event_id = event_log.current_event_id(conn)
             highest, created = {}, {}
@@ -80,18 +83,29 @@ class NotificationStore:
             announced = dict.fromkeys(CREATED_ROWS, 0)
             if mark is not None and event_id > mark.event_id:
                 log = s.NOTIFICATION_LOG
-                for kind, message, message_format in conn.execute(
-                        select(log.c.EVENT_TYPE, log.c.MESSAGE, log.c.MESSAGE_FORMAT)
+                known_adds = known_adds or {}
+                to_read = []
+                for number, kind in conn.execute(
+                        select(log.c.EVENT_ID, log.c.EVENT_TYPE)
                         .where(log.c.EVENT_ID > mark.event_id, log.c.EVENT_ID <= event_id,
                                log.c.EVENT_TYPE.in_(CREATE_EVENTS))):
-                    announced[CREATE_EVENTS[kind]] += _announced_rows(kind, message, message_format)
+                    if kind != m.ADD_PARTITION:
+                        announced[CREATE_EVENTS[kind]] += 1
+                    elif number in known_adds:
+                        announced["partition"] += known_adds[number]
+                    else:
+                        to_read.append(number)
+                for start in range(0, len(to_read), READ_BATCH):
+                    for message, message_format in conn.execute(
+                            select(log.c.MESSAGE, log.c.MESSAGE_FORMAT)
+                            .where(log.c.EVENT_ID.in_(to_read[start:start + READ_BATCH]))):
+                        announced["partition"] += _announced_rows(message, message_format)
         return CreationMark(event_id, highest), {kind: (created[kind], announced[kind]) for kind in CREATED_ROWS}
 
 
-def _announced_rows(kind: str, message: str, message_format: str | None) -> int:
-    if kind != m.ADD_PARTITION:
-        return 1
+def _announced_rows(message: str, message_format: str | None) -> int:
+    """The partitions an ADD_PARTITION message announces."""
     try:
-        return m.parse(kind, message, message_format).partition_count
+        return m.parse(m.ADD_PARTITION, message, message_format).partition_count
     except ValueError:  # unreadable: as many as may be, so that nothing is blamed on it
         return 1 << 62
