@@ -82,16 +82,56 @@ def test_beyond_the_budget_the_least_recently_read_are_packed(hot_budget):
     assert [own.items() for own in sets] == [_items(200, seed) for seed in range(4)]
 
 
-def test_a_written_set_is_packed_when_it_leaves_the_hot_ones(hot_budget):
+@pytest.fixture
+def packing_gate(monkeypatch) -> Iterator[tuple[threading.Event, list[str]]]:
+    """Holds the packer thread before each packing until the gate opens; records which thread packed."""
+    gate, packed_on = threading.Event(), []
+    pack = own_bytes.Packed.of
+
+    def held_pack(items):
+        packed_on.append(threading.current_thread().name.split("_")[0])
+        if packed_on[-1] == "pack-own-bytes":
+            assert gate.wait(10)
+        return pack(items)
+
+    monkeypatch.setattr(own_bytes.Packed, "of", staticmethod(held_pack))
+    yield gate, packed_on
+    gate.set()
+    HOT.wait_packed()
+
+
+def test_a_written_set_is_packed_when_it_leaves_the_hot_ones(hot_budget, packing_gate):
+    """On the packer thread: the read that pushed it out does not wait for it."""
+    gate, packed_on = packing_gate
     items = _items(500, 1)
     written = _written(items)
     assert written.is_expanded() and not written.is_packed()
     estimate = written.nbytes()
     HOT.budget = 0
-    OwnBytes.packed(_items(10, 2)).items()   # the newest stays, however small the budget
-    assert written.is_packed() and not written.is_expanded()
+    newest = _written(_items(10, 2))   # the newest stays, however small the budget
+    assert written.is_expanded(), "still expanded while the packer is held"
+    gate.set()
+    HOT.wait_packed()
+    assert packed_on == ["pack-own-bytes"]
+    assert written.is_packed() and not written.is_expanded() and newest.is_expanded()
     assert estimate / 2 < written.nbytes() < estimate * 2 < own_bytes.expanded_nbytes(items) / 2
     assert written.items() == items
+
+
+def test_past_the_queued_packings_the_pushing_thread_packs_and_a_set_read_again_stays_expanded(
+        hot_budget, packing_gate, monkeypatch):
+    gate, packed_on = packing_gate
+    monkeypatch.setattr(own_bytes, "PACKS_QUEUED", 1)
+    first, second = _written(_items(300, 7)), _written(_items(300, 8))
+    HOT.budget = 0
+    newest = _written(_items(10, 2))   # pushes both out: the first waits for the packer, the second not
+    assert packed_on.count(threading.current_thread().name) == 1
+    assert second.is_packed() and not second.is_expanded()
+    assert first.items() == _items(300, 7)   # read again before the packer got to it: hot again
+    gate.set()
+    HOT.wait_packed()
+    assert packed_on.count("pack-own-bytes") == 1   # the first (the read pushed the newest out: packed here)
+    assert first.is_packed() and first.is_expanded() and newest.items() == _items(10, 2)
 
 
 def test_a_written_set_is_counted_at_the_share_its_base_packed_to():
@@ -146,5 +186,6 @@ def test_readers_get_the_right_bytes_while_others_pack_and_expand_them(hot_budge
         thread.start()
     for thread in threads:
         thread.join()
+    HOT.wait_packed()
     assert wrong == []
     assert sum(own.is_expanded() for own in owns.values()) <= 2
