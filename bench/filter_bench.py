@@ -67,7 +67,7 @@ def selection(partitions: int, repeats: int) -> dict[str, dict[str, float]]:
     keys = tuple(k for k, _ in KEYS)
     rows = sorted((make_partition_name(keys, partition_values(i)), tuple(partition_values(i)))
                   for i in range(partitions))
-    cached = PartitionSet(keys=keys, names=tuple(n for n, _ in rows), values=tuple(v for _, v in rows))
+    cached = PartitionSet(keys=keys, names=tuple(n for n, _ in rows), flat_values=tuple(x for _, v in rows for x in v))
     result = {}
     for text_ in FILTERS:
         compiled = compile_partition_filter(text_, KEYS)
