@@ -115,14 +115,17 @@ class OwnBytes:
         return items
 
     def pick(self, indexes: Sequence[int]) -> Sequence[bytes]:
-        """The items at `indexes`; a few of a packed set are read from their chunks without expanding it."""
+        """The items at `indexes`; a few of a packed set are read from their chunks without expanding it. Items
+        spread over a quarter of its chunks or more (a filter on the second key) expand it: that costs at most four
+        such reads, and the reads after it none."""
         items = self._expanded
         if items is not None:
             HOT.touch(self, self._size_of(items))
             return list(map(items.__getitem__, indexes))
-        if len(indexes) <= CHUNK:
-            assert self._packed is not None
-            return self._packed.pick(indexes)
+        packed = self._packed
+        assert packed is not None
+        if len(indexes) <= CHUNK and len({i // CHUNK for i in indexes}) <= max(2, len(packed.chunks) // 4):
+            return packed.pick(indexes)
         return list(map(self.items().__getitem__, indexes))
 
     def __len__(self) -> int:
