@@ -177,19 +177,30 @@ class SocketWriter:
             raise TTransportException(TTransportException.END_OF_FILE, str(exc)) from None
 
 
-IOV_MAX = 1024   # the most buffers one sendmsg takes (Linux)
+# A cached listing is thousands of pieces of a few hundred bytes (a partition's own bytes, its table's shared
+# tail). The kernel spends about 170 ns on each buffer of a scatter-gather send, more than copying a few hundred
+# bytes costs, so small pieces are joined in groups, each sent while its copy is still in the CPU's cache: a
+# 10,000-partition listing (20,000 pieces, 7.2 MB) then costs what sending one buffer costs, not twice that.
+GROUP_PIECES = 512        # pieces joined into one buffer (about 180 KB of a listing)
+JOINED_BYTES_MAX = 1 << 20   # a group holding more is sent as it is: copying large pieces saves nothing
 
 
 def _send_pieces(sock: socket.socket, pieces: list[bytes]) -> None:
-    buffers: list[bytes | memoryview] = list(pieces)
+    for first in range(0, len(pieces), GROUP_PIECES):
+        group = pieces[first:first + GROUP_PIECES]
+        if len(group) > 1 and sum(map(len, group)) <= JOINED_BYTES_MAX:
+            sock.sendall(b"".join(group))
+        else:
+            _send_buffers(sock, group)
+
+
+def _send_buffers(sock: socket.socket, group: list[bytes]) -> None:
+    """Sends up to GROUP_PIECES buffers (under Linux's IOV_MAX of 1,024) by scatter-gather."""
+    buffers: list[bytes | memoryview] = list(group)
     first = 0
     while first < len(buffers):
-        batch = buffers[first:first + IOV_MAX]
-        sent = sock.sendmsg(batch)
-        if sent == sum(map(len, batch)):   # the usual case, counted in C
-            first += len(batch)
-            continue
-        while sent >= len(buffers[first]):   # past the buffers sent whole
+        sent = sock.sendmsg(buffers[first:])
+        while first < len(buffers) and sent >= len(buffers[first]):   # past the buffers sent whole
             sent -= len(buffers[first])
             first += 1
         if sent:   # into the one sent in part
