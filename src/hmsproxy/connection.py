@@ -1,8 +1,10 @@
 """A client connection, and the reading of one request from it under the server's limits.
 
 A request is read whole and checked before anything decodes it (wire_check.MessageCheck), either from what the
-connection loop has buffered (`request_in`, Incomplete when more must arrive) or from the socket itself, blocking
-(`SocketReader.read_request`, which enforces the idle and request timeouts).
+connection loop has buffered (`Connection.buffered_request`, Incomplete when more must arrive) or from the socket
+itself, blocking (`SocketReader.read_request`, which enforces the idle and request timeouts). An unframed request's
+walk is kept with the connection while its bytes arrive, and handed on with them to the worker that reads the rest,
+so each byte is walked once.
 """
 from __future__ import annotations
 
@@ -52,15 +54,9 @@ class Request:
     container_keys: bool    # whether it holds a list- or set-keyed map with entries: only idl.py's decoder reads it
 
 
-def request_in(data: bytearray, framed: bool, check: MessageCheck) -> tuple[Request, int]:
-    """The request `data` starts with, and how many bytes of `data` it takes; Incomplete if `data` ends before it
-    does."""
-    if not framed:
-        walk = check.walk()
-        length = walk.advance(data)
-        if length is None:
-            raise Incomplete
-        return _walked(walk, data, length), length
+def _framed_request_in(data: bytearray, check: MessageCheck) -> tuple[Request, int]:
+    """The framed request `data` starts with, and how many bytes of `data` it takes; Incomplete if `data` ends
+    before it does."""
     if len(data) < 4:
         raise Incomplete
     size = _frame_size(data[:4], check)
@@ -105,10 +101,13 @@ class SocketReader:
         self._request_timeout_s = request_timeout_s
         self._request_deadline: float | None = None   # set by the first byte of a request
         self._buffer = bytearray()
+        self._walk: MessageWalk | None = None
 
-    def new_message(self, pending: bytearray, first_byte_at: float | None) -> None:
-        """Starts a request: `pending` holds its first bytes if some arrived already, at `first_byte_at`."""
+    def new_message(self, pending: bytearray, first_byte_at: float | None, walk: MessageWalk | None) -> None:
+        """Starts a request: `pending` holds its first bytes if some arrived already, at `first_byte_at`, and `walk`
+        is how far the connection loop walked them (None: not at all)."""
         self._buffer = pending
+        self._walk = walk
         self._request_deadline = None if first_byte_at is None else first_byte_at + self._request_timeout_s
 
     def rest(self) -> bytearray:
@@ -120,7 +119,7 @@ class SocketReader:
         """The next request (one message, checked)."""
         if framed:
             return _request_in_frame(self._read(_frame_size(self._read(4), check)), check)
-        walk = check.walk()
+        walk, self._walk = self._walk or check.walk(), None
         length = walk.advance(self._buffer)
         while length is None:   # walked on as its bytes arrive
             self._receive()
@@ -220,3 +219,21 @@ class Connection:
     first_byte_at: float | None = None      # when the first of them arrived
     idle_since: float = field(default_factory=time.monotonic)
     unsent: bytes = b""                     # the end of a reply the loop could not send without waiting
+    walk: MessageWalk | None = None         # how far the unframed request `pending` starts with was walked
+
+    def buffered_request(self, framed: bool, check: MessageCheck) -> tuple[Request, int]:
+        """The request `pending` starts with, and how many of its bytes it takes; Incomplete if they end before it
+        does. An unframed request's walk goes on from where the last call left it."""
+        if framed:
+            return _framed_request_in(self.pending, check)
+        if self.walk is None:
+            self.walk = check.walk()
+        length = self.walk.advance(self.pending)
+        if length is None:
+            raise Incomplete
+        return _walked(self.walk, self.pending, length), length
+
+    def answered(self, consumed: int) -> None:
+        """Drops the bytes of the request just answered; the next request's walk starts afresh."""
+        del self.pending[:consumed]
+        self.walk = None

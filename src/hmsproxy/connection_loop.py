@@ -29,7 +29,6 @@ from hmsproxy.connection import (
     Connection,
     Incomplete,
     MessageTooLarge,
-    request_in,
 )
 from hmsproxy.wire_check import MalformedRequest, MessageCheck
 
@@ -183,7 +182,7 @@ class ConnectionLoop:
                 consumed = len(connection.pending)
             else:
                 try:
-                    request, consumed = request_in(connection.pending, self._framed, self._check)
+                    request, consumed = connection.buffered_request(self._framed, self._check)
                 except Incomplete:
                     if len(connection.pending) > LOOP_BUFFER_BYTES:
                         self._hand_off(connection)
@@ -196,7 +195,7 @@ class ConnectionLoop:
                 if reply is None:
                     self._hand_off(connection)
                     return
-            del connection.pending[:consumed]
+            connection.answered(consumed)
             connection.first_byte_at = time.monotonic() if connection.pending else None
             if self._framed:
                 reply = struct.pack("!i", len(reply)) + reply

@@ -173,10 +173,10 @@ class ThriftServer:
 
     def _serve_request(self, connection: Connection) -> None:
         """Reads the connection's next request (what has arrived of it first) and answers it."""
-        connection.reader.new_message(connection.pending, connection.first_byte_at)
+        connection.reader.new_message(connection.pending, connection.first_byte_at, connection.walk)
         request = connection.reader.read_request(self._framed, self._message_check)
         large = request.values > LARGE_REQUEST_VALUES
-        connection.pending = connection.reader.rest()
+        connection.pending, connection.walk = connection.reader.rest(), None
         ready = None if large else connection.processor.encoded_reply(request.message)
         if ready is not None:
             pieces = [ready]

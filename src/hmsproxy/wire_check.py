@@ -90,6 +90,10 @@ class MessageWalk:
                     pos = _strings_end(data, pos, frame, whole)   # the whole strings there, at once
                     if frame[2] == 0:
                         continue
+                if kind == STRUCT and frame[0] != MAP and frame[1] < self._check.max_depth:
+                    pos = self._flat_structs_end(data, pos, frame, whole)   # (a table's columns: most structs)
+                    if frame[2] == 0:
+                        continue
                 if kind in FIXED_SIZES and frame[0] != MAP:   # a run of fixed-size elements, stepped at once
                     after = self._fits(data, pos, FIXED_SIZES[kind] * frame[2])
                     if after is None:
@@ -157,6 +161,21 @@ class MessageWalk:
         self._count(after, count, SMALLEST[element])
         self._stack.append([kind, depth + 1, count, element])
         return after
+
+    def _flat_structs_end(self, data: bytes | bytearray, pos: int, frame: list[int], whole: int) -> int:
+        """Steps over the structs left in a list or set frame (frame[2] of them) whose fields are all strings or
+        fixed-size values and that end by `whole`: where they end, counted off the frame. The first other struct is
+        left to the careful way."""
+        left = frame[2]
+        while left:
+            end, fields = _simple_fields_end(data, pos, whole)
+            if end >= whole or data[end] != STOP:
+                break
+            self._spend(fields)
+            pos = end + 1
+            left -= 1
+        frame[2] = left
+        return pos
 
     def _fits(self, data: bytes | bytearray, pos: int, size: int) -> int | None:
         """The position after `size` bytes at `pos`, or None when the data ends first."""

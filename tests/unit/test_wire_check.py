@@ -106,3 +106,55 @@ def test_mutated_messages_walk_to_the_same_outcome_however_they_arrive():
         mutated = bytes(mutated)
         pieces = sorted(rng.sample(range(1, len(mutated)), 20))
         assert _outcome(mutated, pieces) == _outcome(mutated, [])
+
+
+def _reference_count(message: bytes) -> int:
+    """The values the walk must count, by a plain recursive reading of the binary protocol: every field of every
+    struct below the arguments, every list or set element and every map entry."""
+    sizes = {2: 1, 3: 1, 4: 8, 6: 2, 8: 4, 10: 8}
+
+    def value(pos: int, kind: int) -> tuple[int, int]:
+        if kind in sizes:
+            return pos + sizes[kind], 0
+        if kind == 11:
+            return pos + 4 + struct.unpack_from("!i", message, pos)[0], 0
+        if kind == 12:
+            return fields(pos)
+        if kind == 13:
+            key, item, count = struct.unpack_from("!bbi", message, pos)
+            pos, counted = pos + 6, count
+            for _ in range(count):
+                pos, inner_key = value(pos, key)
+                pos, inner_value = value(pos, item)
+                counted += inner_key + inner_value
+            return pos, counted
+        element, count = struct.unpack_from("!bi", message, pos)
+        pos, counted = pos + 5, count
+        for _ in range(count):
+            pos, inner = value(pos, element)
+            counted += inner
+        return pos, counted
+
+    def fields(pos: int) -> tuple[int, int]:
+        counted = 0
+        while message[pos] != 0:
+            pos, inner = value(pos + 3, message[pos])
+            counted += 1 + inner
+        return pos + 1, counted
+
+    name_size = struct.unpack_from("!i", message, 4)[0]
+    end, counted = fields(8 + name_size + 4)
+    assert end == len(message)
+    return counted
+
+
+@pytest.mark.parametrize("count", [1, 5])
+def test_the_walk_counts_every_field_element_and_entry(count):
+    """Lists of structs whose fields are all plain (the columns, the sort orders) are stepped over in one go; they
+    count as much as any other way of walking them."""
+    message = _message(count)
+    at_once, slowly = CHECK.walk(), CHECK.walk()
+    assert at_once.advance(message) == len(message)
+    for i in range(1, len(message) + 1):
+        slowly.advance(message[:i])
+    assert at_once.values == slowly.values == _reference_count(message)
