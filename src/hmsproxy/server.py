@@ -15,6 +15,7 @@ from hmsproxy.config import Settings
 from hmsproxy.dispatch import MetastoreProcessor
 from hmsproxy.handler import Handler, HandlerContext
 from hmsproxy.handler.common import now
+from hmsproxy.heap import collect_less_often
 from hmsproxy.hiveconf import hiveconf_defaults
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics, MetricsServer
@@ -177,6 +178,7 @@ def _metrics_server(settings: Settings, metrics: Metrics, ready: Callable[[], tu
 
 def start(settings: Settings) -> RunningServer:
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
+    collect_less_often()
     metrics = Metrics()
     if settings.upstream:
         return _start_in_front(settings, metrics)
