@@ -218,9 +218,7 @@ class PartitionCalls(Calls):
     def _partition_as_asked(self, catalog: str, db: str, table: Any, values: list[str]) -> Any:
         """The partition with the values it was asked by, as Hive answers: asked by `""` or by
         __HIVE_DEFAULT_PARTITION__ (the same partition), it answers with the asker's spelling."""
-        part = copy.copy(self.ctx.store.get_partition(catalog, db, table.tableName, values))
-        part.values = values
-        return part
+        return shallow_copy(self.ctx.store.get_partition(catalog, db, table.tableName, values), values=values)
 
     def get_partition_with_auth(self, db_name: str, tbl_name: str, part_vals: Sequence[str], user_name: str,
                                 group_names: Sequence[str]) -> Any:
@@ -387,9 +385,7 @@ class PartitionCalls(Calls):
     def alter_partitions_req(self, req: Any) -> Any:
         parts = list(req.partitions or [])
         if req.writeId is not None and req.writeId > 0:
-            parts = [copy.copy(p) for p in parts]
-            for part in parts:
-                part.writeId = req.writeId
+            parts = [shallow_copy(p, writeId=req.writeId) for p in parts]
         self._alter_partitions(req.dbName, req.tableName, req.catName, parts, req.environmentContext)
         return hms.AlterPartitionsResponse()
 

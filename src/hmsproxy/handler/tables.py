@@ -25,7 +25,7 @@ from hmsproxy.handler.quick_stats import DO_NOT_UPDATE_STATS, strip_marker, upda
 from hmsproxy.idl import hms
 from hmsproxy.names import filter_by_pattern
 from hmsproxy.partition_filter import FilterError
-from hmsproxy.store.reader import Reader
+from hmsproxy.store.reader import Reader, shallow_copy
 from hmsproxy.store.ready import Ready
 from hmsproxy.table_filter import TableFilterRefused, compile_table_filter
 from hmsproxy.warehouse import DirectoryWork, Warehouse
@@ -261,8 +261,7 @@ class TableCalls(Calls):
         cascade = env_properties(req.environmentContext).get("CASCADE", "").lower() == "true"
         table = req.table
         if table is not None and req.writeId is not None and req.writeId > 0:
-            table = copy.copy(table)
-            table.writeId = req.writeId  # a write inside a transaction advances the table's write id
+            table = shallow_copy(table, writeId=req.writeId)  # a write in a transaction advances the table's write id
         self._alter_table(req.dbName, req.catName, req.tableName, table, req.environmentContext, cascade)
         return hms.AlterTableResponse()
 

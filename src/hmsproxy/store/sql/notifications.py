@@ -65,7 +65,7 @@ class NotificationStore:
         with self.db.transaction() as conn:
             return event_log.clean(conn, older_than_s)
 
-    def creations_since(self, mark: CreationMark | None, known_adds: Mapping[int, int] | None = None
+    def creations_since(self, mark: CreationMark | None, known_adds: Mapping[int, int]
                         ) -> tuple[CreationMark, dict[str, tuple[int, int]]]:
         """In one snapshot: kind -> (rows created since `mark`, rows the create events since `mark` announce),
         and the new mark. A writer that appends its event in the transaction of its rows (hmsproxy, Hive's
@@ -83,7 +83,6 @@ class NotificationStore:
             announced = dict.fromkeys(CREATED_ROWS, 0)
             if mark is not None and event_id > mark.event_id:
                 log = s.NOTIFICATION_LOG
-                known_adds = known_adds or {}
                 to_read = []
                 for number, kind in conn.execute(
                         select(log.c.EVENT_ID, log.c.EVENT_TYPE)
