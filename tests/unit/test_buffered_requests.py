@@ -52,28 +52,28 @@ def test_a_request_arriving_in_pieces_is_found_once_whole_and_the_next_one_after
     assert (request.message, length) == (second, len(second))
 
 
-def test_a_worker_finishes_the_walk_the_loop_began(sockets):
+def _handed_over(sockets, message: bytes) -> SocketReader:
+    """The reader of a worker the loop handed the connection to after 1,500 bytes of `message`; the rest on the
+    way."""
     ours, peer = sockets
-    message = _request("t1")
     connection = _connection(ours)
     connection.pending += message[:1500]
     with pytest.raises(Incomplete):
         connection.buffered_request(framed=False, check=CHECK)
     peer.sendall(message[1500:])
     connection.reader.new_message(connection.pending, None, connection.walk)
-    assert connection.reader.read_request(framed=False, check=CHECK).message == message
+    return connection.reader
+
+
+def test_a_worker_finishes_the_walk_the_loop_began(sockets):
+    message = _request("t1")
+    assert _handed_over(sockets, message).read_request(framed=False, check=CHECK).message == message
 
 
 def test_a_bad_type_after_the_loop_handed_the_request_over_is_refused(sockets):
-    ours, peer = sockets
     message = bytearray(_request("t1"))
     late_field = message.index(b"s3a://b/t1/30") - 4 - 3   # the location field's type byte, late in the request
     message[late_field] = 0x7F
-    connection = _connection(ours)
-    connection.pending += message[:1500]
-    with pytest.raises(Incomplete):
-        connection.buffered_request(framed=False, check=CHECK)
-    peer.sendall(message[1500:])
-    connection.reader.new_message(connection.pending, None, connection.walk)
+    reader = _handed_over(sockets, bytes(message))
     with pytest.raises(MalformedRequest, match="type id 127"):
-        connection.reader.read_request(framed=False, check=CHECK)
+        reader.read_request(framed=False, check=CHECK)
