@@ -66,7 +66,7 @@ class MessageWalk:
             if frame[0] == STRUCT:
                 pos, fields = _simple_fields_end(data, pos, whole)
                 self._spend(fields)
-                if pos >= len(data):
+                if self._fits(data, pos, 1) is None:   # (a STOP byte counts against the limit too)
                     break
                 kind = data[pos]
                 if kind == STOP:

@@ -55,6 +55,15 @@ def test_the_value_budget_holds_exactly():
         MessageCheck(1 << 20, 64, values.values - 1).walk().advance(message)
 
 
+def test_the_byte_limit_holds_exactly():
+    """A message of max_bytes passes; one byte more is refused, also where that byte is the final STOP."""
+    message = _message()
+    assert message[-1] == 0
+    assert MessageCheck(len(message), 64, 1_000_000).walk().advance(message) == len(message)
+    with pytest.raises(MalformedRequest, match="larger than"):
+        MessageCheck(len(message) - 1, 64, 1_000_000).walk().advance(message)
+
+
 def _with_string_size(message: bytes, text: bytes, size: int) -> bytes:
     """The message with the length of the (first) string `text` replaced by `size`."""
     at = message.index(struct.pack("!i", len(text)) + text)
