@@ -5,11 +5,13 @@ garbage collector) and the server can send such a list without building objects:
 """
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
 
 # From the compiled modules themselves: they have no type stubs, so to mypy these classes are Any.
 from thriftpy2.protocol.cybin.cybin import TCyBinaryProtocol
+from thriftpy2.thrift import TType
 from thriftpy2.transport.memory.cymemory import TCyMemoryBuffer
 
 
@@ -71,6 +73,11 @@ class EncodedList(Sequence[Any]):
                                self._decode_item)
         position = range(len(self))[index]   # IndexError past the end, as a list
         return self._decode_item(self.pieces[position * width:(position + 1) * width])
+
+    def list_bytes(self) -> bytes:
+        """The whole list as a Thrift list of structs (its element type and count, then the structs): a small one
+        sent as one value."""
+        return b"".join((struct.pack("!bi", TType.STRUCT, len(self)), *self.pieces))
 
     def __iter__(self) -> Iterator[Any]:
         width = self.width

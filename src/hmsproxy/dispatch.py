@@ -190,6 +190,13 @@ def _reply_head(api: str) -> bytes:
     return struct.pack("!Ii", 0x80010000 | TMessageType.REPLY, len(name)) + name
 
 
+@functools.cache
+def _success_head(api: str) -> bytes:
+    """The header of the `success` field (id 0) of `api`'s result: a struct for get_table, a list for listings."""
+    success_type = getattr(hms.ThriftHiveMetastore, api + "_result").thrift_spec[0][0]
+    return struct.pack("!bh", success_type, 0)
+
+
 class ReplyBuffer(TCyMemoryBuffer):   # type: ignore[misc]  # a compiled class: Any to mypy
     """Where a reply is written: what the protocol writes, and then byte pieces kept as they are (a cached listing
     is sent from the cache's own bytes objects, never copied into one buffer)."""
@@ -279,7 +286,7 @@ class MetastoreProcessor(TProcessor):
             arguments = dict(zip(names, values))
             self._audited(api, arguments, "ok")
         self._repeats.remember(request, Repeat(api, arguments, ready.answer, ready.held))
-        return b"".join((_reply_head(api), struct.pack("!i", seqid), _SUCCESS_STRUCT, ready.answer, b"\x00"))
+        return b"".join((_reply_head(api), struct.pack("!i", seqid), _success_head(api), ready.answer, b"\x00"))
 
     def repeated_reply(self, data: bytearray, framed: bool) -> bytes | None:
         """The reply (no frame) when `data` holds exactly one request, and it repeats one encoded_reply answered
@@ -294,7 +301,7 @@ class MetastoreProcessor(TProcessor):
         self._metrics.observe_ready_answer(repeat.api, time.perf_counter() - started)
         if repeat.arguments is not None:
             self._audited(repeat.api, repeat.arguments, "ok")
-        return b"".join((_reply_head(repeat.api), seqid, _SUCCESS_STRUCT, repeat.answer, b"\x00"))
+        return b"".join((_reply_head(repeat.api), seqid, _success_head(repeat.api), repeat.answer, b"\x00"))
 
     def _answer(self, api: str, arguments: dict[str, Any], seqid: int, oprot: Any) -> str:
         """Runs the call and sends its answer; returns its outcome ("ok" or the exception's type)."""

@@ -20,7 +20,11 @@ from typing import Any, NamedTuple
 from hmsproxy.store.ready import Held
 
 MAX_REQUEST_BYTES = 1024   # longer requests are not remembered: get_table's take a few dozen bytes
-MAX_ANSWER_BYTES = 16384   # nor longer answers: what the remembered answers can hold beyond the cache's own bound
+MAX_ANSWER_BYTES = 262144  # nor longer answers (a filter's ~350 partitions)
+# What the remembered answers hold at most, all together: the oldest are forgotten first to stay within it. A
+# get_table answer is the cache's own bytes, a filter's a copy: either way at most this much beyond the cache's
+# own bound, whatever the number of requests remembered.
+MAX_ANSWERS_BYTES = 16 << 20
 
 
 class Repeat(NamedTuple):
@@ -49,6 +53,7 @@ class RepeatedRequests:
     def __init__(self, remembered: int) -> None:
         self._remembered = remembered   # the most requests kept; the oldest is forgotten first
         self._kept: dict[bytes, Repeat] = {}   # request bytes without the sequence id -> its answer
+        self._answers_bytes = 0                # of the answers kept
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -77,7 +82,17 @@ class RepeatedRequests:
             return
         key = request[:at] + request[at + 4:]
         with self._lock:
-            self._kept.pop(key, None)
-            if len(self._kept) >= self._remembered:
-                del self._kept[next(iter(self._kept))]
+            self._forget(key)
+            while self._kept and (len(self._kept) >= self._remembered
+                                  or self._answers_bytes + len(repeat.answer) > MAX_ANSWERS_BYTES):
+                self._forget(next(iter(self._kept)))
             self._kept[key] = repeat
+            self._answers_bytes += len(repeat.answer)
+
+    def answers_bytes(self) -> int:
+        return self._answers_bytes
+
+    def _forget(self, key: bytes) -> None:
+        forgotten = self._kept.pop(key, None)
+        if forgotten is not None:
+            self._answers_bytes -= len(forgotten.answer)

@@ -81,6 +81,32 @@ def test_a_read_spread_over_many_chunks_expands_the_set_and_the_next_decompresse
     assert own.is_expanded()
 
 
+def test_the_same_few_read_again_and_again_expand_the_set_once_a_quarter_of_it_was_decompressed():
+    """A repeated filter picks the same partitions of a packed set on every call: read from their chunk each time,
+    every call decompressed it again (a tenth of the call's CPU) and the set never became hot."""
+    items = _items(40 * CHUNK, 11)
+    own = OwnBytes.packed(items)
+    few = [CHUNK * 3 + n for n in range(49)]
+    for _ in range(10):
+        assert own.pick(few) == [items[i] for i in few]
+    assert not own.is_expanded(), "ten reads of one chunk: a quarter of the 40 decompressed"
+    assert own.pick(few) == [items[i] for i in few]
+    assert own.is_expanded()
+    own.cool()
+    assert own.pick(few) == [items[i] for i in few] and not own.is_expanded(), "cooled: counted afresh"
+
+
+def test_a_pick_that_would_expand_the_set_is_refused_when_asked_not_to():
+    items = _items(40 * CHUNK, 11)
+    own = OwnBytes.packed(items)
+    few = [CHUNK * 7 + n for n in range(20)]
+    assert own.pick_without_expanding(list(range(0, len(items), CHUNK // 2))) is None, "spread over every chunk"
+    assert own.pick_without_expanding(few) is None, "and the reads so far decompressed a quarter"
+    assert not own.is_expanded()
+    assert own.pick(few) == [items[i] for i in few] and own.is_expanded()
+    assert own.pick_without_expanding(few) == [items[i] for i in few]
+
+
 def test_beyond_the_budget_the_least_recently_read_are_packed(hot_budget):
     sets = [OwnBytes.packed(_items(200, seed)) for seed in range(4)]
     one = own_bytes.expanded_nbytes(_items(200))

@@ -10,7 +10,13 @@ from thriftpy2.thrift import TMessageType
 from thriftpy2.transport.memory import TMemoryBuffer
 
 from hmsproxy.idl import hms
-from hmsproxy.repeated_requests import MAX_ANSWER_BYTES, MAX_REQUEST_BYTES, Repeat, RepeatedRequests
+from hmsproxy.repeated_requests import (
+    MAX_ANSWER_BYTES,
+    MAX_ANSWERS_BYTES,
+    MAX_REQUEST_BYTES,
+    Repeat,
+    RepeatedRequests,
+)
 from hmsproxy.store.ready import Held
 
 
@@ -76,3 +82,18 @@ def test_only_the_latest_requests_are_remembered_and_none_too_long_or_with_too_l
     repeats.remember(_request(1, "wide"), Repeat("get_table", None, b"x" * (MAX_ANSWER_BYTES + 1), Held()))
     assert repeats.find(bytearray(_request(1, "wide")), framed=False) is None
     assert repeats.find(bytearray(_request(2, tables[1])), framed=False) is not None   # nothing forgotten for them
+
+
+def test_the_answers_remembered_hold_at_most_their_byte_budget_the_oldest_forgotten_first():
+    repeats = RepeatedRequests(1024)
+    per_answer = MAX_ANSWER_BYTES
+    kept = MAX_ANSWERS_BYTES // per_answer
+    tables = [f"t{i}" for i in range(kept + 3)]
+    for table in tables:
+        repeats.remember(_request(1, table), Repeat("get_partitions_by_filter", None, b"x" * per_answer, Held()))
+        assert repeats.answers_bytes() <= MAX_ANSWERS_BYTES
+    assert len(repeats) == kept and repeats.answers_bytes() == kept * per_answer
+    assert [repeats.find(bytearray(_request(2, t)), framed=False) is not None for t in tables[:4]] == [
+        False, False, False, True]
+    repeats.remember(_request(1, tables[-1]), Repeat("get_table", None, b"small", Held()))   # remembered anew
+    assert repeats.answers_bytes() == (kept - 1) * per_answer + len(b"small")

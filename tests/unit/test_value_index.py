@@ -64,8 +64,11 @@ def test_the_index_selects_what_a_scan_selects(rows, text):
         return   # refused filters (e.g. an integer against a date key) are the parser's tests
     scanned = [n for n, v in zip(partitions.names, partitions.values) if partition_filter.matches(v)]
     assert partitions.names_matching(partition_filter) == scanned
-    candidates = partitions.index.candidates(partition_filter.plan)
-    assert candidates is None or {partitions.names.index(n) for n in scanned} <= candidates
+    candidates, exact = partitions.index.select(partition_filter.plan)
+    positions = [partitions.names.index(n) for n in scanned]
+    if candidates is not None:
+        assert set(positions) <= set(candidates) and candidates == sorted(candidates)
+        assert not exact or candidates == positions, "an exact selection holds only matches"
 
 
 def _counting(partition_filter: PartitionFilter, tested: list[int]) -> PartitionFilter:
@@ -78,12 +81,13 @@ def _counting(partition_filter: PartitionFilter, tested: list[int]) -> Partition
 def test_an_indexable_filter_tests_only_its_candidates():
     rows = [(f"v{n % 100:02d}", str(n), "2024-01-01", "2024-01-01 00:00:00") for n in range(10_000)]
     partitions = _partition_set(rows)
-    # filter: (matches, partitions tested at most: the matches, or for AND the candidates of its narrowest part)
-    cases = {"s = 'v07'": (100, 100), "s = 'v07' and i < 500": (5, 100), "i < 500 and s = 'v07'": (5, 100),
-             "(s) in ('v01', 'v02') or i between 10 and 19": (210, 210), "i >= 10 and i < 20": (10, 10),
-             "i > 5 and i >= 10 and i <= 30 and i < 20": (10, 10), "i <= 19 and i < 19 and i >= 10": (9, 9),
-             "i >= 10 and i > 10 and i < 13": (2, 2), "s like 'v0.*'": (1000, 1000),
-             "i >= 9990": (10, 10)}
+    # filter: (matches, partitions its predicate tests at most: none where every part is a comparison, which the
+    # index answers exactly; the candidates of a LIKE's prefix, or of an AND's narrowest part where another is one)
+    cases = {"s = 'v07'": (100, 0), "s = 'v07' and i < 500": (5, 0), "i < 500 and s = 'v07'": (5, 0),
+             "(s) in ('v01', 'v02') or i between 10 and 19": (210, 0), "i >= 10 and i < 20": (10, 0),
+             "i > 5 and i >= 10 and i <= 30 and i < 20": (10, 0), "i <= 19 and i < 19 and i >= 10": (9, 0),
+             "i >= 10 and i > 10 and i < 13": (2, 0), "s like 'v0.*'": (1000, 1000),
+             "i >= 9990": (10, 0), "s like 'v0.*' and i < 100": (10, 100), "i < 50 and s != 'v07'": (49, 50)}
     for text, (expected, most_tested) in cases.items():
         tested: list[int] = []
         names = partitions.names_matching(_counting(compile_partition_filter(text, KEYS), tested))
@@ -98,3 +102,22 @@ def test_what_an_index_cannot_narrow_is_tested_on_every_partition():
         tested: list[int] = []
         partitions.names_matching(_counting(compile_partition_filter(text, KEYS), tested))
         assert len(tested) == 50, text
+
+
+def test_a_selection_at_once_needs_sorted_values_an_exact_plan_and_few_candidates():
+    """What the connection loop may answer itself: binary searches and a bounded walk, never a sort or a predicate."""
+    rows = [(f"v{n % 10}", str(n), "2024-01-01", "2024-01-01 00:00:00") for n in range(100)]
+    partitions = _partition_set(rows)
+
+    def at_once(text: str, most: int = 50) -> list[str] | None:
+        positions = partitions.index.selected_at_once(compile_partition_filter(text, KEYS).plan, most)
+        return None if positions is None else [partitions.names[i] for i in positions]
+
+    assert at_once("s = 'v3' and i < 30") is None, "the values of s and i are not sorted yet"
+    assert len(partitions.names_matching(compile_partition_filter("s = 'v3' and i < 30", KEYS))) == 3
+    assert at_once("s = 'v3' and i < 30") == partitions.names_matching(compile_partition_filter(
+        "s = 'v3' and i < 30", KEYS))
+    assert at_once("i >= 40 and i < 60", most=19) is None, "20 candidates"
+    assert len(at_once("i >= 40 and i < 60", most=20) or []) == 20
+    assert at_once("s like 'v3.*' and i < 30") is None, "a LIKE leaves its candidates to the predicate"
+    assert at_once("s = 'v3' and i != 3") is None and at_once("") is None

@@ -18,7 +18,7 @@ from hmsproxy.store.reader import Reader
 from hmsproxy.store.ready import Held, Ready
 
 # The reads that can be answered with bytes the cache holds ready, and the method giving them.
-ENCODED_ANSWERS = {"get_table": "get_table_encoded"}
+ENCODED_ANSWERS = {"get_table": "get_table_encoded", "get_partitions_by_filter": "get_partitions_by_filter_encoded"}
 
 
 class Handler(DatabaseCalls, TableCalls, PartitionCalls, FunctionCalls, StatisticsCalls, TransactionCalls,

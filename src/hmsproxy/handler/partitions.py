@@ -39,7 +39,8 @@ from hmsproxy.names import (
 )
 from hmsproxy.partition_filter import FilterError, FilterTypeMismatch, compile_filter, compile_partition_filter
 from hmsproxy.partitions_to_add import check_new_and_distinct
-from hmsproxy.store.reader import shallow_copy
+from hmsproxy.store.reader import Reader, shallow_copy
+from hmsproxy.store.ready import Ready
 from hmsproxy.warehouse import DirectoryWork, join
 
 MAX_BATCH_SIZE = 10_000
@@ -315,6 +316,18 @@ class PartitionCalls(Calls):
         catalog, db, table = self._table(db_name, tbl_name)
         names = _limit(self._names_by_filter(catalog, db, table, filter), max_parts)
         return self._partitions_named(catalog, db, table, names)
+
+    def get_partitions_by_filter_encoded(self, reader: Reader, db_name: Any, tbl_name: Any, filter: Any,
+                                         max_parts: Any) -> Ready | None:
+        """get_partitions_by_filter's answer as the bytes of a few partitions the store selects from memory, or
+        None: the call then takes its ordinary way (which also answers malformed arguments and bad filters)."""
+        if (not isinstance(db_name, str) or not isinstance(tbl_name, str) or not isinstance(filter, str)
+                or not tbl_name or db_name.startswith("@")):
+            return None
+        catalog, db = split_catalog(db_name)
+        return self.ctx.store.encoded_partitions_by_filter(
+            reader, catalog, db, tbl_name.lower(), filter, max_parts if isinstance(max_parts, int) else -1,
+            self.ctx.partition_request_limit)
 
     def get_num_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str) -> int:
         catalog, db, table = self._table(db_name, tbl_name)

@@ -104,6 +104,12 @@ class MetadataStore(Protocol):
     def get_partition_names_by_filter(self, cat: str, db_name: str, tbl_name: str,
                                       partition_filter: PartitionFilter) -> list[str]:
         """The names of the partitions the filter matches, sorted."""
+    def encoded_partitions_by_filter(self, reader: Reader, cat: str, db_name: str, tbl_name: str, filter_text: str,
+                                     max_parts: int, at_most: int) -> Ready | None:
+        """get_partitions_by_filter's answer (the first `max_parts` matches, all where negative) as Thrift bytes, when
+        the store selects them from what it holds ready for `reader` (a cache hit) and they are few; else None, also
+        for a filter that does not compile or more than `at_most` partitions (where not negative): the caller then
+        asks the ordinary way, which decides. Never a database round trip; asked of the store itself."""
     def get_partition_batch(self, cat: str, db_name: str, tbl_name: str, from_id: int, to_id: int, size: int,
                             predicate: Callable[[Sequence[str]], bool] | None, names_only: bool) -> PartitionBatch:
         ...

@@ -145,6 +145,10 @@ class UpstreamStore:
     def encoded_table(self, reader: Reader, cat: str, db_name: str, tbl_name: str) -> None:
         return None   # every answer is the upstream's
 
+    def encoded_partitions_by_filter(self, reader: Reader, cat: str, db_name: str, tbl_name: str, filter_text: str,
+                                     max_parts: int, at_most: int) -> None:
+        return None   # every answer is the upstream's
+
     def ready_again(self, reader: Reader, held: Held) -> bool:
         return False   # encoded_table gave none
 

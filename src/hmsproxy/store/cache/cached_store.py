@@ -29,7 +29,7 @@ from hmsproxy.events.messages import Event
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
 from hmsproxy.names import make_partition_name
-from hmsproxy.partition_filter import PartitionFilter
+from hmsproxy.partition_filter import FilterError, PartitionFilter, compile_partition_filter
 from hmsproxy.store import canonical
 from hmsproxy.store.cache.partitions import PartitionSet, PartitionSetBuilder
 from hmsproxy.store.cache.policy import CachePolicy
@@ -52,6 +52,11 @@ from hmsproxy.txn.write_ids import ValidWriteIdList, is_fresh_or_newer
 log = logging.getLogger(__name__)
 R = TypeVar("R")
 T = TypeVar("T")
+# A filter's answer up to this many partitions (some 400-700 KB) is copied into one bytes value and sent by the
+# connection loop; a larger one goes the ordinary way, sent from the cache's own pieces by a worker, so that the
+# loop never copies or waits on a large reply.
+READY_PARTITIONS_MAX = 1000
+READY_CANDIDATES_MAX = 5000   # and found among at most this many candidates of the index (about a millisecond)
 
 
 @dataclass
@@ -435,6 +440,33 @@ class CachedStore(CachedStatistics, CachedTransactions):
             return None
         self.metrics.count_lookup(reader.method, "table", True)
         return Ready(entry.table_bytes, entry.held)
+
+    def encoded_partitions_by_filter(self, reader: Reader, cat: str, db_name: str, tbl_name: str, filter_text: str,
+                                     max_parts: int, at_most: int) -> Ready | None:
+        """From an entry any reader may read (as encoded_table), when the partitions are found at once (see
+        PartitionSet.matches_at_once: the connection loop asks, and every other client waits while it answers), up
+        to READY_PARTITIONS_MAX of them: a larger answer is sent from the cache's own pieces by the ordinary way, not
+        copied into one value. Counted as the ordinary way counts a hit (the table, then its partitions)."""
+        if self.passing_through or reader.table_id is not None:
+            return None
+        entry = self.cache.get_table((cat, db_name, tbl_name))
+        if entry is None or entry.write_ids is not None:
+            return None
+        keys = [(key.name, key.type) for key in entry.table.partitionKeys or []]
+        try:
+            partition_filter = compile_partition_filter(filter_text, keys)
+        except FilterError:   # the ordinary way answers it, as the declared exception
+            return None
+        matches = entry.partitions.matches_at_once(partition_filter, READY_CANDIDATES_MAX)
+        if matches is None:
+            return None
+        if max_parts >= 0:
+            matches = matches[:max_parts]
+        if len(matches) > READY_PARTITIONS_MAX or 0 <= at_most < len(matches):
+            return None
+        for kind in ("table", "partition_names", "partition"):
+            self.metrics.count_lookup(reader.method, kind, True)
+        return Ready(matches.list_bytes(), entry.held)
 
     def ready_again(self, reader: Reader, held: Held) -> bool:
         if self.passing_through or not held.current:

@@ -72,7 +72,7 @@ class OwnBytes:
     """One set's own bytes, expanded, packed, or both while hot. Never changes in content: only its form does,
     and readers that hold the expanded tuple keep it whatever happens to the form meanwhile."""
 
-    __slots__ = ("__weakref__", "_expanded", "_expanded_nbytes", "_packed", "_packed_estimate")
+    __slots__ = ("__weakref__", "_chunks_read", "_expanded", "_expanded_nbytes", "_packed", "_packed_estimate")
 
     def __init__(self, expanded: tuple[bytes, ...] | None, packed: Packed | None = None,
                  expanded_size: int | None = None, packed_estimate: int | None = None) -> None:
@@ -81,6 +81,7 @@ class OwnBytes:
         self._packed = packed
         self._expanded_nbytes = expanded_size
         self._packed_estimate = packed_estimate
+        self._chunks_read = 0   # chunks decompressed for reads since it was last expanded
 
     @staticmethod
     def packed(items: Sequence[bytes]) -> OwnBytes:
@@ -115,18 +116,26 @@ class OwnBytes:
         return items
 
     def pick(self, indexes: Sequence[int]) -> Sequence[bytes]:
-        """The items at `indexes`; a few of a packed set are read from their chunks without expanding it. Items
-        spread over a quarter of its chunks or more (a filter on the second key) expand it: that costs at most four
-        such reads, and the reads after it none."""
+        """The items at `indexes`; a few of a packed set are read from their chunks without expanding it. Once the
+        reads since it was last expanded would have decompressed a quarter of its chunks (items spread over the
+        table, as a filter on the second key picks; or the same few read again and again, as a repeated filter
+        does), it is expanded: reading from the chunks costs at most a quarter more than expanding at once, and
+        the reads after it decompress nothing."""
+        picked = self.pick_without_expanding(indexes)
+        return picked if picked is not None else list(map(self.items().__getitem__, indexes))
+
+    def pick_without_expanding(self, indexes: Sequence[int]) -> Sequence[bytes] | None:
+        """As pick, but None where pick would expand a packed set (which takes milliseconds for a large one)."""
         items = self._expanded
         if items is not None:
             HOT.touch(self, self._size_of(items))
             return list(map(items.__getitem__, indexes))
         packed = self._packed
         assert packed is not None
-        if len(indexes) <= CHUNK and len({i // CHUNK for i in indexes}) <= max(2, len(packed.chunks) // 4):
+        self._chunks_read += len({i // CHUNK for i in indexes})
+        if len(indexes) <= CHUNK and self._chunks_read <= max(2, len(packed.chunks) // 4):
             return packed.pick(indexes)
-        return list(map(self.items().__getitem__, indexes))
+        return None
 
     def __len__(self) -> int:
         items = self._expanded
@@ -182,6 +191,7 @@ class OwnBytes:
         """Keeps them packed only (packing them first if a write made them)."""
         self.pack()
         self._expanded = None
+        self._chunks_read = 0
 
 
 class HotOwnBytes:

@@ -115,8 +115,11 @@ class PartitionSet:
     def encoded(self, indexes: Sequence[int]) -> EncodedList:
         """The partitions at `indexes`, as their byte pieces: own bytes and shared tail, one after the other
         (gathered in C: no Python step per partition)."""
+        return self._encoded(indexes, self.own.pick(indexes))
+
+    def _encoded(self, indexes: Sequence[int], own: Sequence[bytes]) -> EncodedList:
         pieces = [b""] * (2 * len(indexes))
-        pieces[0::2] = self.own.pick(indexes)
+        pieces[0::2] = own
         pieces[1::2] = self._tails_of(indexes)
         return EncodedList(pieces, 2, self._decode)
 
@@ -143,12 +146,26 @@ class PartitionSet:
         return self.encoded(found)
 
     def names_matching(self, partition_filter: PartitionFilter) -> list[str]:
-        """The names of the partitions the filter matches, sorted; only the candidates its plan selects from
-        the index are tested."""
-        candidates = self.index.candidates(partition_filter.plan)
+        """The names of the partitions the filter matches, sorted."""
+        return list(map(self.names.__getitem__, self.positions_matching(partition_filter)))
+
+    def positions_matching(self, partition_filter: PartitionFilter) -> list[int]:
+        """The positions of the partitions the filter matches, in order; the predicate tests only the candidates
+        its plan selects from the index, and none where the plan selects exactly the matches."""
+        candidates, exact = self.index.select(partition_filter.plan)
+        matches, values = partition_filter.matches, self.values
         if candidates is None:
-            return [name for name, values in zip(self.names, self.values) if partition_filter.matches(values)]
-        return [self.names[i] for i in sorted(candidates) if partition_filter.matches(self.values[i])]
+            return [i for i, partition_values in enumerate(values) if matches(partition_values)]
+        return candidates if exact else [i for i in candidates if matches(values[i])]
+
+    def matches_at_once(self, partition_filter: PartitionFilter, most: int) -> EncodedList | None:
+        """The partitions the filter matches, when finding them costs no more than binary searches in the index,
+        `most` steps, and reading a few chunks of packed bytes: the filter's plan selects exactly its matches from
+        key values sorted already, among at most `most` candidates, and the set need not be expanded for them.
+        None otherwise (positions_matching and encoded then find them)."""
+        positions = self.index.selected_at_once(partition_filter.plan, most)
+        own = None if positions is None else self.own.pick_without_expanding(positions)
+        return None if positions is None or own is None else self._encoded(positions, own)
 
     def id_of(self, name: str) -> int | None:
         i = self.index_of(name)

@@ -87,6 +87,10 @@ class TableStore:
     def encoded_table(self, reader: Reader, cat: str, db_name: str, tbl_name: str) -> None:
         return None   # a database holds no table ready as bytes
 
+    def encoded_partitions_by_filter(self, reader: Reader, cat: str, db_name: str, tbl_name: str, filter_text: str,
+                                     max_parts: int, at_most: int) -> None:
+        return None   # a database holds no partitions ready as bytes
+
     def ready_again(self, reader: Reader, held: Held) -> bool:
         return False   # encoded_table gave none
 
