@@ -5,20 +5,25 @@ answer, a filter the index does not answer alone or at once) still decided there
 (hmsclient) reads the replies, over a real socket."""
 from __future__ import annotations
 
+import multiprocessing
 import re
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+import thriftpy2.rpc
 from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore as HiveIdl
 from hmsclient.genthrift.hive_metastore import ttypes as hive
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
+from hmsproxy.idl import hms
 from hmsproxy.store.cache import cached_store
 from support.hmsproxy_server import _free_port, start_hmsproxy
 from support.running import RunningServer
+from support.scrape import wait_for
 
 DB = "ready"
 KEYS = [("ds", "string"), ("hr", "int")]
@@ -65,9 +70,18 @@ class HiveClient:
         self.transport.close()
 
 
+def _ready(metrics_port: int) -> bool:
+    try:
+        return urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/readyz").status == 200
+    except urllib.error.HTTPError:
+        return False
+
+
 def _start(workdir, **settings) -> Iterator[tuple[Served, HiveClient]]:
     metrics_port = _free_port()
     server = start_hmsproxy(workdir, metrics_port=metrics_port, **settings)
+    # prewarm done first: a load of the tables made below would put new entries, whose values are not sorted yet
+    wait_for(lambda: _ready(metrics_port), "/readyz answering 200")
     client = HiveClient(server)
     try:
         client.call.create_database(hive.Database(name=DB, parameters={}))
@@ -169,3 +183,46 @@ def test_a_repeated_filter_is_answered_new_after_a_partition_it_matches_is_added
     client.call.drop_partition(DB, "plain", ["2024-01-03", "3"], True)
     assert _names(client.call.get_partitions_by_filter(DB, "plain", text, -1)) == [
         "ds=2024-01-03/hr=0", "ds=2024-01-03/hr=5", "ds=2024-01-03/hr=6"]
+
+
+def _read_while_written(host: str, port: int, acknowledged, done, results) -> None:
+    """Filters the growing table until the writer is done, then once more: (partitions acknowledged before the
+    call, partitions answered) per call."""
+    client = thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, host, port, timeout=60000)
+    seen = []
+    while True:
+        last = done.is_set()
+        before = acknowledged.value
+        seen.append((before, len(client.get_partitions_by_filter(DB, "grow", 'ds = "x" and hr >= 0', -1))))
+        if last:
+            break
+    client.close()
+    results.put(seen)
+
+
+def test_readers_in_other_processes_see_every_acknowledged_add_and_never_one_undone(served):
+    """Four processes filter a table through the loop (ready answers and repeats of them) while this one adds 60
+    partitions to it: no answer misses a partition whose add was acknowledged before the call began, no reader's
+    count goes down, and each reader's last answer has all 60."""
+    served, client = served
+    client.call.create_table(_table("grow", {}))
+    client.call.add_partition(_partition("grow", "x", 0))
+    context = multiprocessing.get_context("spawn")
+    acknowledged, done, results = context.Value("i", 1), context.Event(), context.Queue()
+    readers = [context.Process(target=_read_while_written, args=(served.server.host, served.server.port,
+                                                                 acknowledged, done, results)) for _ in range(4)]
+    before = served.ready_answers()
+    for reader in readers:
+        reader.start()
+    for hr in range(1, 60):
+        client.call.add_partition(_partition("grow", "x", hr))
+        acknowledged.value = hr + 1
+    done.set()
+    seen = [results.get(timeout=120) for _ in readers]
+    for reader in readers:
+        reader.join()
+    for answers in seen:
+        assert all(count >= acked for acked, count in answers), "an acknowledged add missing from an answer"
+        counts = [count for _, count in answers]
+        assert counts == sorted(counts) and counts[-1] == 60
+    assert served.ready_answers() > before, "the loop answered some of them"
