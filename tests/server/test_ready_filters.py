@@ -18,6 +18,7 @@ from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore as HiveIdl
 from hmsclient.genthrift.hive_metastore import ttypes as hive
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
+from thriftpy2.transport import TBufferedTransportFactory, TFramedTransportFactory
 
 from hmsproxy.idl import hms
 from hmsproxy.store.cache import cached_store
@@ -33,6 +34,7 @@ KEYS = [("ds", "string"), ("hr", "int")]
 class Served:
     server: RunningServer
     metrics_port: int
+    framed: bool
 
     def ready_answers(self) -> float:
         body = urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics").read().decode()
@@ -61,8 +63,9 @@ def _table(name: str, parameters: dict[str, str]) -> hive.Table:
 class HiveClient:
     """hmsclient's generated code (Apache Thrift, Hive's own IDL): it would refuse bytes Hive's wire does not allow."""
 
-    def __init__(self, server: RunningServer) -> None:
-        self.transport = TTransport.TBufferedTransport(TSocket.TSocket(server.host, server.port))
+    def __init__(self, server: RunningServer, framed: bool) -> None:
+        sock = TSocket.TSocket(server.host, server.port)
+        self.transport = TTransport.TFramedTransport(sock) if framed else TTransport.TBufferedTransport(sock)
         self.transport.open()
         self.call = HiveIdl.Client(TBinaryProtocol.TBinaryProtocol(self.transport))
 
@@ -82,7 +85,7 @@ def _start(workdir, **settings) -> Iterator[tuple[Served, HiveClient]]:
     server = start_hmsproxy(workdir, metrics_port=metrics_port, **settings)
     # prewarm done first: a load of the tables made below would put new entries, whose values are not sorted yet
     wait_for(lambda: _ready(metrics_port), "/readyz answering 200")
-    client = HiveClient(server)
+    client = HiveClient(server, settings.get("framed", False))
     try:
         client.call.create_database(hive.Database(name=DB, parameters={}))
         for name, parameters in (("plain", {}), ("acid", {"transactional": "true",
@@ -92,15 +95,15 @@ def _start(workdir, **settings) -> Iterator[tuple[Served, HiveClient]]:
                                         for hr in range(0, 30, 3)])
         # the first filter naming a key has its values sorted on a worker; the filters after it are answered at once
         assert len(client.call.get_partitions_by_filter(DB, "plain", 'ds >= "" and hr >= 0', 1)) == 1
-        yield Served(server, metrics_port), client
+        yield Served(server, metrics_port, settings.get("framed", False)), client
     finally:
         client.close()
         server.stop()
 
 
-@pytest.fixture
-def served(tmp_path) -> Iterator[tuple[Served, HiveClient]]:
-    yield from _start(tmp_path)
+@pytest.fixture(params=["buffered", "framed"])
+def served(request, tmp_path) -> Iterator[tuple[Served, HiveClient]]:
+    yield from _start(tmp_path, framed=request.param == "framed")
 
 
 def _names(partitions: list[hive.Partition]) -> list[str]:
@@ -185,10 +188,11 @@ def test_a_repeated_filter_is_answered_new_after_a_partition_it_matches_is_added
         "ds=2024-01-03/hr=0", "ds=2024-01-03/hr=5", "ds=2024-01-03/hr=6"]
 
 
-def _read_while_written(host: str, port: int, acknowledged, done, results) -> None:
+def _read_while_written(host: str, port: int, framed: bool, acknowledged, done, results) -> None:
     """Filters the growing table until the writer is done, then once more: (partitions acknowledged before the
     call, partitions answered) per call."""
-    client = thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, host, port, timeout=60000)
+    transport = TFramedTransportFactory() if framed else TBufferedTransportFactory()
+    client = thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, host, port, timeout=60000, trans_factory=transport)
     seen = []
     while True:
         last = done.is_set()
@@ -209,8 +213,8 @@ def test_readers_in_other_processes_see_every_acknowledged_add_and_never_one_und
     client.call.add_partition(_partition("grow", "x", 0))
     context = multiprocessing.get_context("spawn")
     acknowledged, done, results = context.Value("i", 1), context.Event(), context.Queue()
-    readers = [context.Process(target=_read_while_written, args=(served.server.host, served.server.port,
-                                                                 acknowledged, done, results)) for _ in range(4)]
+    readers = [context.Process(target=_read_while_written, args=(
+        served.server.host, served.server.port, served.framed, acknowledged, done, results)) for _ in range(4)]
     before = served.ready_answers()
     for reader in readers:
         reader.start()
