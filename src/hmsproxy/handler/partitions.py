@@ -18,6 +18,7 @@ from hmsproxy.handler.common import (
     env_properties,
     lower,
     now,
+    plain_table_name,
     split_catalog,
     with_snapshot,
 )
@@ -321,13 +322,11 @@ class PartitionCalls(Calls):
                                          max_parts: Any) -> Ready | None:
         """get_partitions_by_filter's answer as the bytes of a few partitions the store selects from memory, or
         None: the call then takes its ordinary way (which also answers malformed arguments and bad filters)."""
-        if (not isinstance(db_name, str) or not isinstance(tbl_name, str) or not isinstance(filter, str)
-                or not tbl_name or db_name.startswith("@")):
+        names = plain_table_name(db_name, tbl_name)
+        if names is None or not isinstance(filter, str):
             return None
-        catalog, db = split_catalog(db_name)
         return self.ctx.store.encoded_partitions_by_filter(
-            reader, catalog, db, tbl_name.lower(), filter, max_parts if isinstance(max_parts, int) else -1,
-            self.ctx.partition_request_limit)
+            reader, *names, filter, max_parts if isinstance(max_parts, int) else -1, self.ctx.partition_request_limit)
 
     def get_num_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str) -> int:
         catalog, db, table = self._table(db_name, tbl_name)

@@ -17,6 +17,7 @@ from hmsproxy.handler.common import (
     env_properties,
     lower,
     now,
+    plain_table_name,
     require_valid_name,
     split_catalog,
     with_snapshot,
@@ -138,10 +139,8 @@ class TableCalls(Calls):
     def get_table_encoded(self, reader: Reader, dbname: Any, tbl_name: Any) -> Ready | None:
         """get_table's answer as the bytes the store holds ready for `reader`, or None: the call then takes its
         ordinary way (which also answers malformed names)."""
-        if not isinstance(dbname, str) or not isinstance(tbl_name, str) or not tbl_name or dbname.startswith("@"):
-            return None
-        catalog, db_name = split_catalog(dbname)
-        return self.ctx.store.encoded_table(reader, catalog, db_name, tbl_name.lower())
+        names = plain_table_name(dbname, tbl_name)
+        return None if names is None else self.ctx.store.encoded_table(reader, *names)
 
     @with_snapshot
     def get_table_req(self, req: Any) -> Any:

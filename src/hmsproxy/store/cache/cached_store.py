@@ -433,24 +433,28 @@ class CachedStore(CachedStatistics, CachedTransactions):
     def encoded_table(self, reader: Reader, cat: str, db_name: str, tbl_name: str) -> Ready | None:
         """Only an entry any reader may read (not transactional, no table id asked for) answers, counted as a
         hit; for the rest the caller's get_table makes the whole decision, and counts it."""
-        if self.passing_through or reader.table_id is not None:
-            return None
-        entry = self.cache.get_table((cat, db_name, tbl_name))
-        if entry is None or entry.write_ids is not None:
+        entry = self._entry_for_anyone(reader, (cat, db_name, tbl_name))
+        if entry is None:
             return None
         self.metrics.count_lookup(reader.method, "table", True)
         return Ready(entry.table_bytes, entry.held)
 
+    def _entry_for_anyone(self, reader: Reader, key: TableKey) -> TableEntry | None:
+        """The cached entry, where any reader may read it (not transactional, no table id asked for): what a
+        ready answer may come from. None counts nothing; the ordinary way then decides, and counts."""
+        if self.passing_through or reader.table_id is not None:
+            return None
+        entry = self.cache.get_table(key)
+        return None if entry is None or entry.write_ids is not None else entry
+
     def encoded_partitions_by_filter(self, reader: Reader, cat: str, db_name: str, tbl_name: str, filter_text: str,
                                      max_parts: int, at_most: int) -> Ready | None:
-        """From an entry any reader may read (as encoded_table), when the partitions are found at once (see
+        """From an entry any reader may read (_entry_for_anyone), when the partitions are found at once (see
         PartitionSet.matches_at_once: the connection loop asks, and every other client waits while it answers), up
         to READY_PARTITIONS_MAX of them: a larger answer is sent from the cache's own pieces by the ordinary way, not
         copied into one value. Counted as the ordinary way counts a hit (the table, then its partitions)."""
-        if self.passing_through or reader.table_id is not None:
-            return None
-        entry = self.cache.get_table((cat, db_name, tbl_name))
-        if entry is None or entry.write_ids is not None:
+        entry = self._entry_for_anyone(reader, (cat, db_name, tbl_name))
+        if entry is None:
             return None
         keys = [(key.name, key.type) for key in entry.table.partitionKeys or []]
         try:
