@@ -51,7 +51,8 @@ from lock_bench import JAVA_PASS, JAVA_USER, drop_databases, java_user, source_v
 
 from api.builders import connect_thrift, database, partition, table  # noqa: E402
 from hmsproxy.idl import hms  # noqa: E402
-from support.reference_hms import free_port, start_reference_hms  # noqa: E402
+from support.ports import free_port  # noqa: E402
+from support.reference_hms import start_reference_hms  # noqa: E402
 from support.running import RunningServer  # noqa: E402
 
 MARIADB = ("127.0.0.1", 3306)

@@ -8,6 +8,7 @@ import sys
 from importlib import metadata
 
 from hmsproxy import config, doctor, logs
+from hmsproxy.listening import PortRefused
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql import upgrade
 from hmsproxy.store.sql.database import Database, SchemaRefused, check_servable, init_schema, schema_version
@@ -138,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "doctor":
             return doctor.report(doctor.diagnose(settings))
         return _serve(settings)
-    except (SchemaRefused, UpgradeRefused, TlsRefused) as exc:
+    except (SchemaRefused, UpgradeRefused, TlsRefused, PortRefused) as exc:
         print(f"hmsproxy: {exc}", file=sys.stderr)
         return 2
 

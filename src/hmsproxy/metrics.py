@@ -11,6 +11,7 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, M
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
+from hmsproxy.listening import binding
 from hmsproxy.tallies import HistogramTallies, Tallies
 
 LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
@@ -172,7 +173,8 @@ class MetricsServer:
 
     def __init__(self, metrics: Metrics, host: str, port: int, ready: Callable[[], tuple[bool, str]]) -> None:
         handler = _make_handler(metrics, ready)
-        self.httpd = ThreadingHTTPServer((host, port), handler)
+        with binding("the metrics endpoint", host, port):
+            self.httpd = ThreadingHTTPServer((host, port), handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="metrics-http", daemon=True)

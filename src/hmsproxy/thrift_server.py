@@ -37,6 +37,7 @@ from hmsproxy.connection import (
     SocketWriter,
 )
 from hmsproxy.connection_loop import ConnectionLoop
+from hmsproxy.listening import binding
 from hmsproxy.metrics import Metrics
 from hmsproxy.wire_check import MalformedRequest, MessageCheck
 
@@ -92,7 +93,8 @@ class ThriftServer:
         self._clients: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        listener = socket.create_server((host, port), backlog=128, reuse_port=False)
+        with binding("the Thrift port", host, port):
+            listener = socket.create_server((host, port), backlog=128, reuse_port=False)
         self.host, self.port = listener.getsockname()[:2]
         self._workers = WorkerPool()
         self._loop = ConnectionLoop(self, listener, self._message_check, framed, idle_timeout_s, request_timeout_s)

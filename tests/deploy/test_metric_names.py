@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import shutil
-import socket
 import subprocess
 import urllib.request
 from collections.abc import Iterator
@@ -23,19 +22,14 @@ from deploy.promql import (
 )
 from hmsproxy.config import Settings
 from hmsproxy.server import start
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+from support.ports import free_port
 
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory) -> set[str]:
     """The series names of a real server's /metrics (cache on, SQLite), from its TYPE lines."""
     workdir = tmp_path_factory.mktemp("metrics-server")
-    metrics_port = _free_port()  # 0 would turn the metrics endpoint off
+    metrics_port = free_port()  # 0 would turn the metrics endpoint off
     server = start(Settings(host="127.0.0.1", port=0, metrics_port=metrics_port, db=f"sqlite:///{workdir}/m.db",
                             warehouse=str(workdir / "warehouse")))
     try:

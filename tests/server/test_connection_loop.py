@@ -25,7 +25,8 @@ from thriftpy2.transport import TBufferedTransportFactory, TFramedTransportFacto
 from thriftpy2.transport.memory import TMemoryBuffer
 
 from hmsproxy.idl import hms
-from support.hmsproxy_server import _free_port, start_hmsproxy
+from support.hmsproxy_server import start_hmsproxy
+from support.ports import free_port
 from support.running import RunningServer
 
 DB = "loop"
@@ -67,7 +68,7 @@ def _table(name: str, parameters: dict[str, str]):
 
 @pytest.fixture(scope="module", params=["buffered", "framed"])
 def served(request, tmp_path_factory) -> Iterator[Served]:
-    metrics_port = _free_port()
+    metrics_port = free_port()
     server = start_hmsproxy(tmp_path_factory.mktemp(f"loop-{request.param}"), framed=request.param == "framed",
                             metrics_port=metrics_port)
     served = Served(server, request.param == "framed", metrics_port)
@@ -333,7 +334,7 @@ def test_a_repeated_request_is_answered_new_after_the_table_is_dropped(served):
 def test_no_more_requests_are_remembered_than_the_flag_allows(tmp_path, remembered):
     """--remembered-requests bounds the replies kept for repeats (0: none); past it the oldest is forgotten, and
     every call is answered right either way."""
-    metrics_port = _free_port()
+    metrics_port = free_port()
     server = start_hmsproxy(tmp_path, metrics_port=metrics_port, remembered_requests=remembered)
     served = Served(server, False, metrics_port)
     try:

@@ -14,15 +14,10 @@ from hmsclient.genthrift.hive_metastore import ttypes as A
 from sqlalchemy import create_engine, text
 
 from support.databases import fresh_database
+from support.ports import free_port
 
 JDBC = {"mariadb": ("jdbc:mysql://127.0.0.1:3306/{name}?useSSL=false", "root"),
         "postgres": ("jdbc:postgresql://127.0.0.1:5432/{name}", "postgres")}
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.mark.parametrize("backend", ["mariadb", "postgres"])
@@ -36,7 +31,7 @@ def test_serve_takes_the_database_and_warehouse_from_a_hive_site(backend, tmp_pa
   <property><name>javax.jdo.option.ConnectionUserName</name><value>{user}</value></property>
   <property><name>hive.metastore.warehouse.dir</name><value>file:{tmp_path / 'wh'}</value></property>
 </configuration>""")
-        port = _free_port()
+        port = free_port()
         with open(tmp_path / "server.log", "w") as log:  # the child writes to its own copy of the descriptor
             server = subprocess.Popen([sys.executable, "-m", "hmsproxy.cli", "serve", "--hive-site", str(site),
                                        "--port", str(port), "--metrics-port", "0"], cwd=tmp_path, stdout=log,

@@ -3,7 +3,6 @@ database pool (connections in use, waits for one) and the time of the last succe
 log. Read from a real server's /metrics while real clients call it."""
 from __future__ import annotations
 
-import socket
 import threading
 import time
 
@@ -12,23 +11,18 @@ import pytest
 from api.builders import connect_thrift
 from hmsproxy.idl import hms
 from support.hmsproxy_server import start_hmsproxy
+from support.ports import free_port
 from support.scrape import metric, wait_for
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.parametrize("cache", [True, False])
 def test_ready_is_one_once_the_server_answers_readyz(tmp_path, cache):
-    with start_hmsproxy(tmp_path, metrics_port=_free_port(), cache=cache) as server:
+    with start_hmsproxy(tmp_path, metrics_port=free_port(), cache=cache) as server:
         wait_for(lambda: metric(server, "hmsproxy_ready") == 1, "hmsproxy_ready == 1")
 
 
 def test_every_transaction_waits_for_a_connection_and_gives_it_back(tmp_path):
-    with start_hmsproxy(tmp_path, metrics_port=_free_port(), cache=False) as server:
+    with start_hmsproxy(tmp_path, metrics_port=free_port(), cache=False) as server:
         before = metric(server, "hmsproxy_db_pool_wait_seconds_count")
         client = connect_thrift(server)
         for n in range(20):
@@ -40,7 +34,7 @@ def test_every_transaction_waits_for_a_connection_and_gives_it_back(tmp_path):
 
 def test_connections_held_by_calls_in_flight_are_counted(tmp_path):
     """Clients pulling listings at once hold connections: the gauge sees some of them in use, then none."""
-    with start_hmsproxy(tmp_path, metrics_port=_free_port(), cache=False) as server:
+    with start_hmsproxy(tmp_path, metrics_port=free_port(), cache=False) as server:
         seen: list[float] = []
         stop = threading.Event()
 
@@ -64,7 +58,7 @@ def test_connections_held_by_calls_in_flight_are_counted(tmp_path):
 
 
 def test_the_last_successful_poll_of_the_notification_log_is_recent(tmp_path):
-    with start_hmsproxy(tmp_path, metrics_port=_free_port(), poll_interval_s=0.05) as server:
+    with start_hmsproxy(tmp_path, metrics_port=free_port(), poll_interval_s=0.05) as server:
         started = time.time()
         wait_for(lambda: metric(server, "hmsproxy_notification_last_poll_timestamp_seconds") >= started,
                  "a poll after the test started")

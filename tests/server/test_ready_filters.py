@@ -22,7 +22,8 @@ from thriftpy2.transport import TBufferedTransportFactory, TFramedTransportFacto
 
 from hmsproxy.idl import hms
 from hmsproxy.store.cache import cached_store
-from support.hmsproxy_server import _free_port, start_hmsproxy
+from support.hmsproxy_server import start_hmsproxy
+from support.ports import free_port
 from support.running import RunningServer
 from support.scrape import wait_for
 
@@ -81,7 +82,7 @@ def _ready(metrics_port: int) -> bool:
 
 
 def _start(workdir, **settings) -> Iterator[tuple[Served, HiveClient]]:
-    metrics_port = _free_port()
+    metrics_port = free_port()
     server = start_hmsproxy(workdir, metrics_port=metrics_port, **settings)
     # prewarm done first: a load of the tables made below would put new entries, whose values are not sorted yet
     wait_for(lambda: _ready(metrics_port), "/readyz answering 200")

@@ -3,7 +3,6 @@ only when the cached table is as fresh as that snapshot or newer, and never stal
 from __future__ import annotations
 
 import re
-import socket
 import urllib.request
 
 import pytest
@@ -12,12 +11,7 @@ from api.builders import connect_thrift
 from hmsproxy.client import reader_snapshot
 from hmsproxy.idl import hms
 from support.hmsproxy_server import start_hmsproxy
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from support.ports import free_port
 
 
 class Probe:
@@ -42,7 +36,7 @@ class Probe:
 
 @pytest.fixture
 def probe(tmp_path):
-    metrics_port = _free_port()
+    metrics_port = free_port()
     server = start_hmsproxy(tmp_path, metrics_port=metrics_port)
     p = Probe(server, metrics_port)
     c = p.client

@@ -17,6 +17,7 @@ from hmsproxy.config import resolve
 from hmsproxy.idl import hms
 from support.cli import run_hmsproxy
 from support.hmsproxy_server import start_hmsproxy
+from support.ports import free_port
 from support.raw_wire import call_frame, closed_within
 from support.scrape import metric
 
@@ -59,7 +60,7 @@ def _served_over_tls(server, certs: Path, with_certificate: bool = False) -> boo
 
 def test_tls_clients_are_served_and_plain_ones_refused(tmp_path, certs):
     with start_hmsproxy(tmp_path, tls_cert=str(certs / "server.pem"), tls_key=str(certs / "server.key"), tls=True,
-                        metrics_port=_free_port()) as server:
+                        metrics_port=free_port()) as server:
         client = _tls_client(server, certs)
         client.create_database(hms.Database(name="over_tls", parameters={}))
         assert "over_tls" in client.get_all_databases()
@@ -74,7 +75,7 @@ def test_tls_clients_are_served_and_plain_ones_refused(tmp_path, certs):
 
 def test_a_silent_or_garbage_connection_is_closed_within_the_request_timeout(tmp_path, certs):
     with start_hmsproxy(tmp_path, tls_cert=str(certs / "server-combined.pem"), tls=True, request_timeout_s=1.0,
-                        metrics_port=_free_port()) as server:
+                        metrics_port=free_port()) as server:
         silent = socket.create_connection((server.host, server.port))
         garbage = socket.create_connection((server.host, server.port))
         garbage.sendall(call_frame("get_all_databases", hms.ThriftHiveMetastore.get_all_databases_args()))
@@ -120,9 +121,3 @@ def test_a_certificate_that_cannot_be_used_stops_the_start_with_a_clear_message(
     code, lines = run_hmsproxy("serve", "--port", "0", "--metrics-port", "0", "--tls-cert", str(certs / "server.pem"),
                                "--tls-key", str(certs / "client.key"), cwd=tmp_path)
     assert code == 2 and "TLS: cannot use the certificate" in lines[-1]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

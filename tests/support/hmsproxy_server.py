@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -11,7 +10,10 @@ from pathlib import Path
 
 from hmsproxy.config import Settings
 from hmsproxy.server import start
+from support.ports import free_ports
 from support.running import RunningServer
+
+SERVING = "hmsproxy serving"  # logged once both the Thrift and the metrics port are bound
 
 
 def start_hmsproxy(workdir: Path, db_url: str | None = None, **overrides) -> RunningServer:
@@ -25,22 +27,17 @@ def start_hmsproxy(workdir: Path, db_url: str | None = None, **overrides) -> Run
                          _stop=running.stop)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_hmsproxy_process(workdir: Path, db_url: str, *extra_args: str, attempts: int = 3,
                            ports: tuple[int, int] | None = None) -> RunningServer:
     """`hmsproxy serve` as its own process (for several instances on one database); stopped with SIGTERM.
-    The metrics port is in `metrics_port` on the returned server. Started again on other ports when one
-    of the two free ports it picked was taken before the server could bind it; `ports` (Thrift, metrics)
-    starts it on those (a restart where the last one ran), once."""
+    The metrics port is in `metrics_port` on the returned server. Started when the server says it serves:
+    a port that merely accepts may be another process's. Started again on other ports when one of the two
+    free ports it picked was taken before the server could bind it; `ports` (Thrift, metrics) starts it on
+    those (a restart where the last one ran), once."""
     workdir.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("HMSPROXY_")}
     for attempt in range(1 if ports else attempts):
-        port, metrics_port = ports or (_free_port(), _free_port())
+        port, metrics_port = ports or free_ports(2)
         log_path = workdir / f"hmsproxy-{port}.log"
         with open(log_path, "w") as log:  # the child writes to its own copy of the file descriptor
             process = subprocess.Popen(
@@ -48,7 +45,7 @@ def start_hmsproxy_process(workdir: Path, db_url: str, *extra_args: str, attempt
                  str(metrics_port), "--db", db_url, "--warehouse", str(workdir / "warehouse"), *extra_args],
                 cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
-        while process.poll() is None and not (_listening(port) and _listening(metrics_port)):
+        while process.poll() is None and SERVING not in log_path.read_text():
             if time.monotonic() > deadline:
                 process.kill()
                 raise RuntimeError(f"hmsproxy did not start: {log_path.read_text()[-2000:]}")
@@ -67,8 +64,3 @@ def start_hmsproxy_process(workdir: Path, db_url: str, *extra_args: str, attempt
 
     return RunningServer(host="127.0.0.1", port=port, warehouse=workdir / "warehouse", workdir=workdir,
                          metrics_port=metrics_port, pid=process.pid, _stop=stop)
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0

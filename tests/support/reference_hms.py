@@ -6,7 +6,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from support.databases import MARIADB_ADMIN
+from support.ports import free_port
 from support.running import RunningServer
 
 # /work/main/tests/support/reference_hms.py -> parents[3] == /work
@@ -26,12 +26,6 @@ START_SH = Path(__file__).resolve().parents[3] / "shared" / "reference-hms" / "s
 ON_HIVES_2_3_SCHEMA = {"datanucleus.schema.autoCreateAll": "false", "hive.metastore.schema.verification": "true",
                        "hive.support.concurrency": "true",
                        "hive.txn.manager": "org.apache.hadoop.hive.ql.lockmgr.DbTxnManager"}
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def _alive(pid: int) -> bool:

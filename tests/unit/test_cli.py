@@ -6,15 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hmsclient import hmsclient
 
+from support.ports import free_port
+
 HMSPROXY = [sys.executable, "-m", "hmsproxy.cli"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_schema_init_then_info(tmp_path):
@@ -35,8 +32,25 @@ def test_bad_setting_exits_with_message(tmp_path):
     assert result.returncode == 2 and "expected an integer" in result.stderr
 
 
+@pytest.mark.parametrize("flag, what", [("--port", "the Thrift port"), ("--metrics-port", "the metrics endpoint")])
+def test_a_port_already_taken_ends_the_start_with_one_line(tmp_path, flag, what):
+    """Exit code 2 and a line that names the port and what it was for, not a traceback (nor a server left
+    half-started: the Thrift port is bound before the metrics endpoint)."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        ports = {"--port": "0", "--metrics-port": "0", flag: str(port)}
+        result = subprocess.run(HMSPROXY + ["serve", "--host", "127.0.0.1", *(a for f in ports.items() for a in f)],
+                                capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (f"hmsproxy: cannot listen on 127.0.0.1:{port} for {what}: "
+                                                      "Address already in use")
+    assert "Traceback" not in result.stderr
+
+
 def test_serve_on_embedded_default_and_stop_on_sigterm(tmp_path: Path):
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("HMSPROXY_")}
     proc = subprocess.Popen(HMSPROXY + ["serve", "--port", str(port), "--metrics-port", "0"], cwd=tmp_path,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -13,7 +13,8 @@ from thriftpy2.thrift import TApplicationException, TDecodeException
 from hmsproxy.idl import hms
 from hmsproxy.upstream import pool as pool_module
 from hmsproxy.upstream.pool import UpstreamPool, UpstreamUnavailable
-from support.reference_hms import free_port, reference_hms_or_skip
+from support.ports import free_port
+from support.reference_hms import reference_hms_or_skip
 from support.running import RunningServer
 from support.tcp_proxy import TcpProxy
 

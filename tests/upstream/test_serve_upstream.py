@@ -26,7 +26,8 @@ from hmsproxy.client import reader_snapshot
 from hmsproxy.config import Settings
 from hmsproxy.idl import hms
 from support.hmsproxy_server import start_hmsproxy_process
-from support.reference_hms import free_port, reference_hms_or_skip, start_reference_hms
+from support.ports import free_port
+from support.reference_hms import reference_hms_or_skip, start_reference_hms
 from support.running import RunningServer
 from support.scrape import metric, wait_for
 from support.tcp_proxy import TcpProxy
