@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
             return doctor.report(doctor.diagnose(settings))
         return _serve(settings)
     except (SchemaRefused, UpgradeRefused, TlsRefused, PortRefused) as exc:
-        print(f"hmsproxy: {exc}", file=sys.stderr)
+        sys.stderr.write(f"hmsproxy: {exc}\n")   # one write: a line the prewarm thread's log cannot split
         return 2
 
 

@@ -204,17 +204,21 @@ class ReplyBuffer(TCyMemoryBuffer):   # type: ignore[misc]  # a compiled class: 
     def __init__(self) -> None:
         super().__init__()
         self._pieces: list[bytes] = []
+        self._size = 0
 
-    def write_pieces(self, pieces: list[bytes]) -> None:
-        """Ends the reply with `pieces`."""
-        self._pieces = [self.getvalue(), *pieces]
+    def write_pieces(self, pieces: list[bytes], size: int) -> None:
+        """Ends the reply with `pieces`, `size` bytes together."""
+        head = self.getvalue()
+        self._pieces = [head, *pieces]
+        self._size = len(head) + size
 
-    def pieces(self) -> list[bytes]:
-        """The reply's pieces; none for a one-way call."""
+    def pieces(self) -> tuple[list[bytes], int]:
+        """The reply's pieces and their size (the pieces' sizes are not added up again: a listing has thousands);
+        none for a one-way call."""
         if self._pieces:
-            return self._pieces
+            return self._pieces, self._size
         value = self.getvalue()
-        return [value] if value else []
+        return ([value] if value else []), len(value)
 
 
 class MetastoreProcessor(TProcessor):
@@ -253,8 +257,9 @@ class MetastoreProcessor(TProcessor):
             self._user = arguments["user_name"][:200]
         self._audited(api, arguments, self._answer(api, arguments, seqid, oprot))
 
-    def reply(self, request: bytes, tolerant: bool = True) -> list[bytes]:
-        """The reply to one request (one message), as byte pieces to send in order; empty for a one-way call.
+    def reply(self, request: bytes, tolerant: bool = True) -> tuple[list[bytes], int]:
+        """The reply to one request (one message), as byte pieces to send in order, and its size; no pieces for a
+        one-way call.
         `tolerant=False` (the request holds no list-keyed map with entries) lets the compiled decoder read it all."""
         out = ReplyBuffer()
         self.process(TCyBinaryProtocol(TCyMemoryBuffer(request), strict_read=False),
@@ -356,4 +361,4 @@ class MetastoreProcessor(TProcessor):
             self.handle_exception(refusal, result)
             return super().send_result(oprot, api, result, seqid)
         oprot.write_message_begin(api, TMessageType.REPLY, seqid)
-        oprot.trans.write_pieces(pieces)   # a ReplyBuffer (reply())
+        oprot.trans.write_pieces(pieces, size)   # a ReplyBuffer (reply())

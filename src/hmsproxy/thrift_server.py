@@ -150,7 +150,7 @@ class ThriftServer:
         try:
             if connection.unsent:
                 unsent, connection.unsent = connection.unsent, b""
-                connection.writer.write([unsent])
+                connection.writer.write([unsent], len(unsent))
             else:
                 self._serve_request(connection)
         except Exception as exc:
@@ -181,14 +181,15 @@ class ThriftServer:
         connection.pending, connection.walk = connection.reader.rest(), None
         ready = None if large else connection.processor.encoded_reply(request.message)
         if ready is not None:
-            pieces = [ready]
+            pieces, size = [ready], len(ready)
         else:
             with self._large_requests if large else contextlib.nullcontext():
-                pieces = connection.processor.reply(request.message, tolerant=request.container_keys)
+                pieces, size = connection.processor.reply(request.message, tolerant=request.container_keys)
         if pieces:   # a one-way call has no reply
             if self._framed:
-                pieces.insert(0, struct.pack("!i", sum(map(len, pieces))))
-            connection.writer.write(pieces)
+                pieces.insert(0, struct.pack("!i", size))
+                size += 4
+            connection.writer.write(pieces, size)
         connection.first_byte_at = time.monotonic() if connection.pending else None
         connection.idle_since = time.monotonic()
 

@@ -7,7 +7,7 @@ import random
 import socket
 import threading
 
-from hmsproxy.connection import GROUP_PIECES, JOINED_BYTES_MAX, SocketWriter
+from hmsproxy.connection import GROUP_PIECES, JOINED_BYTES_MAX, SMALL_PIECE_BYTES, SocketWriter
 
 
 def _received_whole(pieces: list[bytes]) -> bytes:
@@ -26,7 +26,7 @@ def _received_whole(pieces: list[bytes]) -> bytes:
     reader = threading.Thread(target=read)
     reader.start()
     try:
-        SocketWriter(sender, idle_timeout_s=30).write(pieces)
+        SocketWriter(sender, idle_timeout_s=30).write(pieces, expected)
         reader.join(timeout=60)
     finally:
         sender.close()
@@ -47,4 +47,14 @@ def test_large_pieces_between_small_ones_arrive_whole_and_in_order() -> None:
     small = [bytes([i % 251]) * rng.randrange(1, 400) for i in range(GROUP_PIECES + 3)]
     large = [bytes([200 + i]) * (JOINED_BYTES_MAX // 3 + 1) for i in range(4)]
     pieces = small[:10] + large + [b""] + small[10:]
+    assert sum(map(len, pieces)) > SMALL_PIECE_BYTES * len(pieces)   # groups measured
+    assert _received_whole(pieces) == b"".join(pieces)
+
+
+def test_a_large_piece_among_many_small_ones_arrives_whole_and_in_order() -> None:
+    """Pieces small on average are joined unmeasured, a large one among them too."""
+    rng = random.Random(13)
+    small = [bytes([i % 251]) * rng.randrange(1, 400) for i in range(20 * GROUP_PIECES)]
+    pieces = small[:700] + [b"\xee" * (JOINED_BYTES_MAX + 5)] + small[700:]
+    assert sum(map(len, pieces)) <= SMALL_PIECE_BYTES * len(pieces)   # groups not measured
     assert _received_whole(pieces) == b"".join(pieces)
