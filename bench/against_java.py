@@ -63,7 +63,7 @@ from cache_bench import (  # noqa: E402
     _sd,
     client,
     empty_metastore,
-    free_port,
+    free_ports,
     hms,
     partition_values,
     percentile,
@@ -137,7 +137,7 @@ class Proxy(Server):
 
     def __init__(self, workdir: Path, db_port: int, database: str, *flags: str) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
-        self.port, self.metrics_port = free_port(), free_port()
+        self.port, self.metrics_port = free_ports(2)
         args = [sys.executable, "-m", "hmsproxy.cli", "serve", "--port", str(self.port), "--metrics-port",
                 str(self.metrics_port), "--db", f"mysql+pymysql://root@127.0.0.1:{db_port}/{database}",
                 "--warehouse", str(workdir / "warehouse"), "--log-level", "WARNING", "--cache-max-bytes", "4gb",

@@ -16,7 +16,6 @@ import multiprocessing
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -31,6 +30,12 @@ from sqlalchemy import create_engine, text
 
 from hmsproxy.idl import THRIFT_DIR
 
+TESTS = Path(__file__).resolve().parent.parent / "tests"
+if str(TESTS) not in sys.path:  # support.ports
+    sys.path.insert(0, str(TESTS))
+
+from support.ports import free_ports  # noqa: E402
+
 # Loaded again without idl.py's skew-map fix-up, so the client decodes with the compiled decoder only
 # (the benchmark data has no list-keyed skew maps): client decoding cost stays out of the comparison.
 hms = thriftpy2.load(str(THRIFT_DIR / "hive_metastore.thrift"), module_name="bench_hive_metastore_thrift")
@@ -39,17 +44,11 @@ ADMIN_URL = "mysql+pymysql://root@127.0.0.1:3306/test"
 BENCH_DB = "hmsproxy_bench"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Server:
     """An `hmsproxy serve` process."""
 
     def __init__(self, workdir: Path, cache: bool, latency_ms: float, database: str = BENCH_DB) -> None:
-        self.port, self.metrics_port = free_port(), free_port()
+        self.port, self.metrics_port = free_ports(2)
         args = [sys.executable, "-m", "hmsproxy.cli", "serve", "--port", str(self.port), "--metrics-port",
                 str(self.metrics_port), "--db", f"mysql://root@127.0.0.1:3306/{database}", "--warehouse",
                 str(workdir / "warehouse"), "--db-latency-ms", str(latency_ms), "--log-level", "WARNING",

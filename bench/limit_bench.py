@@ -33,9 +33,11 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from cache_bench import _sd, client, free_port, hms, paired_bars, partition_values
+from cache_bench import _sd, client, hms, paired_bars, partition_values
 from thriftpy2.protocol.binary import TBinaryProtocol
 from thriftpy2.transport import TMemoryBuffer
+
+from support.ports import free_port  # on the path: cache_bench puts tests/ there
 
 TABLES_IN_TURN = tuple(f"small_{i:04d}" for i in range(64))
 

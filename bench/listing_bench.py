@@ -252,7 +252,7 @@ def server_class():
         extra flags."""
 
         def __init__(self, workdir: Path, cache: bool, latency_ms: float = 0, extra: tuple[str, ...] = ()) -> None:
-            self.port, self.metrics_port = cache_bench.free_port(), cache_bench.free_port()
+            self.port, self.metrics_port = cache_bench.free_ports(2)
             self.flags = (["--db-latency-ms", str(latency_ms)]
                           + (["--cache-max-bytes", "8gb"] if cache else ["--no-cache"])
                           + list(extra))
