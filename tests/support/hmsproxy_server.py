@@ -13,7 +13,7 @@ from hmsproxy.server import start
 from support.ports import free_ports
 from support.running import RunningServer
 
-SERVING = "hmsproxy serving"  # logged once both the Thrift and the metrics port are bound
+SERVING = "hmsproxy listening on"  # printed (at any log level) once both the Thrift and the metrics port are bound
 
 
 def start_hmsproxy(workdir: Path, db_url: str | None = None, **overrides) -> RunningServer:
