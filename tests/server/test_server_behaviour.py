@@ -1,5 +1,4 @@
 """The Thrift server itself: connection cap, framed transport, metrics endpoint, one-way shutdown."""
-import socket
 import urllib.error
 import urllib.request
 
@@ -9,6 +8,7 @@ from thriftpy2.transport import TCyFramedTransportFactory, TTransportException
 from api.builders import connect_thrift
 from hmsproxy.idl import hms
 from support.hmsproxy_server import start_hmsproxy
+from support.ports import free_port
 from support.scrape import wait_for
 
 
@@ -54,9 +54,7 @@ def test_framed_transport(tmp_path):
         server.stop()
 
 def test_metrics_health_and_readiness(tmp_path):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     server = start_hmsproxy(tmp_path, metrics_port=port)
     try:
         client = _client(server)
