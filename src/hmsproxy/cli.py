@@ -140,8 +140,18 @@ def main(argv: list[str] | None = None) -> int:
             return doctor.report(doctor.diagnose(settings))
         return _serve(settings)
     except (SchemaRefused, UpgradeRefused, TlsRefused, PortRefused) as exc:
-        sys.stderr.write(f"hmsproxy: {exc}\n")   # one write: a line the prewarm thread's log cannot split
-        return 2
+        return _refuse(exc)
+
+
+def _refuse(exc: Exception) -> int:
+    """Ends a refused start with its reason as the last line printed: threads started before the refusal (prewarm)
+    log nothing after it, and a record one was writing as logging stopped is written first."""
+    logging.disable(logging.CRITICAL)
+    for handler in logging.getLogger().handlers:
+        handler.acquire()   # held while a record is written
+        handler.release()
+    sys.stderr.write(f"hmsproxy: {exc}\n")
+    return 2
 
 
 SERVED = {"hive-4": "serves it as it is (only a default catalog whose location is 'TBD' gets the warehouse)",
