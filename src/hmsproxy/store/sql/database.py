@@ -41,7 +41,7 @@ from hmsproxy.store.sql import event_log
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.hive_versions import HIVE_2_3, HIVE_3_1
 from hmsproxy.store.sql.layout import FULL, Layout, install, stored_lower_case
-from hmsproxy.store.sql.row_inserts import read_every_result
+from hmsproxy.store.sql.row_inserts import Inserts, read_every_result
 from hmsproxy.store.sql.sequences import (
     ID_COLUMNS,
     MODEL_PREFIX,
@@ -179,8 +179,9 @@ class Database:
 
         A write transaction (every transaction that may write: on SQLite it takes the write lock at once) given
         a journal waits for its `before_commit`, then appends the journal's unwritten events, those the block
-        added included, just before it commits; after the commit the journal holds their ids. `event_watchers`
-        follow the events' fate (EventWatcher). A failed one leaves the journal as it was handed in."""
+        added included, and inserts the rows the block left in the journal, just before it commits; after the
+        commit the journal holds their ids. `event_watchers` follow the events' fate (EventWatcher). A failed one
+        leaves the journal as it was handed in."""
         if journal is not None and not write:
             raise ValueError("only a write transaction appends events")
         added_from = len(journal.events) if journal is not None else 0
@@ -197,7 +198,7 @@ class Database:
                 if journal is not None:
                     journal.before_commit()
                     appended = journal.unwritten()
-                    event_ids = self.append_events(conn, appended)
+                    event_ids = self.append_events(conn, appended, journal.rows)
                     for watcher in self.event_watchers if event_ids else ():
                         watcher.appending(event_ids)
         except BaseException:
@@ -223,10 +224,11 @@ class Database:
         for engine in self.engines:
             install(engine, layout)
 
-    def append_events(self, conn: Connection, events: Sequence[Event]) -> list[int]:
+    def append_events(self, conn: Connection, events: Sequence[Event], rows: Inserts = ()) -> list[int]:
         """Appends events to the notification log in `conn`'s transaction, their row ids from this process's
-        blocks; returns their event ids."""
-        return event_log.append(conn, events, self.allocate_ids(conn, "MNotificationLog", len(events)), self.layout)
+        blocks, and inserts `rows` with them; returns their event ids."""
+        return event_log.append(conn, events, self.allocate_ids(conn, "MNotificationLog", len(events)), self.layout,
+                                rows)
 
     def allocate_ids(self, conn: Connection, model: str, count: int) -> int:
         """Reserves `count` consecutive ids for a model class; returns the first.

@@ -20,6 +20,7 @@ from hmsproxy.java_map_order import in_java_hashmap_order
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.json_rows import as_dict, as_items, json_rows, ordered, ordered_values
+from hmsproxy.store.sql.row_deletes import Deletions
 from hmsproxy.store.sql.row_inserts import Inserts, insert_rows
 
 ID_CHUNK = 900  # ids per IN list, within SQLite's oldest limit of 999 bound parameters per statement
@@ -247,29 +248,29 @@ def load_skew(conn: Connection, sd_ids: Select[Any]) -> dict[int, Any]:
     return result
 
 
-def delete_descriptors(conn: Connection, sd_ids: Iterable[int]) -> None:
-    """Deletes storage descriptors, their serdes and any column descriptor no longer referenced."""
-    sd_ids = list(sd_ids)
-    for start in range(0, len(sd_ids), 500):
-        chunk = sd_ids[start:start + 500]
-        serde_ids = [r[0] for r in conn.execute(select(s.SDS.c.SERDE_ID).where(s.SDS.c.SD_ID.in_(chunk)))]
-        cd_ids = {r[0] for r in conn.execute(select(s.SDS.c.CD_ID).where(s.SDS.c.SD_ID.in_(chunk)))}
-        list_ids = [r[0] for r in conn.execute(
+def descriptor_deletions(conn: Connection, sd_ids: Iterable[int | None]) -> tuple[Deletions, set[int]]:
+    """What deleting storage descriptors deletes, in an order their foreign keys allow (to go in one query,
+    after the deletions of rows that refer to them), and the column descriptors they used (to remove those
+    no longer referenced afterwards)."""
+    present = [sd_id for sd_id in sd_ids if sd_id is not None]
+    serde_ids: list[int] = []
+    cd_ids: set[int] = set()
+    list_ids: list[int] = []
+    for chunk in in_chunks(present):
+        for serde_id, cd_id in conn.execute(select(s.SDS.c.SERDE_ID, s.SDS.c.CD_ID).where(s.SDS.c.SD_ID.in_(chunk))):
+            if serde_id is not None:
+                serde_ids.append(serde_id)
+            if cd_id is not None:
+                cd_ids.add(cd_id)
+        list_ids += conn.execute(
             select(s.SKEWED_VALUES.c.STRING_LIST_ID_EID).where(s.SKEWED_VALUES.c.SD_ID_OID.in_(chunk))
             .union_all(select(s.SKEWED_COL_VALUE_LOC_MAP.c.STRING_LIST_ID_KID)
-                       .where(s.SKEWED_COL_VALUE_LOC_MAP.c.SD_ID.in_(chunk))))]
-        for table, col in ((s.SD_PARAMS, s.SD_PARAMS.c.SD_ID), (s.BUCKETING_COLS, s.BUCKETING_COLS.c.SD_ID),
-                           (s.SORT_COLS, s.SORT_COLS.c.SD_ID), (s.SKEWED_COL_NAMES, s.SKEWED_COL_NAMES.c.SD_ID),
-                           (s.SKEWED_VALUES, s.SKEWED_VALUES.c.SD_ID_OID),
-                           (s.SKEWED_COL_VALUE_LOC_MAP, s.SKEWED_COL_VALUE_LOC_MAP.c.SD_ID), (s.SDS, s.SDS.c.SD_ID)):
-            conn.execute(delete(table).where(col.in_(chunk)))
-        if list_ids:
-            conn.execute(delete(s.SKEWED_STRING_LIST_VALUES).where(s.SKEWED_STRING_LIST_VALUES.c.STRING_LIST_ID.in_(list_ids)))
-            conn.execute(delete(s.SKEWED_STRING_LIST).where(s.SKEWED_STRING_LIST.c.STRING_LIST_ID.in_(list_ids)))
-        if serde_ids:
-            conn.execute(delete(s.SERDE_PARAMS).where(s.SERDE_PARAMS.c.SERDE_ID.in_(serde_ids)))
-            conn.execute(delete(s.SERDES).where(s.SERDES.c.SERDE_ID.in_(serde_ids)))
-        remove_unused_columns(conn, cd_ids)
+                       .where(s.SKEWED_COL_VALUE_LOC_MAP.c.SD_ID.in_(chunk)))).scalars()
+    owned_by_sd = (s.SD_PARAMS.c.SD_ID, s.BUCKETING_COLS.c.SD_ID, s.SORT_COLS.c.SD_ID, s.SKEWED_COL_NAMES.c.SD_ID,
+                   s.SKEWED_VALUES.c.SD_ID_OID, s.SKEWED_COL_VALUE_LOC_MAP.c.SD_ID, s.SDS.c.SD_ID)
+    return [*((column, present) for column in owned_by_sd),
+            (s.SKEWED_STRING_LIST_VALUES.c.STRING_LIST_ID, list_ids), (s.SKEWED_STRING_LIST.c.STRING_LIST_ID, list_ids),
+            (s.SERDE_PARAMS.c.SERDE_ID, serde_ids), (s.SERDES.c.SERDE_ID, serde_ids)], cd_ids
 
 
 def remove_unused_columns(conn: Connection, cd_ids: Iterable[int | None]) -> None:

@@ -16,15 +16,17 @@ from sqlalchemy import Connection, delete, func, insert, select
 from hmsproxy.events.messages import Event
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.layout import FULL, Layout
-from hmsproxy.store.sql.row_inserts import insert_numbered_mysql
+from hmsproxy.store.sql.row_inserts import Inserts, insert_numbered_mysql, insert_rows
 from hmsproxy.store.sql.sequences import next_value
 
 
-def append(conn: Connection, events: Sequence[Event], first_row: int, layout: Layout = FULL) -> list[int]:
+def append(conn: Connection, events: Sequence[Event], first_row: int, layout: Layout = FULL,
+           rows_too: Inserts = ()) -> list[int]:
     """Appends events inside the caller's transaction, their rows numbered (NL_ID) from `first_row`, reserved
     from the MNotificationLog counter as Hive's listener numbers them; returns their ids. Before Hive 3 the log
-    has no catalog."""
+    has no catalog. `rows_too`, rows of the same write, are inserted with them (on MySQL in the same query)."""
     if not events:
+        insert_rows(conn, rows_too)
         return []
     now = int(time.time())
     rows = [layout.values(s.NOTIFICATION_LOG, {
@@ -33,12 +35,13 @@ def append(conn: Connection, events: Sequence[Event], first_row: int, layout: La
         "MESSAGE_FORMAT": e.message_format}) for i, e in enumerate(events)]
     counter = s.NOTIFICATION_SEQUENCE.c.NEXT_EVENT_ID   # its row stays locked until the commit
     if conn.dialect.name == "mysql":   # the counter and the rows in one round trip
-        first = insert_numbered_mysql(conn, counter, s.NOTIFICATION_LOG, rows, "EVENT_ID")
+        first = insert_numbered_mysql(conn, counter, s.NOTIFICATION_LOG, rows, "EVENT_ID", rows_too)
         if first is None:
             raise LookupError("NOTIFICATION_SEQUENCE has no row")
     else:
         first = next_value(conn, counter, len(events))
         conn.execute(insert(s.NOTIFICATION_LOG), [{**row, "EVENT_ID": first + row["EVENT_ID"]} for row in rows])
+        insert_rows(conn, rows_too)
     return [first + i for i in range(len(events))]
 
 

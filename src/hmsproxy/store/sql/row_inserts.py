@@ -29,7 +29,7 @@ Inserts = Sequence[tuple[Table, Sequence[dict[str, Any]]]]   # (table, its rows)
 MAX_QUERY_CHARS = 1_000_000
 
 # A rendered query: sent as it is (no parameters: a "%" in a value stays one), every statement's result read.
-_MULTI_STATEMENT = {"no_parameters": True, "every_result": True}
+MULTI_STATEMENT = {"no_parameters": True, "every_result": True}
 
 
 def insert_rows(conn: Connection, inserts: Inserts) -> None:
@@ -41,7 +41,7 @@ def insert_rows(conn: Connection, inserts: Inserts) -> None:
             conn.execute(insert(table), rows)
         return
     for query in queries:
-        conn.exec_driver_sql(query, execution_options=_MULTI_STATEMENT)
+        conn.exec_driver_sql(query, execution_options=MULTI_STATEMENT)
 
 
 def _rendered(conn: Connection, inserts: Inserts) -> list[str] | None:
@@ -61,21 +61,25 @@ def _rendered(conn: Connection, inserts: Inserts) -> list[str] | None:
 
 
 def insert_numbered_mysql(conn: Connection, counter: Column[Any], table: Table, rows: Sequence[dict[str, Any]],
-                          number: str) -> int | None:
+                          number: str, followed_by: Inserts = ()) -> int | None:
     """MySQL/MariaDB: reserves len(rows) numbers from a single-row counter (the row stays locked until the
     transaction ends) and inserts the rows, each numbered in column `number` from the first reserved plus the
-    offset the row holds there, in one query. Returns the first number, None when the counter has no row (the
-    rows are written all the same then, with numbers that mean nothing: the caller fails the transaction)."""
+    offset the row holds there, then the rows of `followed_by`, in one query. Returns the first number, None when
+    the counter has no row (the rows are written all the same then, with numbers that mean nothing: the caller
+    fails the transaction)."""
     count = len(rows)
+    literal = _mysql_literal(conn)
     quote = conn.dialect.identifier_preparer.quote
     bump = (f"UPDATE {quote(counter.table.name)} SET {quote(counter.name)}=LAST_INSERT_ID({quote(counter.name)}"
             f"+{count})")
     first = f"CAST(LAST_INSERT_ID() AS SIGNED)-{count}"   # signed: a counter without its row must not overflow
-    parts = _statement_parts(conn.dialect, table, rows, _mysql_literal(conn), (number, first + "+"))
-    queries = _queries([(bump, []), parts])
-    bumped = conn.exec_driver_sql(queries[0], execution_options=_MULTI_STATEMENT)
+    parts = _statement_parts(conn.dialect, table, rows, literal, (number, first + "+"))
+    more = [_statement_parts(conn.dialect, other, other_rows, literal)
+            for other, other_rows in followed_by if other_rows]
+    queries = _queries([(bump, []), parts, *more])
+    bumped = conn.exec_driver_sql(queries[0], execution_options=MULTI_STATEMENT)
     for query in queries[1:]:
-        conn.exec_driver_sql(query, execution_options=_MULTI_STATEMENT)
+        conn.exec_driver_sql(query, execution_options=MULTI_STATEMENT)
     return int(bumped.lastrowid) - count if bumped.rowcount else None
 
 

@@ -16,7 +16,7 @@ from hmsproxy.store.ready import Held
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.descriptors import (
-    delete_descriptors,
+    descriptor_deletions,
     insert_columns,
     insert_descriptors,
     load_descriptors,
@@ -34,6 +34,8 @@ from hmsproxy.store.sql.lookups import (
     principal_type_value,
     table_ref,
 )
+from hmsproxy.store.sql.row_deletes import Deletions, delete_rows
+from hmsproxy.store.sql.row_inserts import insert_rows
 
 
 def current_columns(conn: Connection, cd_id: int | None) -> list[tuple[str, str, str | None]]:
@@ -48,10 +50,14 @@ def column_tuples(cols: Sequence[Any] | None) -> list[tuple[str, str, str | None
     return [(c.name, c.type, c.comment) for c in cols or []]
 
 
+# Deletes partitions (ids, their descriptors' ids) and then more rows: PartitionStore's, which TableStore uses
+DeletePartitionRows = Callable[[Connection, Sequence[int], Sequence[int | None], Deletions], None]
+
+
 class TableStore:
     db: Database
     layout: Layout
-    _delete_partition_rows: Callable[[Connection, Sequence[int], Sequence[int]], None]   # PartitionStore
+    _delete_partition_rows: DeletePartitionRows   # PartitionStore
 
     def create_table(self, table: Any, journal: Journal | None = None) -> int:
         """Writes the table; returns its id. The caller has normalised names and filled defaults."""
@@ -69,13 +75,10 @@ class TableStore:
 
     @staticmethod
     def _write_table_children(conn: Connection, tbl_id: int, table: Any) -> None:
-        rows = params_rows("TBL_ID", tbl_id, table.parameters)
-        if rows:
-            conn.execute(insert(s.TABLE_PARAMS), rows)
         keys = [{"TBL_ID": tbl_id, "PKEY_NAME": k.name, "PKEY_TYPE": k.type, "PKEY_COMMENT": k.comment,
                  "INTEGER_IDX": i} for i, k in enumerate(table.partitionKeys or [])]
-        if keys:
-            conn.execute(insert(s.PARTITION_KEYS), keys)
+        insert_rows(conn, [(s.TABLE_PARAMS, params_rows("TBL_ID", tbl_id, table.parameters)),
+                           (s.PARTITION_KEYS, keys)])
 
     def get_table(self, cat: str, db_name: str, tbl_name: str) -> Any:
         with self.db.transaction() as conn:
@@ -188,10 +191,10 @@ class TableStore:
             [sd_id] = insert_descriptors(self.db, conn, [new_table.sd], [cd_id])
             conn.execute(update(s.TBLS).where(s.TBLS.c.TBL_ID == ref.tbl_id).values(self.layout.values(
                 s.TBLS, {"DB_ID": new_db_id, "SD_ID": sd_id, **_table_columns(new_table)})))
-            if ref.sd_id is not None:
-                delete_descriptors(conn, [ref.sd_id])
-            conn.execute(delete(s.TABLE_PARAMS).where(s.TABLE_PARAMS.c.TBL_ID == ref.tbl_id))
-            conn.execute(delete(s.PARTITION_KEYS).where(s.PARTITION_KEYS.c.TBL_ID == ref.tbl_id))
+            old_descriptor, old_cd_ids = descriptor_deletions(conn, [ref.sd_id])
+            delete_rows(conn, [(s.TABLE_PARAMS.c.TBL_ID, [ref.tbl_id]), (s.PARTITION_KEYS.c.TBL_ID, [ref.tbl_id]),
+                               *old_descriptor])
+            remove_unused_columns(conn, old_cd_ids)
             self._write_table_children(conn, ref.tbl_id, new_table)
             if cascade and cd_id != ref.cd_id:
                 self._cascade_columns(conn, ref, cd_id)
@@ -249,13 +252,12 @@ class TableStore:
             .join(s.SDS, s.SDS.c.SD_ID == s.PARTITIONS.c.SD_ID, isouter=True)
             .where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)
         ).all()
-        self._delete_partition_rows(conn, [r.PART_ID for r in partition_rows], [r.SD_ID for r in partition_rows])
-        conn.execute(delete(s.TAB_COL_STATS).where(s.TAB_COL_STATS.c.TBL_ID == ref.tbl_id))
-        conn.execute(delete(s.TABLE_PARAMS).where(s.TABLE_PARAMS.c.TBL_ID == ref.tbl_id))
-        conn.execute(delete(s.PARTITION_KEYS).where(s.PARTITION_KEYS.c.TBL_ID == ref.tbl_id))
-        conn.execute(delete(s.TBLS).where(s.TBLS.c.TBL_ID == ref.tbl_id))
-        if ref.sd_id is not None:
-            delete_descriptors(conn, [ref.sd_id])
+        table_descriptor, table_cd_ids = descriptor_deletions(conn, [ref.sd_id])
+        self._delete_partition_rows(conn, [r.PART_ID for r in partition_rows], [r.SD_ID for r in partition_rows], [
+            *((column, [ref.tbl_id]) for column in (s.TAB_COL_STATS.c.TBL_ID, s.TABLE_PARAMS.c.TBL_ID,
+                                                    s.PARTITION_KEYS.c.TBL_ID, s.TBLS.c.TBL_ID)),
+            *table_descriptor])
+        remove_unused_columns(conn, table_cd_ids)
         _move_write_ids(conn, self.layout, (db_name, tbl_name), None)
         return DroppedTable(tables[0], [r.LOCATION for r in partition_rows if r.LOCATION])
 
