@@ -13,7 +13,21 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
-from sqlalchemy import Column, ColumnElement, Connection, Select, Table, case, delete, exists, literal, select
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    ColumnElement,
+    Connection,
+    Select,
+    Table,
+    case,
+    cast,
+    delete,
+    exists,
+    literal,
+    null,
+    select,
+)
 
 from hmsproxy.idl import hms
 from hmsproxy.java_map_order import in_java_hashmap_order
@@ -256,16 +270,20 @@ def descriptor_deletions(conn: Connection, sd_ids: Iterable[int | None]) -> tupl
     serde_ids: list[int] = []
     cd_ids: set[int] = set()
     list_ids: list[int] = []
-    for chunk in in_chunks(present):
-        for serde_id, cd_id in conn.execute(select(s.SDS.c.SERDE_ID, s.SDS.c.CD_ID).where(s.SDS.c.SD_ID.in_(chunk))):
+    no_id = cast(null(), BigInteger())
+    for chunk in in_chunks(present):   # one query: the descriptors' serde and column ids, then their skew lists'
+        for serde_id, cd_id, list_id in conn.execute(
+                select(s.SDS.c.SERDE_ID, s.SDS.c.CD_ID, no_id).where(s.SDS.c.SD_ID.in_(chunk))
+                .union_all(select(no_id, no_id, s.SKEWED_VALUES.c.STRING_LIST_ID_EID)
+                           .where(s.SKEWED_VALUES.c.SD_ID_OID.in_(chunk)),
+                           select(no_id, no_id, s.SKEWED_COL_VALUE_LOC_MAP.c.STRING_LIST_ID_KID)
+                           .where(s.SKEWED_COL_VALUE_LOC_MAP.c.SD_ID.in_(chunk)))):
             if serde_id is not None:
                 serde_ids.append(serde_id)
             if cd_id is not None:
                 cd_ids.add(cd_id)
-        list_ids += conn.execute(
-            select(s.SKEWED_VALUES.c.STRING_LIST_ID_EID).where(s.SKEWED_VALUES.c.SD_ID_OID.in_(chunk))
-            .union_all(select(s.SKEWED_COL_VALUE_LOC_MAP.c.STRING_LIST_ID_KID)
-                       .where(s.SKEWED_COL_VALUE_LOC_MAP.c.SD_ID.in_(chunk)))).scalars()
+            if list_id is not None:
+                list_ids.append(list_id)
     owned_by_sd = (s.SD_PARAMS.c.SD_ID, s.BUCKETING_COLS.c.SD_ID, s.SORT_COLS.c.SD_ID, s.SKEWED_COL_NAMES.c.SD_ID,
                    s.SKEWED_VALUES.c.SD_ID_OID, s.SKEWED_COL_VALUE_LOC_MAP.c.SD_ID, s.SDS.c.SD_ID)
     return [*((column, present) for column in owned_by_sd),

@@ -46,7 +46,7 @@ from hmsproxy.store.sql.json_rows import as_dict, json_rows, ordered_values
 from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.lookups import TableRef, no_such_object, table_ref
 from hmsproxy.store.sql.row_deletes import Deletions, delete_rows
-from hmsproxy.store.sql.row_inserts import Inserts, insert_rows
+from hmsproxy.store.sql.row_inserts import Inserts, insert_at_commit, insert_rows
 from hmsproxy.store.sql.tables import column_tuples
 
 LOAD_CHUNK = 10_000  # partitions read per step when a whole table is loaded
@@ -122,7 +122,7 @@ class PartitionStore:
                 "WRITE_ID": write_id(part.writeId)}))
             values += [{"PART_ID": part_id, "PART_KEY_VAL": v, "INTEGER_IDX": j} for j, v in enumerate(part.values)]
             params += params_rows("PART_ID", part_id, part.parameters)
-        _insert_at_commit(conn, [*columns, *descriptors, (s.PARTITIONS, rows), (s.PARTITION_KEY_VALS, values),
+        insert_at_commit(conn, [*columns, *descriptors, (s.PARTITIONS, rows), (s.PARTITION_KEY_VALS, values),
                                   (s.PARTITION_PARAMS, params)], journal)
         return [first + i for i in range(len(named))]
 
@@ -174,8 +174,8 @@ class PartitionStore:
             deletions, old_cd_ids = descriptor_deletions(conn, [row.SD_ID])
             delete_rows(conn, [(s.PARTITION_PARAMS.c.PART_ID, [row.PART_ID]),
                                (s.PARTITION_KEY_VALS.c.PART_ID, [row.PART_ID]), *deletions])
-            remove_unused_columns(conn, old_cd_ids)
-            _insert_at_commit(conn, [
+            remove_unused_columns(conn, old_cd_ids - set(cd_ids))   # the new descriptor's is in use
+            insert_at_commit(conn, [
                 (s.PARTITION_KEY_VALS, [{"PART_ID": row.PART_ID, "PART_KEY_VAL": v, "INTEGER_IDX": j}
                                         for j, v in enumerate(part.values)]),
                 (s.PARTITION_PARAMS, params_rows("PART_ID", row.PART_ID, part.parameters))], journal)
@@ -382,15 +382,6 @@ class PartitionStore:
         if needs_tolerant(sd):
             tolerant.add(tail)
         return tail
-
-
-def _insert_at_commit(conn: Connection, inserts: Inserts, journal: Journal | None) -> None:
-    """A write's last rows: left to the journal, which inserts them in the query that appends its events (one
-    round trip fewer), else inserted now. Only for rows nothing in the transaction reads or refers to."""
-    if journal is None:
-        insert_rows(conn, inserts)
-    else:
-        journal.rows += inserts
 
 
 def _partition_rows(conn: Connection, kept: ColumnElement[bool]) -> tuple[Sequence[Any], dict[int, list[Any]],

@@ -22,6 +22,8 @@ from pymysql.constants.SERVER_STATUS import SERVER_STATUS_NO_BACKSLASH_ESCAPES a
 from pymysql.converters import escape_item
 from sqlalchemy import Column, Connection, Dialect, Engine, Table, event, insert
 
+from hmsproxy.events.journal import Journal
+
 Inserts = Sequence[tuple[Table, Sequence[dict[str, Any]]]]   # (table, its rows), in the order to write them
 
 # Characters per query: pymysql's own bound for an executemany (1,024,000), under max_allowed_packet's defaults
@@ -42,6 +44,16 @@ def insert_rows(conn: Connection, inserts: Inserts) -> None:
         return
     for query in queries:
         conn.exec_driver_sql(query, execution_options=MULTI_STATEMENT)
+
+
+def insert_at_commit(conn: Connection, inserts: Inserts, journal: Journal | None) -> None:
+    """A write's last rows: left to the journal, whose transaction inserts them in the query that appends its
+    events (one round trip fewer), else inserted now. Only for rows nothing later in the transaction reads or
+    refers to."""
+    if journal is None:
+        insert_rows(conn, inserts)
+    else:
+        journal.rows += inserts
 
 
 def _rendered(conn: Connection, inserts: Inserts) -> list[str] | None:

@@ -35,7 +35,7 @@ from hmsproxy.store.sql.lookups import (
     table_ref,
 )
 from hmsproxy.store.sql.row_deletes import Deletions, delete_rows
-from hmsproxy.store.sql.row_inserts import insert_rows
+from hmsproxy.store.sql.row_inserts import insert_at_commit
 
 
 def current_columns(conn: Connection, cd_id: int | None) -> list[tuple[str, str, str | None]]:
@@ -70,15 +70,15 @@ class TableStore:
             tbl_id = self.db.allocate_ids(conn, "MTable", 1)
             conn.execute(insert(s.TBLS).values(self.layout.values(
                 s.TBLS, {"TBL_ID": tbl_id, "DB_ID": db_id, "SD_ID": sd_id, **_table_columns(table)})))
-            self._write_table_children(conn, tbl_id, table)
+            self._write_table_children(conn, tbl_id, table, journal)
             return tbl_id
 
     @staticmethod
-    def _write_table_children(conn: Connection, tbl_id: int, table: Any) -> None:
+    def _write_table_children(conn: Connection, tbl_id: int, table: Any, journal: Journal | None) -> None:
         keys = [{"TBL_ID": tbl_id, "PKEY_NAME": k.name, "PKEY_TYPE": k.type, "PKEY_COMMENT": k.comment,
                  "INTEGER_IDX": i} for i, k in enumerate(table.partitionKeys or [])]
-        insert_rows(conn, [(s.TABLE_PARAMS, params_rows("TBL_ID", tbl_id, table.parameters)),
-                           (s.PARTITION_KEYS, keys)])
+        insert_at_commit(conn, [(s.TABLE_PARAMS, params_rows("TBL_ID", tbl_id, table.parameters)),
+                                (s.PARTITION_KEYS, keys)], journal)
 
     def get_table(self, cat: str, db_name: str, tbl_name: str) -> Any:
         with self.db.transaction() as conn:
@@ -194,12 +194,12 @@ class TableStore:
             old_descriptor, old_cd_ids = descriptor_deletions(conn, [ref.sd_id])
             delete_rows(conn, [(s.TABLE_PARAMS.c.TBL_ID, [ref.tbl_id]), (s.PARTITION_KEYS.c.TBL_ID, [ref.tbl_id]),
                                *old_descriptor])
-            remove_unused_columns(conn, old_cd_ids)
-            self._write_table_children(conn, ref.tbl_id, new_table)
+            remove_unused_columns(conn, old_cd_ids - {cd_id})   # the new descriptor's is in use
+            self._write_table_children(conn, ref.tbl_id, new_table, journal)
             if cascade and cd_id != ref.cd_id:
                 self._cascade_columns(conn, ref, cd_id)
             dropped_columns = {c[0] for c in old_columns} - {c[0] for c in new_columns}
-            self._after_table_change(conn, ref, new_table, dropped_columns)
+            self._after_table_change(conn, ref, new_table, renamed, dropped_columns)
             if renamed and partition_location_moves is not None:
                 self._move_partition_locations(conn, ref.tbl_id, *partition_location_moves)
             if renamed:
@@ -213,12 +213,15 @@ class TableStore:
         remove_unused_columns(conn, old_cds)
 
     @staticmethod
-    def _after_table_change(conn: Connection, ref: TableRef, new_table: Any, dropped_columns: set[str]) -> None:
-        """Keeps statistics rows in step: renamed table names, and no stats for dropped columns."""
-        names = {"DB_NAME": new_table.dbName, "TABLE_NAME": new_table.tableName}
-        conn.execute(update(s.TAB_COL_STATS).where(s.TAB_COL_STATS.c.TBL_ID == ref.tbl_id).values(**names))
-        part_ids = select(s.PARTITIONS.c.PART_ID).where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)
-        conn.execute(update(s.PART_COL_STATS).where(s.PART_COL_STATS.c.PART_ID.in_(part_ids)).values(**names))
+    def _after_table_change(conn: Connection, ref: TableRef, new_table: Any, renamed: bool,
+                            dropped_columns: set[str]) -> None:
+        """Keeps statistics rows in step: renamed table names (only on a rename: every partition's rows otherwise),
+        and no stats for dropped columns."""
+        if renamed:
+            names = {"DB_NAME": new_table.dbName, "TABLE_NAME": new_table.tableName}
+            conn.execute(update(s.TAB_COL_STATS).where(s.TAB_COL_STATS.c.TBL_ID == ref.tbl_id).values(**names))
+            part_ids = select(s.PARTITIONS.c.PART_ID).where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)
+            conn.execute(update(s.PART_COL_STATS).where(s.PART_COL_STATS.c.PART_ID.in_(part_ids)).values(**names))
         if dropped_columns:
             conn.execute(delete(s.TAB_COL_STATS).where(s.TAB_COL_STATS.c.TBL_ID == ref.tbl_id,
                                                        s.TAB_COL_STATS.c.COLUMN_NAME.in_(dropped_columns)))
