@@ -12,7 +12,7 @@ from hmsproxy.events import messages
 from hmsproxy.events.journal import Journal
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
-from hmsproxy.store.sql.row_inserts import _queries
+from hmsproxy.store.sql.row_inserts import joined_queries
 from hmsproxy.store.sql.store import SqlStore
 from support.databases import BACKENDS
 from support.processes import run_at_once
@@ -151,12 +151,20 @@ def test_queries_hold_every_row_once_in_order_within_the_limit():
     statements = [("INSERT A ", [f"({i})" for i in range(50)]), ("INSERT B ", ["(" + "x" * 30 + ")"]),
                   ("INSERT C ", [f"({i:03d})" for i in range(20)])]
     for limit in (10, 40, 100, 1000, 10_000):
-        queries = _queries(statements, limit)
+        queries = joined_queries(statements, limit)
         rows = [(head, row) for query in queries for statement in query.split(";")
                 for head in [statement[:9]] for row in statement[9:].split(",")]
         assert rows == [(head, row) for head, rows_of in statements for row in rows_of]
         for query in queries:   # over the limit only where one statement holds a single row
             assert len(query) <= limit or (";" not in query and "," not in query)
+
+
+def test_statements_without_rows_are_joined_within_the_limit_too():
+    """Deletes are whole statements (row_deletes.py): many of them fill several queries, each within the limit."""
+    statements = [(f"DELETE FROM T{i} WHERE ID IN (1,2,3)", []) for i in range(30)]
+    queries = joined_queries(statements, 100)
+    assert [statement for query in queries for statement in query.split(";")] == [head for head, _ in statements]
+    assert len(queries) > 1 and all(len(query) <= 100 for query in queries)
 
 
 def _add_at_once(url: str, root: str, start: "multiprocessing.synchronize.Barrier",

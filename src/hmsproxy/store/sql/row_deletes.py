@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import Column, Connection, delete
 
-from hmsproxy.store.sql.row_inserts import MULTI_STATEMENT
+from hmsproxy.store.sql.row_inserts import MULTI_STATEMENT, joined_queries
 
 Deletions = Sequence[tuple[Column[Any], Sequence[int]]]   # (id column, ids whose rows go), in the order to delete
 
@@ -32,8 +32,8 @@ def delete_rows(conn: Connection, deletions: Deletions) -> None:
     quote = conn.dialect.identifier_preparer.quote
     statements = [f"DELETE FROM {quote(column.table.name)} WHERE {quote(column.name)} IN ({','.join(map(_id, ids))})"
                   for column, ids in chunks]
-    for start in range(0, len(statements), 20):   # a query of at most 20 x 500 ids (about 100 KB)
-        conn.exec_driver_sql(";".join(statements[start:start + 20]), execution_options=MULTI_STATEMENT)
+    for query in joined_queries([(statement, []) for statement in statements]):
+        conn.exec_driver_sql(query, execution_options=MULTI_STATEMENT)
 
 
 def _id(value: Any) -> str:

@@ -67,7 +67,7 @@ def _rendered(conn: Connection, inserts: Inserts) -> list[str] | None:
     else:
         return None
     try:
-        return _queries([_statement_parts(conn.dialect, table, rows, literal) for table, rows in inserts])
+        return joined_queries([_statement_parts(conn.dialect, table, rows, literal) for table, rows in inserts])
     except _NotALiteral:
         return None
 
@@ -88,7 +88,7 @@ def insert_numbered_mysql(conn: Connection, counter: Column[Any], table: Table, 
     parts = _statement_parts(conn.dialect, table, rows, literal, (number, first + "+"))
     more = [_statement_parts(conn.dialect, other, other_rows, literal)
             for other, other_rows in followed_by if other_rows]
-    queries = _queries([(bump, []), parts, *more])
+    queries = joined_queries([(bump, []), parts, *more])
     bumped = conn.exec_driver_sql(queries[0], execution_options=MULTI_STATEMENT)
     for query in queries[1:]:
         conn.exec_driver_sql(query, execution_options=MULTI_STATEMENT)
@@ -186,14 +186,18 @@ def _bind_processor(dialect: Dialect, table: Table, name: str) -> Callable[[Any]
     return column_type.dialect_impl(dialect).bind_processor(dialect)
 
 
-def _queries(statements: list[tuple[str, list[str]]], limit: int = MAX_QUERY_CHARS) -> list[str]:
+def joined_queries(statements: list[tuple[str, list[str]]], limit: int = MAX_QUERY_CHARS) -> list[str]:
     """The statements joined into queries of at most `limit` characters (a table's rows split over several
-    statements where they need more; a single larger row goes alone). A statement without rows is its head."""
+    statements where they need more; a single larger row or statement goes alone). A statement without rows is
+    its head."""
     queries: list[str] = []
     query: list[str] = []      # statements of the query being filled
     query_chars = 0
     for head, rows in statements:
         if not rows:
+            if query and query_chars + len(head) + 1 > limit:
+                queries.append(";".join(query))
+                query, query_chars = [], 0
             query.append(head)
             query_chars += len(head) + 1
             continue
