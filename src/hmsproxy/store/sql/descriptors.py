@@ -34,7 +34,7 @@ from hmsproxy.java_map_order import in_java_hashmap_order
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.json_rows import as_dict, as_items, json_rows, ordered, ordered_values
-from hmsproxy.store.sql.row_deletes import Deletions
+from hmsproxy.store.sql.row_deletes import Deletions, delete_rows
 from hmsproxy.store.sql.row_inserts import Inserts, insert_rows
 
 ID_CHUNK = 900  # ids per IN list, within SQLite's oldest limit of 999 bound parameters per statement
@@ -262,7 +262,17 @@ def load_skew(conn: Connection, sd_ids: Select[Any]) -> dict[int, Any]:
     return result
 
 
-def descriptor_deletions(conn: Connection, sd_ids: Iterable[int | None]) -> tuple[Deletions, set[int]]:
+def delete_descriptors(conn: Connection, sd_ids: Iterable[int | None], first: Deletions = (),
+                       in_use: Iterable[int] = ()) -> None:
+    """Deletes the rows of `first` (those that refer to the descriptors go there), then the storage descriptors
+    with their serdes, in one query where the database allows; then any column descriptor they used that nothing
+    references any more (`in_use`: ones known to be still referenced, not checked)."""
+    deletions, cd_ids = _descriptor_deletions(conn, sd_ids)
+    delete_rows(conn, [*first, *deletions])
+    remove_unused_columns(conn, cd_ids - set(in_use))
+
+
+def _descriptor_deletions(conn: Connection, sd_ids: Iterable[int | None]) -> tuple[Deletions, set[int]]:
     """What deleting storage descriptors deletes, in an order their foreign keys allow (to go in one query,
     after the deletions of rows that refer to them), and the column descriptors they used (to remove those
     no longer referenced afterwards)."""

@@ -31,21 +31,20 @@ from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.descriptors import (
     column_rows,
+    delete_descriptors,
     descriptor_columns,
-    descriptor_deletions,
     descriptor_from_row,
     descriptor_rows,
     in_chunks,
     load_columns,
     load_skew,
     params_rows,
-    remove_unused_columns,
 )
 from hmsproxy.store.sql.filter_sql import narrowing
 from hmsproxy.store.sql.json_rows import as_dict, json_rows, ordered_values
 from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.lookups import TableRef, no_such_object, table_ref
-from hmsproxy.store.sql.row_deletes import Deletions, delete_rows
+from hmsproxy.store.sql.row_deletes import Deletions
 from hmsproxy.store.sql.row_inserts import Inserts, insert_at_commit, insert_rows
 from hmsproxy.store.sql.tables import column_tuples
 
@@ -171,10 +170,9 @@ class PartitionStore:
                 self.layout.values(s.PARTITIONS, {
                     "PART_NAME": new_name, "SD_ID": sd_id, "CREATE_TIME": part.createTime or 0,
                     "LAST_ACCESS_TIME": part.lastAccessTime or 0, "WRITE_ID": write_id(part.writeId)})))
-            deletions, old_cd_ids = descriptor_deletions(conn, [row.SD_ID])
-            delete_rows(conn, [(s.PARTITION_PARAMS.c.PART_ID, [row.PART_ID]),
-                               (s.PARTITION_KEY_VALS.c.PART_ID, [row.PART_ID]), *deletions])
-            remove_unused_columns(conn, old_cd_ids - set(cd_ids))   # the new descriptor's is in use
+            delete_descriptors(conn, [row.SD_ID], first=[(s.PARTITION_PARAMS.c.PART_ID, [row.PART_ID]),
+                                                         (s.PARTITION_KEY_VALS.c.PART_ID, [row.PART_ID])],
+                               in_use=cd_ids)
             insert_at_commit(conn, [
                 (s.PARTITION_KEY_VALS, [{"PART_ID": row.PART_ID, "PART_KEY_VAL": v, "INTEGER_IDX": j}
                                         for j, v in enumerate(part.values)]),
@@ -204,12 +202,11 @@ class PartitionStore:
     @staticmethod
     def _delete_partition_rows(conn: Connection, part_ids: Sequence[int], sd_ids: Sequence[int | None],
                                more: Deletions) -> None:
-        """Deletes the partitions with their descriptors, and then `more` (in the same query where it can)."""
-        deletions, cd_ids = descriptor_deletions(conn, sd_ids)
-        delete_rows(conn, [*((column, list(part_ids)) for column in (
+        """Deletes the partitions, then `more` (a dropped table's rows, its descriptor among `sd_ids`), then the
+        descriptors, in one query where it can."""
+        delete_descriptors(conn, sd_ids, first=[*((column, list(part_ids)) for column in (
             s.PART_COL_STATS.c.PART_ID, s.PARTITION_PARAMS.c.PART_ID, s.PARTITION_KEY_VALS.c.PART_ID,
-            s.PARTITIONS.c.PART_ID)), *deletions, *more])
-        remove_unused_columns(conn, cd_ids)
+            s.PARTITIONS.c.PART_ID)), *more])
 
     # ---- reads -------------------------------------------------------------------------------------
 

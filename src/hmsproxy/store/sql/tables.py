@@ -16,7 +16,7 @@ from hmsproxy.store.ready import Held
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.descriptors import (
-    descriptor_deletions,
+    delete_descriptors,
     insert_columns,
     insert_descriptors,
     load_descriptors,
@@ -34,7 +34,7 @@ from hmsproxy.store.sql.lookups import (
     principal_type_value,
     table_ref,
 )
-from hmsproxy.store.sql.row_deletes import Deletions, delete_rows
+from hmsproxy.store.sql.row_deletes import Deletions
 from hmsproxy.store.sql.row_inserts import insert_at_commit
 
 
@@ -191,10 +191,9 @@ class TableStore:
             [sd_id] = insert_descriptors(self.db, conn, [new_table.sd], [cd_id])
             conn.execute(update(s.TBLS).where(s.TBLS.c.TBL_ID == ref.tbl_id).values(self.layout.values(
                 s.TBLS, {"DB_ID": new_db_id, "SD_ID": sd_id, **_table_columns(new_table)})))
-            old_descriptor, old_cd_ids = descriptor_deletions(conn, [ref.sd_id])
-            delete_rows(conn, [(s.TABLE_PARAMS.c.TBL_ID, [ref.tbl_id]), (s.PARTITION_KEYS.c.TBL_ID, [ref.tbl_id]),
-                               *old_descriptor])
-            remove_unused_columns(conn, old_cd_ids - {cd_id})   # the new descriptor's is in use
+            delete_descriptors(conn, [ref.sd_id], first=[(s.TABLE_PARAMS.c.TBL_ID, [ref.tbl_id]),
+                                                         (s.PARTITION_KEYS.c.TBL_ID, [ref.tbl_id])],
+                               in_use=[cd_id])
             self._write_table_children(conn, ref.tbl_id, new_table, journal)
             if cascade and cd_id != ref.cd_id:
                 self._cascade_columns(conn, ref, cd_id)
@@ -255,12 +254,10 @@ class TableStore:
             .join(s.SDS, s.SDS.c.SD_ID == s.PARTITIONS.c.SD_ID, isouter=True)
             .where(s.PARTITIONS.c.TBL_ID == ref.tbl_id)
         ).all()
-        table_descriptor, table_cd_ids = descriptor_deletions(conn, [ref.sd_id])
-        self._delete_partition_rows(conn, [r.PART_ID for r in partition_rows], [r.SD_ID for r in partition_rows], [
-            *((column, [ref.tbl_id]) for column in (s.TAB_COL_STATS.c.TBL_ID, s.TABLE_PARAMS.c.TBL_ID,
-                                                    s.PARTITION_KEYS.c.TBL_ID, s.TBLS.c.TBL_ID)),
-            *table_descriptor])
-        remove_unused_columns(conn, table_cd_ids)
+        self._delete_partition_rows(
+            conn, [r.PART_ID for r in partition_rows], [*(r.SD_ID for r in partition_rows), ref.sd_id],
+            [(column, [ref.tbl_id]) for column in (s.TAB_COL_STATS.c.TBL_ID, s.TABLE_PARAMS.c.TBL_ID,
+                                                    s.PARTITION_KEYS.c.TBL_ID, s.TBLS.c.TBL_ID)])
         _move_write_ids(conn, self.layout, (db_name, tbl_name), None)
         return DroppedTable(tables[0], [r.LOCATION for r in partition_rows if r.LOCATION])
 
