@@ -116,14 +116,14 @@ class _HeldAfterCommit:
     def __init__(self) -> None:
         self.committed_now, self.release = threading.Event(), threading.Event()
 
-    def appending(self, event_ids):
+    def sending(self, write):
         pass
 
-    def committed(self, events):
+    def committed(self, write, events):
         self.committed_now.set()
         self.release.wait(DEADLINE_S)
 
-    def abandoned(self, event_ids):
+    def abandoned(self, write):
         pass
 
 

@@ -1,6 +1,6 @@
 """The notification log's rows on every backend: numbered on from NOTIFICATION_SEQUENCE, which moves past them
-(on MySQL and MariaDB the counter and the rows go in one query), whatever their size, and none written when the
-counter has no row."""
+(on MySQL and MariaDB the counter, the rows and the commit go in one query), whatever their size, and none
+written when the counter has no row."""
 import itertools
 
 import pytest
@@ -12,7 +12,7 @@ from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.row_inserts import MAX_QUERY_CHARS
 from support.databases import BACKENDS
 from support.sql_stores import fresh_store
-from support.statements import statements_sent
+from support.statements import driver_queries, statements_sent
 
 _KEY_IDS = itertools.count(1)
 
@@ -79,3 +79,19 @@ def test_a_counter_without_its_row_fails_the_write_and_leaves_nothing(backend, t
         assert _log(store) == before
         with store.db.transaction() as conn:
             assert conn.execute(select(func.count()).select_from(s.MASTER_KEYS)).scalar_one() == 0
+
+
+def test_on_mariadb_the_query_that_appends_the_events_commits_the_write(tmp_path):
+    """One round trip fewer per write: no COMMIT of its own after the events' query, and the write is committed
+    (another connection reads it)."""
+    with fresh_store("mariadb", tmp_path) as store:
+        _write(store, [_event("first")])   # connects, and reserves a block of log row ids (a transaction of its own)
+        start = _next_event_id(store)
+        sent, ids = driver_queries(lambda: _write(store, [_event("one"), _event("two")]))
+        assert ids == [start, start + 1]
+        assert len(sent) == 2 and sent[0].startswith("INSERT INTO `MASTER_KEYS`")
+        assert sent[1].startswith("UPDATE `NOTIFICATION_SEQUENCE`") and sent[1].endswith(";COMMIT")
+        assert _log(store)[-2:] == [(start, "one", "{}"), (start + 1, "two", "{}")]
+        assert _next_event_id(store) == start + 2
+        sent, _ = driver_queries(lambda: _write(store, []))   # a write without events commits as any other
+        assert sent[-1] == "COMMIT"

@@ -30,3 +30,23 @@ def statements_sent(store: Any, call: Callable[[], T]) -> tuple[list[str], T]:
         for engine in store.db.engines:
             event.remove(engine, "before_cursor_execute", listener)
     return seen, result
+
+
+def driver_queries(call: Callable[[], T]) -> tuple[list[str], T]:
+    """(every query pymysql sent while `call` ran, COMMIT and ROLLBACK included: one round trip each; what `call`
+    returned). Counts at the driver, below SQLAlchemy, which does not see a transaction's COMMIT as a statement."""
+    from pymysql.connections import Connection
+
+    seen: list[str] = []
+    send = Connection._execute_command
+
+    def counted(self: Any, command: int, sql: Any) -> Any:
+        seen.append(sql.decode("utf-8", "replace") if isinstance(sql, bytes) else str(sql))
+        return send(self, command, sql)
+
+    Connection._execute_command = counted   # type: ignore[method-assign]
+    try:
+        result = call()
+    finally:
+        Connection._execute_command = send   # type: ignore[method-assign]
+    return seen, result

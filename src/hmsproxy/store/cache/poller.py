@@ -45,7 +45,7 @@ class Poller:
         self._reload_everything = reload_everything  # clears the cache, prewarms again, returns the new start
         self.last_applied = 0
         self._own: OrderedDict[int, str] = OrderedDict()   # event id -> type, of events this instance committed
-        self._pending: set[int] = set()   # ids of events this instance appended, their commit not yet confirmed
+        self._in_flight: set[int] = set()   # this instance's writes whose events may be in the log, outcome untold
         self._own_changed = threading.Condition()
         self._stop = threading.Event()
         self._started = threading.Event()
@@ -66,30 +66,35 @@ class Poller:
 
     # ---- the database's EventWatcher: the events this instance writes (its cache has them once committed) ----
 
-    def appending(self, event_ids: list[int]) -> None:
+    def sending(self, write: int) -> None:
         with self._own_changed:
-            self._pending.update(event_ids)
+            self._in_flight.add(write)
 
-    def committed(self, events: list[tuple[int, Event]]) -> None:
+    def committed(self, write: int, events: list[tuple[int, Event]]) -> None:
         with self._own_changed:
-            self._pending.difference_update(event_id for event_id, _ in events)
+            self._in_flight.discard(write)
             self._own.update((event_id, event.event_type) for event_id, event in events)
             while len(self._own) > OWN_EVENTS_KEPT:
                 self._own.popitem(last=False)
             self._own_changed.notify_all()
 
-    def abandoned(self, event_ids: list[int]) -> None:
+    def abandoned(self, write: int) -> None:
         with self._own_changed:
-            self._pending.difference_update(event_ids)
+            self._in_flight.discard(write)
             self._own_changed.notify_all()
 
     def _is_own(self, event_id: int) -> bool:
         """Whether this instance wrote an event the poller read. What the poller reads is committed, but its
-        writer confirms the commit a moment later: an event read in between is waited for. (Taken for another
-        writer's, it would drop its table's entry for a reload, which a steady stream of writes to a big table
-        never lets finish.) An abandoned id read from the log is another writer's event that reuses it."""
+        writer learns the event's id and confirms the commit a moment later: an event not known as own is
+        decided once the writes under way after it was read have told their outcome (one of them may be its
+        writer; a write that starts later cannot be). Taken for another writer's, an own event would drop its
+        table's entry for a reload, which a steady stream of writes to a big table never lets finish. An event
+        whose writer failed is another writer's (the database reuses the ids of a failed write)."""
         with self._own_changed:
-            self._own_changed.wait_for(lambda: event_id not in self._pending, timeout=OWN_CONFIRM_TIMEOUT_S)
+            if event_id not in self._own:
+                under_way = set(self._in_flight)
+                self._own_changed.wait_for(lambda: under_way.isdisjoint(self._in_flight),
+                                           timeout=OWN_CONFIRM_TIMEOUT_S)
             return self._own.pop(event_id, None) is not None
 
     def _skip_own(self) -> None:

@@ -46,10 +46,10 @@ class UnloggedWrites:
 
     # ---- the database's EventWatcher --------------------------------------------------------------------------
 
-    def appending(self, event_ids: list[int]) -> None:
+    def sending(self, write: int) -> None:
         pass
 
-    def committed(self, events: list[tuple[int, m.Event]]) -> None:
+    def committed(self, write: int, events: list[tuple[int, m.Event]]) -> None:
         with self._own_adds_lock:
             if not self._looking:
                 return
@@ -59,7 +59,7 @@ class UnloggedWrites:
             while len(self._own_adds) > OWN_ADDS_KEPT:
                 del self._own_adds[next(iter(self._own_adds))]
 
-    def abandoned(self, event_ids: list[int]) -> None:
+    def abandoned(self, write: int) -> None:
         pass
 
     def check(self) -> bool:

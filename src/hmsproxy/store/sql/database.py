@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import logging
 import random
 import sqlite3
@@ -41,7 +42,7 @@ from hmsproxy.store.sql import event_log
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.hive_versions import HIVE_2_3, HIVE_3_1
 from hmsproxy.store.sql.layout import FULL, Layout, install, stored_lower_case
-from hmsproxy.store.sql.row_inserts import Inserts, read_every_result
+from hmsproxy.store.sql.row_inserts import COMMITTED_IN_QUERY, Inserts, read_every_result, skip_commits_sent
 from hmsproxy.store.sql.sequences import (
     ID_COLUMNS,
     MODEL_PREFIX,
@@ -113,15 +114,17 @@ def _timeouts(url: str, connect_timeout_s: float, statement_timeout_s: float) ->
 
 
 class EventWatcher(Protocol):
-    """Follows the events a write transaction appends: told their ids once they are appended (the transaction
-    may yet fail), then either their ids and the events once it committed, or their ids once it failed (the
-    database may then give those ids to another writer's events)."""
+    """Follows the writes that append events, each by a number of its own: told before the query that appends
+    them goes out (on MySQL and MariaDB that query commits too, so the events may be in the log before anyone
+    knows their ids), then either the events with their ids once the write committed, or that it failed (the
+    database may then give those ids to another writer's events, and a commit whose answer was lost reads as
+    another writer's)."""
 
-    def appending(self, event_ids: list[int]) -> None: ...
+    def sending(self, write: int) -> None: ...
 
-    def committed(self, events: list[tuple[int, Event]]) -> None: ...
+    def committed(self, write: int, events: list[tuple[int, Event]]) -> None: ...
 
-    def abandoned(self, event_ids: list[int]) -> None: ...
+    def abandoned(self, write: int) -> None: ...
 
 
 class Database:
@@ -153,6 +156,7 @@ class Database:
             if self.engine.dialect.name == "mysql":
                 for engine in engines:
                     read_every_result(engine)
+                    skip_commits_sent(engine)
             if self.engine.dialect.name == "postgresql":
                 for engine in engines:
                     _bound_postgres_waits(engine, statement_timeout_s + POSTGRES_WAIT_MARGIN_S)
@@ -163,6 +167,7 @@ class Database:
         self._id_blocks: dict[str, tuple[int, int]] = {}   # model -> [next, end) reserved by this process
         self._id_lock = threading.Lock()
         self.event_watchers: list[EventWatcher] = []
+        self._write_numbers = itertools.count(1)   # the writes the watchers follow
         self.connection_waited: Callable[[float], None] = lambda seconds: None   # a metric's, once the server runs
         for engine in engines if added_latency_ms > 0 else []:
             _add_round_trip_latency(engine, added_latency_ms / 1000.0)
@@ -179,14 +184,15 @@ class Database:
 
         A write transaction (every transaction that may write: on SQLite it takes the write lock at once) given
         a journal waits for its `before_commit`, then appends the journal's unwritten events, those the block
-        added included, and inserts the rows the block left in the journal, just before it commits; after the
-        commit the journal holds their ids. `event_watchers` follow the events' fate (EventWatcher). A failed one
-        leaves the journal as it was handed in."""
+        added included, and inserts the rows the block left in the journal, just before it commits (on MySQL and
+        MariaDB in the query that commits); after the commit the journal holds their ids. `event_watchers` follow
+        the events' fate (EventWatcher). A failed one leaves the journal as it was handed in."""
         if journal is not None and not write:
             raise ValueError("only a write transaction appends events")
         added_from = len(journal.events) if journal is not None else 0
         event_ids: list[int] = []
         appended: list[Event] = []
+        write_number: int | None = None   # once its events are on their way
         asked = time.perf_counter()
         try:
             with (
@@ -198,19 +204,23 @@ class Database:
                 if journal is not None:
                     journal.before_commit()
                     appended = journal.unwritten()
-                    event_ids = self.append_events(conn, appended, journal.rows)
-                    for watcher in self.event_watchers if event_ids else ():
-                        watcher.appending(event_ids)
+                    if appended:
+                        write_number = next(self._write_numbers)
+                        for watcher in self.event_watchers:
+                            watcher.sending(write_number)
+                    event_ids = self.append_events(conn, appended, journal.rows, commit=True)
         except BaseException:
             if journal is not None:
                 journal.rolled_back(added_from)
-            for watcher in self.event_watchers if event_ids else ():
-                watcher.abandoned(event_ids)
+            if write_number is not None:
+                for watcher in self.event_watchers:
+                    watcher.abandoned(write_number)
             raise
         if journal is not None:
             journal.committed(event_ids)
-        for watcher in self.event_watchers if event_ids else ():
-            watcher.committed(list(zip(event_ids, appended)))
+        if write_number is not None:
+            for watcher in self.event_watchers:
+                watcher.committed(write_number, list(zip(event_ids, appended)))
 
     def connections_in_use(self) -> int:
         """Connections checked out of the pools now (0 for a pool that does not count them)."""
@@ -224,11 +234,13 @@ class Database:
         for engine in self.engines:
             install(engine, layout)
 
-    def append_events(self, conn: Connection, events: Sequence[Event], rows: Inserts = ()) -> list[int]:
+    def append_events(self, conn: Connection, events: Sequence[Event], rows: Inserts = (),
+                      commit: bool = False) -> list[int]:
         """Appends events to the notification log in `conn`'s transaction, their row ids from this process's
-        blocks, and inserts `rows` with them; returns their event ids."""
+        blocks, and inserts `rows` with them; returns their event ids. `commit`: the transaction has nothing else
+        to do, and commits in the same query where it can (event_log.append)."""
         return event_log.append(conn, events, self.allocate_ids(conn, "MNotificationLog", len(events)), self.layout,
-                                rows)
+                                rows, commit)
 
     def allocate_ids(self, conn: Connection, model: str, count: int) -> int:
         """Reserves `count` consecutive ids for a model class; returns the first.
@@ -327,8 +339,12 @@ def _add_round_trip_latency(engine: Engine, seconds: float) -> None:
     def wait(*_args: object) -> None:
         time.sleep(seconds)
 
+    def wait_unless_sent(conn: Connection) -> None:   # a COMMIT that went with the last query cost nothing more
+        if not conn.info.get(COMMITTED_IN_QUERY):
+            time.sleep(seconds)
+
     event.listen(engine, "before_cursor_execute", wait)
-    event.listen(engine, "commit", wait)
+    event.listen(engine, "commit", wait_unless_sent)
 
 
 def _bound_postgres_waits(engine: Engine, timeout_s: float) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, select
+from sqlalchemy import exc as sa_exc
 
 from hmsproxy.events.messages import Event
 from hmsproxy.store.sql import schema as s
@@ -21,10 +22,11 @@ from hmsproxy.store.sql.sequences import next_value
 
 
 def append(conn: Connection, events: Sequence[Event], first_row: int, layout: Layout = FULL,
-           rows_too: Inserts = ()) -> list[int]:
+           rows_too: Inserts = (), commit: bool = False) -> list[int]:
     """Appends events inside the caller's transaction, their rows numbered (NL_ID) from `first_row`, reserved
     from the MNotificationLog counter as Hive's listener numbers them; returns their ids. Before Hive 3 the log
-    has no catalog. `rows_too`, rows of the same write, are inserted with them (on MySQL in the same query)."""
+    has no catalog. `rows_too`, rows of the same write, are inserted with them (on MySQL in the same query).
+    `commit`: the caller's transaction ends here; on MySQL the same query commits it."""
     if not events:
         insert_rows(conn, rows_too)
         return []
@@ -35,9 +37,12 @@ def append(conn: Connection, events: Sequence[Event], first_row: int, layout: La
         "MESSAGE_FORMAT": e.message_format}) for i, e in enumerate(events)]
     counter = s.NOTIFICATION_SEQUENCE.c.NEXT_EVENT_ID   # its row stays locked until the commit
     if conn.dialect.name == "mysql":   # the counter and the rows in one round trip
-        first = insert_numbered_mysql(conn, counter, s.NOTIFICATION_LOG, rows, "EVENT_ID", rows_too)
-        if first is None:
-            raise LookupError("NOTIFICATION_SEQUENCE has no row")
+        try:
+            first = insert_numbered_mysql(conn, counter, s.NOTIFICATION_LOG, rows, "EVENT_ID", rows_too, commit)
+        except sa_exc.IntegrityError:   # as next_value says it: a counter without its row numbers nothing
+            if conn.execute(select(func.count()).select_from(s.NOTIFICATION_SEQUENCE)).scalar_one() == 0:
+                raise LookupError("NOTIFICATION_SEQUENCE has no row") from None
+            raise
     else:
         first = next_value(conn, counter, len(events))
         conn.execute(insert(s.NOTIFICATION_LOG), [{**row, "EVENT_ID": first + row["EVENT_ID"]} for row in rows])

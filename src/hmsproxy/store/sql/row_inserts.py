@@ -18,6 +18,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pymysql.constants.SERVER_STATUS import SERVER_STATUS_IN_TRANS
 from pymysql.constants.SERVER_STATUS import SERVER_STATUS_NO_BACKSLASH_ESCAPES as NO_BACKSLASH_ESCAPES
 from pymysql.converters import escape_item
 from sqlalchemy import Column, Connection, Dialect, Engine, Table, event, insert
@@ -29,6 +30,9 @@ Inserts = Sequence[tuple[Table, Sequence[dict[str, Any]]]]   # (table, its rows)
 # Characters per query: pymysql's own bound for an executemany (1,024,000), under max_allowed_packet's defaults
 # (4 MiB on MySQL 5.7, 16 MiB on MariaDB, 64 MiB on MySQL 8) even where every character takes 4 bytes.
 MAX_QUERY_CHARS = 1_000_000
+
+# Connection.info: the transaction's last query ended with its COMMIT (`insert_numbered_mysql`)
+COMMITTED_IN_QUERY = "hmsproxy.committed_in_query"
 
 # A rendered query: sent as it is (no parameters: a "%" in a value stays one), every statement's result read.
 MULTI_STATEMENT = {"no_parameters": True, "every_result": True}
@@ -73,26 +77,42 @@ def _rendered(conn: Connection, inserts: Inserts) -> list[str] | None:
 
 
 def insert_numbered_mysql(conn: Connection, counter: Column[Any], table: Table, rows: Sequence[dict[str, Any]],
-                          number: str, followed_by: Inserts = ()) -> int | None:
+                          number: str, followed_by: Inserts = (), commit: bool = False) -> int:
     """MySQL/MariaDB: reserves len(rows) numbers from a single-row counter (the row stays locked until the
     transaction ends) and inserts the rows, each numbered in column `number` from the first reserved plus the
-    offset the row holds there, then the rows of `followed_by`, in one query. Returns the first number, None when
-    the counter has no row (the rows are written all the same then, with numbers that mean nothing: the caller
-    fails the transaction)."""
+    offset the row holds there, then the rows of `followed_by`, in one query; returns the first number. A counter
+    without its row numbers the rows NULL, which fails the query (`number` must be NOT NULL).
+    `commit`: the query ends with the transaction's COMMIT (one round trip fewer); `skip_commits_sent` keeps the
+    transaction's own commit from sending another."""
     count = len(rows)
     literal = _mysql_literal(conn)
     quote = conn.dialect.identifier_preparer.quote
     bump = (f"UPDATE {quote(counter.table.name)} SET {quote(counter.name)}=LAST_INSERT_ID({quote(counter.name)}"
             f"+{count})")
-    first = f"CAST(LAST_INSERT_ID() AS SIGNED)-{count}"   # signed: a counter without its row must not overflow
+    first = f"(SELECT {quote(counter.name)} FROM {quote(counter.table.name)})-{count}"   # this transaction's bump
     parts = _statement_parts(conn.dialect, table, rows, literal, (number, first + "+"))
     more = [_statement_parts(conn.dialect, other, other_rows, literal)
             for other, other_rows in followed_by if other_rows]
-    queries = joined_queries([(bump, []), parts, *more])
+    queries = joined_queries([(bump, []), parts, *more, *([("COMMIT", [])] if commit else [])])
     bumped = conn.exec_driver_sql(queries[0], execution_options=MULTI_STATEMENT)
     for query in queries[1:]:
         conn.exec_driver_sql(query, execution_options=MULTI_STATEMENT)
-    return int(bumped.lastrowid) - count if bumped.rowcount else None
+    if commit:
+        conn.info[COMMITTED_IN_QUERY] = True
+    return int(bumped.lastrowid) - count
+
+
+def skip_commits_sent(engine: Engine) -> None:
+    """MySQL/MariaDB: a transaction whose last query ended with its COMMIT (`insert_numbered_mysql`) sends no
+    second one when it ends, when the server's last reply says that no transaction is open any more. (A mark
+    left by a transaction that failed after its query is harmless: the next commit sends its COMMIT unless the
+    server says there is nothing to commit.)"""
+    def do_commit(connection: Any) -> None:
+        sent = connection.info.pop(COMMITTED_IN_QUERY, False)
+        if not (sent and not connection.dbapi_connection.server_status & SERVER_STATUS_IN_TRANS):
+            connection.commit()
+
+    engine.dialect.do_commit = do_commit  # type: ignore[method-assign,assignment]
 
 
 def _mysql_literal(conn: Connection) -> Callable[[Any], str]:
