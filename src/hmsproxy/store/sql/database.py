@@ -42,7 +42,7 @@ from hmsproxy.store.sql import event_log
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.hive_versions import HIVE_2_3, HIVE_3_1
 from hmsproxy.store.sql.layout import FULL, Layout, install, stored_lower_case
-from hmsproxy.store.sql.row_inserts import COMMITTED_IN_QUERY, Inserts, read_every_result, skip_commits_sent
+from hmsproxy.store.sql.row_inserts import Inserts, commit_already_sent, read_every_result, skip_commits_sent
 from hmsproxy.store.sql.sequences import (
     ID_COLUMNS,
     MODEL_PREFIX,
@@ -340,7 +340,7 @@ def _add_round_trip_latency(engine: Engine, seconds: float) -> None:
         time.sleep(seconds)
 
     def wait_unless_sent(conn: Connection) -> None:   # a COMMIT that went with the last query cost nothing more
-        if not conn.info.get(COMMITTED_IN_QUERY):
+        if not commit_already_sent(conn.connection):
             time.sleep(seconds)
 
     event.listen(engine, "before_cursor_execute", wait)

@@ -108,11 +108,19 @@ def skip_commits_sent(engine: Engine) -> None:
     left by a transaction that failed after its query is harmless: the next commit sends its COMMIT unless the
     server says there is nothing to commit.)"""
     def do_commit(connection: Any) -> None:
-        sent = connection.info.pop(COMMITTED_IN_QUERY, False)
-        if not (sent and not connection.dbapi_connection.server_status & SERVER_STATUS_IN_TRANS):
+        sent = commit_already_sent(connection)
+        connection.info.pop(COMMITTED_IN_QUERY, None)
+        if not sent:
             connection.commit()
 
     engine.dialect.do_commit = do_commit  # type: ignore[method-assign,assignment]
+
+
+def commit_already_sent(pooled: Any) -> bool:
+    """The transaction on this pooled connection ended with the COMMIT its last query carried: marked by
+    `insert_numbered_mysql`, and the server's last reply says that no transaction is open any more."""
+    marked = bool(pooled.info.get(COMMITTED_IN_QUERY))
+    return marked and not pooled.dbapi_connection.server_status & SERVER_STATUS_IN_TRANS
 
 
 def _mysql_literal(conn: Connection) -> Callable[[Any], str]:
