@@ -45,7 +45,9 @@ FILTERS = st.recursive(_comparison(), lambda inner: st.builds(
     lambda parts, joiner: "(" + f" {joiner} ".join(parts) + ")",
     st.lists(inner, min_size=2, max_size=3), st.sampled_from(["and", "or"])), max_leaves=6)
 
-ROWS = st.lists(st.tuples(*(st.sampled_from(VALUES[k]) for k, _ in KEYS)), max_size=40, unique=True)
+# Unique by name, as a table's partitions are: "" and the default partition's value give one name.
+ROWS = st.lists(st.tuples(*(st.sampled_from(VALUES[k]) for k, _ in KEYS)), max_size=40,
+                unique_by=lambda row: make_partition_name([k for k, _ in KEYS], list(row)))
 
 
 def _partition_set(rows: list[tuple[str, ...]]) -> PartitionSet:
