@@ -17,9 +17,10 @@ def metric(server: RunningServer, name: str, **labels: str) -> float:
                if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()))
 
 
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60.0, interval: float = 0.05) -> None:
+    """Polls `condition` every `interval` s until it holds (at most `timeout` s)."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"not within {timeout} s: {what}")
-        time.sleep(0.05)  # polling another process's metrics
+        time.sleep(interval)  # polling another process's state

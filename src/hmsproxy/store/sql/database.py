@@ -42,6 +42,7 @@ from hmsproxy.store.sql import event_log
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.hive_versions import HIVE_2_3, HIVE_3_1
 from hmsproxy.store.sql.layout import FULL, Layout, install, stored_lower_case
+from hmsproxy.store.sql.remembered_tables import Assumption
 from hmsproxy.store.sql.row_inserts import Inserts, commit_already_sent, read_every_result, skip_commits_sent
 from hmsproxy.store.sql.sequences import (
     ID_COLUMNS,
@@ -208,7 +209,7 @@ class Database:
                         write_number = next(self._write_numbers)
                         for watcher in self.event_watchers:
                             watcher.sending(write_number)
-                    event_ids = self.append_events(conn, appended, journal.rows, commit=True)
+                    event_ids = self.append_events(conn, appended, journal.rows, commit=True, held=journal.held)
         except BaseException:
             if journal is not None:
                 journal.rolled_back(added_from)
@@ -235,12 +236,12 @@ class Database:
             install(engine, layout)
 
     def append_events(self, conn: Connection, events: Sequence[Event], rows: Inserts = (),
-                      commit: bool = False) -> list[int]:
+                      commit: bool = False, held: Sequence[Assumption] = ()) -> list[int]:
         """Appends events to the notification log in `conn`'s transaction, their row ids from this process's
         blocks, and inserts `rows` with them; returns their event ids. `commit`: the transaction has nothing else
-        to do, and commits in the same query where it can (event_log.append)."""
+        to do, and commits in the same query where it can; `held`: what the write assumed (event_log.append)."""
         return event_log.append(conn, events, self.allocate_ids(conn, "MNotificationLog", len(events)), self.layout,
-                                rows, commit)
+                                rows, commit, held)
 
     def allocate_ids(self, conn: Connection, model: str, count: int) -> int:
         """Reserves `count` consecutive ids for a model class; returns the first.

@@ -11,22 +11,31 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, insert, select
+from sqlalchemy import Connection, and_, delete, func, insert, select, true
 from sqlalchemy import exc as sa_exc
 
 from hmsproxy.events.messages import Event
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.layout import FULL, Layout
+from hmsproxy.store.sql.remembered_tables import Assumption
 from hmsproxy.store.sql.row_inserts import Inserts, insert_numbered_mysql, insert_rows
 from hmsproxy.store.sql.sequences import next_value
 
 
+class StalePlan(Exception):
+    """What a write was planned on (remembered, or read without a lock) had changed by the time its events were
+    appended: nothing was written, and the write is to be planned again from what the database holds."""
+
+
 def append(conn: Connection, events: Sequence[Event], first_row: int, layout: Layout = FULL,
-           rows_too: Inserts = (), commit: bool = False) -> list[int]:
+           rows_too: Inserts = (), commit: bool = False, held: Sequence[Assumption] = ()) -> list[int]:
     """Appends events inside the caller's transaction, their rows numbered (NL_ID) from `first_row`, reserved
     from the MNotificationLog counter as Hive's listener numbers them; returns their ids. Before Hive 3 the log
     has no catalog. `rows_too`, rows of the same write, are inserted with them (on MySQL in the same query).
-    `commit`: the caller's transaction ends here; on MySQL the same query commits it."""
+    `commit`: the caller's transaction ends here; on MySQL the same query commits it. `held`: what the write
+    assumed without reading it; where one fails, StalePlan (checked in the same query)."""
+    if held and (not events or conn.dialect.name != "mysql"):
+        raise ValueError("a write's assumptions are held in the MySQL query that appends its events")
     if not events:
         insert_rows(conn, rows_too)
         return []
@@ -38,10 +47,16 @@ def append(conn: Connection, events: Sequence[Event], first_row: int, layout: La
     counter = s.NOTIFICATION_SEQUENCE.c.NEXT_EVENT_ID   # its row stays locked until the commit
     if conn.dialect.name == "mysql":   # the counter and the rows in one round trip
         try:
-            first = insert_numbered_mysql(conn, counter, s.NOTIFICATION_LOG, rows, "EVENT_ID", rows_too, commit)
-        except sa_exc.IntegrityError:   # as next_value says it: a counter without its row numbers nothing
-            if conn.execute(select(func.count()).select_from(s.NOTIFICATION_SEQUENCE)).scalar_one() == 0:
+            first = insert_numbered_mysql(conn, counter, s.NOTIFICATION_LOG, rows, "EVENT_ID", rows_too, commit,
+                                          " AND ".join(f"({a.sql})" for a in held) or None)
+        except sa_exc.IntegrityError:   # numbered NULL: the counter lacks its row (as next_value says it), or
+            counted, holding = conn.execute(select(    # an assumption failed
+                select(func.count()).select_from(s.NOTIFICATION_SEQUENCE).scalar_subquery(),
+                and_(true(), *(a.condition for a in held)))).one()
+            if counted == 0:
                 raise LookupError("NOTIFICATION_SEQUENCE has no row") from None
+            if not holding:
+                raise StalePlan() from None
             raise
     else:
         first = next_value(conn, counter, len(events))

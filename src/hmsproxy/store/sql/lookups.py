@@ -63,14 +63,18 @@ def _table_query(with_columns: bool) -> Select[Any]:
 
 
 # Built once: every table-scoped call runs one, and building it (with its cache key) took ~0.1 ms a call.
-_TABLE_QUERIES = {with_columns: _table_query(with_columns) for with_columns in (False, True)}
+_TABLE_QUERIES = {(with_columns, locked): _table_query(with_columns).with_for_update(read=True, of=s.TBLS)
+                  if locked else _table_query(with_columns)
+                  for with_columns in (False, True) for locked in (False, True)}
 
 
-def find_table(conn: Connection, cat: str, db_name: str, tbl_name: str, with_columns: bool = False
-               ) -> TableRef | None:
+def find_table(conn: Connection, cat: str, db_name: str, tbl_name: str, with_columns: bool = False,
+               share_lock: bool = False) -> TableRef | None:
     """The table's ids and partition keys in one query (every table-scoped call starts here), and its columns in
-    the same query `with_columns` (adding partitions compares theirs with them)."""
-    row = conn.execute(_TABLE_QUERIES[with_columns], {"db_name": db_name, "cat": cat, "tbl_name": tbl_name}).first()
+    the same query `with_columns` (adding partitions compares theirs with them); `share_lock`: a locking read of
+    the table's row (MySQL/MariaDB lock every row the query reads)."""
+    query = _TABLE_QUERIES[with_columns, share_lock]
+    row = conn.execute(query, {"db_name": db_name, "cat": cat, "tbl_name": tbl_name}).first()
     if row is None:
         return None
     partition_keys = ordered(row.PARTITION_KEYS)
@@ -83,8 +87,10 @@ def find_table(conn: Connection, cat: str, db_name: str, tbl_name: str, with_col
     )
 
 
-def table_ref(conn: Connection, cat: str, db_name: str, tbl_name: str, with_columns: bool = False) -> TableRef:
-    ref = find_table(conn, cat, db_name, tbl_name, with_columns)
+def table_ref(conn: Connection, cat: str, db_name: str, tbl_name: str, with_columns: bool = False,
+              share_lock: bool = False) -> TableRef:
+    """`share_lock`: the table's row stays as read until the transaction ends (a drop or alter of it waits)."""
+    ref = find_table(conn, cat, db_name, tbl_name, with_columns, share_lock)
     if ref is None:
         raise no_such_object(f"table {db_name}.{tbl_name} does not exist")
     return ref

@@ -40,10 +40,12 @@ from hmsproxy.store.sql.descriptors import (
     load_skew,
     params_rows,
 )
+from hmsproxy.store.sql.event_log import StalePlan
 from hmsproxy.store.sql.filter_sql import narrowing
 from hmsproxy.store.sql.json_rows import as_dict, json_rows, ordered_values
 from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.lookups import TableRef, no_such_object, table_ref
+from hmsproxy.store.sql.remembered_tables import Remembered, RememberedTables
 from hmsproxy.store.sql.row_deletes import Deletions
 from hmsproxy.store.sql.row_inserts import Inserts, insert_at_commit, insert_rows
 from hmsproxy.store.sql.tables import column_tuples
@@ -55,6 +57,7 @@ class PartitionStore:
     db: Database
     layout: Layout
     _load_tables: Callable[[Connection, str, str, Sequence[str]], list[Any]]   # TableStore
+    remembered_tables: RememberedTables
 
     # ---- writes ------------------------------------------------------------------------------------
 
@@ -65,9 +68,28 @@ class PartitionStore:
 
         A plain add of distinct partitions does not ask which exist: the table's unique key on partition names
         refuses one that does (or that another call added meanwhile), and only then are they looked up, to
-        refuse the call as Hive does."""
+        refuse the call as Hive does.
+
+        The table stays as the add found it until the add commits, and a drop of it waits: on MySQL/MariaDB the add
+        holds the table unchanged in the query that appends its events (remembered_tables.py), which lets it plan
+        from the table as this process last read it; elsewhere its read of the table is a locking one."""
+        key = (cat, db_name, tbl_name)
+        holding = journal if journal is not None and journal.unwritten() and self.db.engine.dialect.name == "mysql" \
+            else None
+        remembered = self.remembered_tables.get(key) if holding is not None else None
+        if remembered is not None and not all(_fits(remembered.ref, part) for part in parts):
+            remembered = None   # refused only on what the database holds
         try:
-            return self._add_partitions(cat, db_name, tbl_name, parts, if_not_exists, journal)
+            try:
+                return self._add_partitions(cat, db_name, tbl_name, parts, if_not_exists, journal, holding,
+                                            remembered)
+            except StalePlan:   # again, from the table's row read and held at once: no one can change it now
+                self.remembered_tables.forget(key)
+                return self._add_partitions(cat, db_name, tbl_name, parts, if_not_exists, journal, holding, None,
+                                            share_lock=True)
+        except StalePlan:   # only another program's write (the Java HMS's alter) can do that: try again later
+            raise hms.MetaException(message=f"{db_name}.{tbl_name} changed while partitions were added to it; "
+                                            f"nothing was added, try again") from None
         except sa_exc.IntegrityError:
             if if_not_exists:
                 raise
@@ -79,11 +101,23 @@ class PartitionStore:
             raise
 
     def _add_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any], if_not_exists: bool,
-                        journal: Journal | None) -> list[Any]:
+                        journal: Journal | None, holding: Journal | None, remembered: Remembered | None,
+                        share_lock: bool = False) -> list[Any]:
+        """`holding`: the journal (with events) whose query holds the table unchanged, else None; `remembered`:
+        the table as an earlier write read it, to plan from without reading it; `share_lock`: the table is read
+        with a locking read (always where nothing holds it)."""
         with self.db.transaction(write=True, journal=journal) as conn:
-            ref = table_ref(conn, cat, db_name, tbl_name, with_columns=True)
+            if remembered is None:
+                ref = table_ref(conn, cat, db_name, tbl_name, with_columns=True,
+                                share_lock=share_lock or holding is None)
+                if holding is not None:
+                    remembered = self.remembered_tables.remember(conn, (cat, db_name, tbl_name), ref)
+            else:
+                ref = remembered.ref
+            if holding is not None and remembered is not None:
+                holding.held = [remembered.unchanged]
             for part in parts:
-                if len(part.values or []) != len(ref.partition_keys) or not ref.partition_keys:
+                if not _fits(ref, part):
                     raise hms.MetaException(message=f"partition values {part.values} do not match the partition "
                                                     f"keys {list(ref.partition_keys)} of {db_name}.{tbl_name}")
             names = [make_partition_name(ref.partition_keys, p.values) for p in parts]
@@ -447,3 +481,8 @@ def _values_in(name: str) -> list[str]:
         return [value for _, value in parse_partition_name(name)]
     except ValueError:
         return [name]
+
+
+def _fits(ref: TableRef, part: Any) -> bool:
+    """The partition has a value for each of the table's partition keys (and the table has keys)."""
+    return bool(ref.partition_keys) and len(part.values or []) == len(ref.partition_keys)

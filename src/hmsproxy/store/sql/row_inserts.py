@@ -77,19 +77,22 @@ def _rendered(conn: Connection, inserts: Inserts) -> list[str] | None:
 
 
 def insert_numbered_mysql(conn: Connection, counter: Column[Any], table: Table, rows: Sequence[dict[str, Any]],
-                          number: str, followed_by: Inserts = (), commit: bool = False) -> int:
+                          number: str, followed_by: Inserts = (), commit: bool = False, only_if: str | None = None
+                          ) -> int:
     """MySQL/MariaDB: reserves len(rows) numbers from a single-row counter (the row stays locked until the
     transaction ends) and inserts the rows, each numbered in column `number` from the first reserved plus the
     offset the row holds there, then the rows of `followed_by`, in one query; returns the first number. A counter
     without its row numbers the rows NULL, which fails the query (`number` must be NOT NULL).
     `commit`: the query ends with the transaction's COMMIT (one round trip fewer); `skip_commits_sent` keeps the
-    transaction's own commit from sending another."""
+    transaction's own commit from sending another. `only_if` (SQL): a condition without which the rows are
+    numbered NULL as well, which fails the query before anything after them runs."""
     count = len(rows)
     literal = _mysql_literal(conn)
     quote = conn.dialect.identifier_preparer.quote
     bump = (f"UPDATE {quote(counter.table.name)} SET {quote(counter.name)}=LAST_INSERT_ID({quote(counter.name)}"
             f"+{count})")
-    first = f"(SELECT {quote(counter.name)} FROM {quote(counter.table.name)})-{count}"   # this transaction's bump
+    where = "" if only_if is None else f" WHERE {only_if}"
+    first = f"(SELECT {quote(counter.name)} FROM {quote(counter.table.name)}{where})-{count}"   # this one's bump
     parts = _statement_parts(conn.dialect, table, rows, literal, (number, first + "+"))
     more = [_statement_parts(conn.dialect, other, other_rows, literal)
             for other, other_rows in followed_by if other_rows]

@@ -15,6 +15,7 @@ from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.lock_waits import LockReleases
 from hmsproxy.store.sql.notifications import NotificationStore
 from hmsproxy.store.sql.partitions import PartitionStore
+from hmsproxy.store.sql.remembered_tables import RememberedTables
 from hmsproxy.store.sql.statistics import StatisticsStore
 from hmsproxy.store.sql.tables import TableStore
 from hmsproxy.store.sql.transactions import PendingLock, TransactionStore
@@ -27,6 +28,7 @@ class SqlStore(BundleStore, DatabaseStore, TableStore, PartitionStore, FunctionS
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self.remembered_tables = RememberedTables()
         db.adopt(Layout.read(db.engine))
         self.layout = db.layout
         self.txn_ids = txn_ids_for(self.layout)

@@ -32,7 +32,6 @@ from hmsproxy.store.sql.lookups import (
     no_such_object,
     principal_type_name,
     principal_type_value,
-    table_ref,
 )
 from hmsproxy.store.sql.row_deletes import Deletions
 from hmsproxy.store.sql.row_inserts import insert_at_commit
@@ -245,10 +244,13 @@ class TableStore:
             return self._drop_table_in(conn, cat, db_name, tbl_name)
 
     def _drop_table_in(self, conn: Connection, cat: str, db_name: str, tbl_name: str) -> DroppedTable:
+        """Locks the table's row first: an add of partitions under way commits before the drop reads them, and
+        none starts until the drop commits (PartitionStore.add_partitions), so none is left behind."""
+        try:
+            ref = locked_table_ref(conn, cat, db_name, tbl_name)
+        except hms.NoSuchObjectException:
+            raise no_such_object(f"{db_name}.{tbl_name} table not found") from None
         tables = self._load_tables(conn, cat, db_name, [tbl_name])
-        if not tables:
-            raise no_such_object(f"{db_name}.{tbl_name} table not found")
-        ref = table_ref(conn, cat, db_name, tbl_name)
         partition_rows = conn.execute(
             select(s.PARTITIONS.c.PART_ID, s.PARTITIONS.c.SD_ID, s.SDS.c.LOCATION)
             .join(s.SDS, s.SDS.c.SD_ID == s.PARTITIONS.c.SD_ID, isouter=True)
