@@ -24,9 +24,9 @@ class Journal:
     # Rows the store's write leaves to be inserted in the query that appends the events (one round trip fewer
     # per write): (table, rows) pairs, as the SQL store's row_inserts takes them.
     rows: list[Any] = field(default_factory=list)
-    # What the store's write was planned on and holds until it commits (the SQL store's Assumptions): its events
-    # are appended only where all still hold, else the write fails and is planned again (remembered_tables.py).
-    held: list[Any] = field(default_factory=list)
+    # What the store's write was planned on and holds until it commits (the SQL store's Assumption), or None: its
+    # events are appended only where it still holds, else the write fails and is planned again (remembered_tables.py).
+    held: Any = None
 
     @classmethod
     def of(cls, *events: Event) -> Journal:
@@ -41,15 +41,15 @@ class Journal:
     def committed(self, event_ids: Sequence[int]) -> None:
         self.event_ids += event_ids
         self.rows.clear()
-        self.held.clear()
+        self.held = None
 
     def rolled_back(self, added_from: int) -> None:
         """Forgets the events added by a transaction that failed (they are added again if it is repeated);
-        the ones handed in before it stay, to be appended by the repeat. Its rows and conditions go: a repeat
+        the ones handed in before it stay, to be appended by the repeat. Its rows and assumption go: a repeat
         sets them again."""
         del self.events[max(added_from, len(self.event_ids)):]
         self.rows.clear()
-        self.held.clear()
+        self.held = None
 
     @property
     def version(self) -> int:

@@ -236,7 +236,7 @@ class Database:
             install(engine, layout)
 
     def append_events(self, conn: Connection, events: Sequence[Event], rows: Inserts = (),
-                      commit: bool = False, held: Sequence[Assumption] = ()) -> list[int]:
+                      commit: bool = False, held: Assumption | None = None) -> list[int]:
         """Appends events to the notification log in `conn`'s transaction, their row ids from this process's
         blocks, and inserts `rows` with them; returns their event ids. `commit`: the transaction has nothing else
         to do, and commits in the same query where it can; `held`: what the write assumed (event_log.append)."""

@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, func, insert, select, true
+from sqlalchemy import Connection, delete, func, insert, select, true
 from sqlalchemy import exc as sa_exc
 
 from hmsproxy.events.messages import Event
@@ -28,13 +28,13 @@ class StalePlan(Exception):
 
 
 def append(conn: Connection, events: Sequence[Event], first_row: int, layout: Layout = FULL,
-           rows_too: Inserts = (), commit: bool = False, held: Sequence[Assumption] = ()) -> list[int]:
+           rows_too: Inserts = (), commit: bool = False, held: Assumption | None = None) -> list[int]:
     """Appends events inside the caller's transaction, their rows numbered (NL_ID) from `first_row`, reserved
     from the MNotificationLog counter as Hive's listener numbers them; returns their ids. Before Hive 3 the log
     has no catalog. `rows_too`, rows of the same write, are inserted with them (on MySQL in the same query).
     `commit`: the caller's transaction ends here; on MySQL the same query commits it. `held`: what the write
-    assumed without reading it; where one fails, StalePlan (checked in the same query)."""
-    if held and (not events or conn.dialect.name != "mysql"):
+    assumed without reading it; where it fails, StalePlan (checked in the same query)."""
+    if held is not None and (not events or conn.dialect.name != "mysql"):
         raise ValueError("a write's assumptions are held in the MySQL query that appends its events")
     if not events:
         insert_rows(conn, rows_too)
@@ -48,11 +48,11 @@ def append(conn: Connection, events: Sequence[Event], first_row: int, layout: La
     if conn.dialect.name == "mysql":   # the counter and the rows in one round trip
         try:
             first = insert_numbered_mysql(conn, counter, s.NOTIFICATION_LOG, rows, "EVENT_ID", rows_too, commit,
-                                          " AND ".join(f"({a.sql})" for a in held) or None)
+                                          None if held is None else held.sql)
         except sa_exc.IntegrityError:   # numbered NULL: the counter lacks its row (as next_value says it), or
             counted, holding = conn.execute(select(    # an assumption failed
                 select(func.count()).select_from(s.NOTIFICATION_SEQUENCE).scalar_subquery(),
-                and_(true(), *(a.condition for a in held)))).one()
+                true() if held is None else held.condition)).one()
             if counted == 0:
                 raise LookupError("NOTIFICATION_SEQUENCE has no row") from None
             if not holding:

@@ -74,18 +74,15 @@ class PartitionStore:
         holds the table unchanged in the query that appends its events (remembered_tables.py), which lets it plan
         from the table as this process last read it; elsewhere its read of the table is a locking one."""
         key = (cat, db_name, tbl_name)
-        holding = journal if journal is not None and journal.unwritten() and self.db.engine.dialect.name == "mysql" \
-            else None
-        remembered = self.remembered_tables.get(key) if holding is not None else None
+        remembered = self.remembered_tables.get(key) if self._holding(journal) is not None else None
         if remembered is not None and not all(_fits(remembered.ref, part) for part in parts):
             remembered = None   # refused only on what the database holds
         try:
             try:
-                return self._add_partitions(cat, db_name, tbl_name, parts, if_not_exists, journal, holding,
-                                            remembered)
+                return self._add_partitions(cat, db_name, tbl_name, parts, if_not_exists, journal, remembered)
             except StalePlan:   # again, from the table's row read and held at once: no one can change it now
                 self.remembered_tables.forget(key)
-                return self._add_partitions(cat, db_name, tbl_name, parts, if_not_exists, journal, holding, None,
+                return self._add_partitions(cat, db_name, tbl_name, parts, if_not_exists, journal, None,
                                             share_lock=True)
         except StalePlan:   # only another program's write (the Java HMS's alter) can do that: try again later
             raise hms.MetaException(message=f"{db_name}.{tbl_name} changed while partitions were added to it; "
@@ -101,11 +98,10 @@ class PartitionStore:
             raise
 
     def _add_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any], if_not_exists: bool,
-                        journal: Journal | None, holding: Journal | None, remembered: Remembered | None,
-                        share_lock: bool = False) -> list[Any]:
-        """`holding`: the journal (with events) whose query holds the table unchanged, else None; `remembered`:
-        the table as an earlier write read it, to plan from without reading it; `share_lock`: the table is read
-        with a locking read (always where nothing holds it)."""
+                        journal: Journal | None, remembered: Remembered | None, share_lock: bool = False) -> list[Any]:
+        """`remembered`: the table as an earlier write read it, to plan from without reading it; `share_lock`: the
+        table is read with a locking read (always where the write's query does not hold it unchanged)."""
+        holding = self._holding(journal)
         with self.db.transaction(write=True, journal=journal) as conn:
             if remembered is None:
                 ref = table_ref(conn, cat, db_name, tbl_name, with_columns=True,
@@ -115,7 +111,7 @@ class PartitionStore:
             else:
                 ref = remembered.ref
             if holding is not None and remembered is not None:
-                holding.held = [remembered.unchanged]
+                holding.held = remembered.unchanged
             for part in parts:
                 if not _fits(ref, part):
                     raise hms.MetaException(message=f"partition values {part.values} do not match the partition "
@@ -129,6 +125,12 @@ class PartitionStore:
             if journal is not None:
                 journal.partition_ids.update(zip((n for n, _ in to_add), ids))
             return [p for _, p in to_add]
+
+    def _holding(self, journal: Journal | None) -> Journal | None:
+        """The journal whose query holds the add's table unchanged (MySQL/MariaDB, with events to append), else
+        None."""
+        return journal if journal is not None and journal.unwritten() and self.db.engine.dialect.name == "mysql" \
+            else None
 
     def _existing_names(self, conn: Connection, tbl_id: int, names: Sequence[str]) -> set[str]:
         found: set[str] = set()
