@@ -112,6 +112,15 @@ class CacheMatchesDatabase(RuleBasedStateMachine):
     def add_partitions(self, name, values, if_not_exists):
         self.both("add_partitions", CAT, DB, name, [_partition(name, v, {"n": v}) for v in values], if_not_exists)
 
+    @rule(name=table_names, values=st.lists(st.sampled_from([f"m{i:02d}" for i in range(20)]), min_size=10,
+                                            max_size=20, unique=True),
+          if_not_exists=st.booleans(), tag=st.sampled_from(["1", "2"]))
+    def add_batch(self, name, values, if_not_exists, tag):
+        """A batch; with if_not_exists only the new ones are added, and one that exists keeps what an earlier batch
+        (another tag) gave it."""
+        self.both("add_partitions", CAT, DB, name, [_partition(name, v, {"batch": tag}) for v in values],
+                  if_not_exists)
+
     @rule(name=table_names, value=part_values, param=st.sampled_from(["1", "2"]))
     def alter_partition(self, name, value, param):
         self.both("alter_partitions", CAT, DB, name, [_partition(name, value, {"n": param})])
