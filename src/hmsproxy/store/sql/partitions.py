@@ -44,7 +44,7 @@ from hmsproxy.store.sql.event_log import StalePlan
 from hmsproxy.store.sql.filter_sql import narrowing
 from hmsproxy.store.sql.json_rows import as_dict, json_rows, ordered_values
 from hmsproxy.store.sql.layout import Layout
-from hmsproxy.store.sql.lookups import TableRef, no_such_object, table_ref
+from hmsproxy.store.sql.lookups import TableRef, locked_table_ref, no_such_object, table_ref
 from hmsproxy.store.sql.remembered_tables import Remembered, RememberedTables
 from hmsproxy.store.sql.row_deletes import Deletions
 from hmsproxy.store.sql.row_inserts import Inserts, insert_at_commit, insert_rows
@@ -219,10 +219,12 @@ class PartitionStore:
 
     def drop_partitions(self, cat: str, db_name: str, tbl_name: str, names: Sequence[str],
                         if_exists: bool = False, journal: Journal | None = None) -> list[Any]:
-        """Drops the named partitions, all or none: a missing one is NoSuchObjectException unless if_exists."""
+        """Drops the named partitions, all or none: a missing one is NoSuchObjectException unless if_exists. The
+        table's row is locked first, as a drop of the table does: the table cannot go meanwhile, and statistics
+        written to the partitions commit wholly before or after."""
         journal = journal if journal is not None else Journal()
         with self.db.transaction(write=True, journal=journal) as conn:
-            ref = table_ref(conn, cat, db_name, tbl_name)
+            ref = locked_table_ref(conn, cat, db_name, tbl_name)
             rows = self._rows_by_names(conn, ref.tbl_id, list(dict.fromkeys(names)))
             found = {r.PART_NAME for r in rows}
             missing = [n for n in names if n not in found]

@@ -60,7 +60,7 @@ class StatisticsStore:
     def update_table_column_statistics(self, cat: str, stats: Any, journal: Journal | None = None) -> None:
         desc = stats.statsDesc
         with self.db.transaction(write=True, journal=journal) as conn:
-            ref = table_ref(conn, cat, desc.dbName, desc.tableName)
+            ref = table_ref(conn, cat, desc.dbName, desc.tableName, share_lock=True)   # see _write
             known = {c[0]: c[1] for c in current_columns(conn, ref.cd_id)}
             rows = self._rows(stats, known, f"table {desc.dbName}.{desc.tableName}")
             self._write(conn, s.TAB_COL_STATS, s.TABLE_PARAMS, "TBL_ID", ref.tbl_id, "MTableColumnStatistics", rows,
@@ -70,7 +70,7 @@ class StatisticsStore:
                                            journal: Journal | None = None) -> None:
         desc = stats.statsDesc
         with self.db.transaction(write=True, journal=journal) as conn:
-            ref = table_ref(conn, cat, desc.dbName, desc.tableName)
+            ref = table_ref(conn, cat, desc.dbName, desc.tableName, share_lock=True)   # see _write
             part_name = make_partition_name(ref.partition_keys, values)
             part = conn.execute(select(s.PARTITIONS.c.PART_ID, s.SDS.c.CD_ID)
                                 .join(s.SDS, s.SDS.c.SD_ID == s.PARTITIONS.c.SD_ID, isouter=True)
@@ -87,7 +87,9 @@ class StatisticsStore:
 
     def _write(self, conn: Connection, stats_table: Table, params_table: Table, owner: str, owner_id: int, model: str,
                rows: list[dict[str, Any]], fixed: dict[str, Any]) -> None:
-        """Replaces the given columns' statistics rows of one table or partition and marks them accurate."""
+        """Replaces the given columns' statistics rows of one table or partition and marks them accurate. The caller
+        holds the table's row (a locking read): a drop of the table or of partitions, which locks that row first,
+        runs wholly before or after, so no row written here outlives its owner."""
         names = [r["COLUMN_NAME"] for r in rows]
         conn.execute(delete(stats_table).where(stats_table.c[owner] == owner_id, stats_table.c.COLUMN_NAME.in_(names)))
         first = self.db.allocate_ids(conn, model, len(rows))
