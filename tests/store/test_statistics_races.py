@@ -10,18 +10,13 @@ from sqlalchemy import select
 
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
-from hmsproxy.store.sql.database import Database, init_schema
+from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.store import SqlStore
-from support.databases import BACKENDS, fresh_database
+from support.databases import BACKENDS
 from support.processes import run_at_once
+from support.sql_stores import add_table_t, fresh_store, table_t
 
 VALUES = [str(v) for v in range(4)]
-
-
-def _table() -> hms.Table:
-    return hms.Table(tableName="t", dbName="d", catName="hive", parameters={}, tableType="MANAGED_TABLE",
-                     partitionKeys=[hms.FieldSchema(name="k", type="int")], createTime=1, lastAccessTime=0,
-                     retention=0, sd=_sd("t"))
 
 
 def _sd(where: str) -> hms.StorageDescriptor:
@@ -55,7 +50,7 @@ def _writing_or_dropping(url: str, role: str, count: int, start: Any, results: A
         try:
             if role == "drop_table":
                 store.drop_table("hive", "d", "t")
-                store.create_table(_table())
+                store.create_table(table_t(_sd("t")))
                 store.add_partitions("hive", "d", "t", _partitions())
             elif role == "drop_partitions":
                 store.drop_partitions("hive", "d", "t", [f"k={v}" for v in VALUES[:2]], if_exists=True)
@@ -87,20 +82,13 @@ def _orphans(store: SqlStore) -> dict[str, list[Any]]:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_statistics_written_while_their_table_and_partitions_are_dropped_leave_no_rows_behind(backend,
                                                                                               tmp_path: Path):
-    with fresh_database(backend, tmp_path) as url:
-        db = Database(url)
-        init_schema(db, f"file:{tmp_path}")
-        store = SqlStore(db)
-        try:
-            store.create_database(hms.Database(name="d", locationUri=f"file:{tmp_path}/d.db", parameters={},
-                                               catalogName="hive"))
-            store.create_table(_table())
-            store.add_partitions("hive", "d", "t", _partitions())
-            outcomes = run_at_once(_writing_or_dropping, [
-                (url, "drop_table", 15), (url, "drop_partitions", 15), (url, "table_stats", 80),
-                (url, "partition_stats", 80)], timeout_s=240)
-            assert sorted(landed for _, landed, _ in outcomes) == [15, 15, 80, 80]
-            assert _orphans(store) == {"TAB_COL_STATS": [], "TABLE_PARAMS": [], "PART_COL_STATS": [],
-                                       "PARTITION_PARAMS": []}
-        finally:
-            store.close()
+    with fresh_store(backend, tmp_path) as store:
+        add_table_t(store, f"file:{tmp_path}", _sd("t"))
+        store.add_partitions("hive", "d", "t", _partitions())
+        url = store.db.url
+        outcomes = run_at_once(_writing_or_dropping, [
+            (url, "drop_table", 15), (url, "drop_partitions", 15), (url, "table_stats", 80),
+            (url, "partition_stats", 80)], timeout_s=240)
+        assert sorted(landed for _, landed, _ in outcomes) == [15, 15, 80, 80]
+        assert _orphans(store) == {"TAB_COL_STATS": [], "TABLE_PARAMS": [], "PART_COL_STATS": [],
+                                   "PARTITION_PARAMS": []}

@@ -36,9 +36,14 @@ def fresh_store(backend: str, workdir: Path) -> Iterator[SqlStore]:
             store.close()
 
 
+def table_t(sd: hms.StorageDescriptor) -> hms.Table:
+    """Managed table d.t with storage descriptor `sd`, partitioned by k int."""
+    return hms.Table(tableName="t", dbName="d", catName="hive", sd=sd,
+                     partitionKeys=[hms.FieldSchema(name="k", type="int")], parameters={},
+                     tableType="MANAGED_TABLE", createTime=1, lastAccessTime=0, retention=0)
+
+
 def add_table_t(store: SqlStore, root: str, sd: hms.StorageDescriptor) -> None:
-    """Database `d` (at `root`/d.db) and its managed table `t` (storage descriptor `sd`), partitioned by k int."""
+    """Database `d` (at `root`/d.db) and its table `t` (`table_t`)."""
     store.create_database(hms.Database(name="d", locationUri=f"{root}/d.db", parameters={}, catalogName="hive"))
-    store.create_table(hms.Table(tableName="t", dbName="d", catName="hive", sd=sd,
-                                 partitionKeys=[hms.FieldSchema(name="k", type="int")], parameters={},
-                                 tableType="MANAGED_TABLE", createTime=1, lastAccessTime=0, retention=0))
+    store.create_table(table_t(sd))
