@@ -175,15 +175,18 @@ class PartitionStore:
 
     def alter_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any],
                          journal: Journal | None = None) -> None:
-        """Replaces each partition's definition (matched by its values), keeping its id."""
+        """Replaces each partition's definition (matched by its values), keeping its id. The table's row is read with
+        a locking read: a drop of the table or of these partitions commits wholly before (they are missing) or after
+        (it drops what this wrote), never between this read and the rows written."""
         with self.db.transaction(write=True, journal=journal) as conn:
-            ref = table_ref(conn, cat, db_name, tbl_name, with_columns=True)
+            ref = table_ref(conn, cat, db_name, tbl_name, with_columns=True, share_lock=True)
             self._replace_partitions(conn, ref, [(list(p.values), p) for p in parts], journal)
 
     def rename_partition(self, cat: str, db_name: str, tbl_name: str, old_values: Sequence[str], part: Any,
                          journal: Journal | None = None) -> None:
+        """Gives the partition new values and definition, keeping its id; locks as alter_partitions does."""
         with self.db.transaction(write=True, journal=journal) as conn:
-            ref = table_ref(conn, cat, db_name, tbl_name, with_columns=True)
+            ref = table_ref(conn, cat, db_name, tbl_name, with_columns=True, share_lock=True)
             new_name = make_partition_name(ref.partition_keys, part.values)
             if self._existing_names(conn, ref.tbl_id, [new_name]):
                 raise hms.InvalidOperationException(message=partition_exists_message(db_name, tbl_name, part.values))
