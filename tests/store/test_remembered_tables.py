@@ -3,7 +3,6 @@ without reading it (on MariaDB the whole add is then one query), and holds that 
 another instance changed it meanwhile (new columns, dropped and created again with other keys), the add writes
 nothing on the stale plan and is planned again from the database. Checked on every backend with two stores on
 one database, each event and partition counted once."""
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,8 +18,8 @@ from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database, init_schema
 from hmsproxy.store.sql.store import SqlStore
 from support.databases import BACKENDS, fresh_database
+from support.lock_waits import run_while_locked
 from support.processes import run_at_once
-from support.scrape import wait_for
 from support.statements import driver_queries
 
 COLUMNS = [hms.FieldSchema(name="id", type="int")]
@@ -177,11 +176,6 @@ def test_adds_from_two_processes_while_a_third_creates_the_table_again_and_again
         assert all(key == "k" and name.startswith("k=") for name, key in rows), rows   # the last table's
 
 
-# MariaDB refreshes its InnoDB lock tables only when they were last read 0.1 s ago or more: polled more slowly.
-_LOCK_WAITS = {"mariadb": "SELECT COUNT(*) FROM information_schema.INNODB_LOCK_WAITS",
-               "postgres": "SELECT COUNT(*) FROM pg_locks WHERE NOT granted"}
-
-
 @pytest.mark.parametrize("backend", ["mariadb", "postgres"])
 def test_an_add_waits_for_a_change_of_its_table_under_way_and_then_sees_it(backend, tmp_path):
     """Another instance has changed the table's row (renamed it) and not yet committed: an add to the table by its
@@ -189,23 +183,8 @@ def test_an_add_waits_for_a_change_of_its_table_under_way_and_then_sees_it(backe
     without waiting, it would add to the table under a name it no longer has.)"""
     with _two_stores(backend, tmp_path) as (store, other):
         _add(store, 1)
-        outcome: list[str] = []
-
-        def add() -> None:
-            try:
-                _add(store, 2)
-                outcome.append("added")
-            except hms.NoSuchObjectException:
-                outcome.append("missing")
-
-        with other.db.engine.connect() as renaming, other.db.engine.connect() as watching:
+        with other.db.engine.connect() as renaming:
             renaming.execute(update(s.TBLS).where(s.TBLS.c.TBL_NAME == "t").values(TBL_NAME="renamed"))
-            adding = threading.Thread(target=add)
-            adding.start()
-            wait_for(lambda: bool(outcome) or watching.exec_driver_sql(_LOCK_WAITS[backend]).scalar_one() > 0,
-                     "the add waiting for the rename's lock, or done", interval=0.25)
-            assert outcome == []   # still waiting
-            renaming.commit()
-            adding.join(timeout=60)
-        assert outcome == ["missing"]
+            outcome = run_while_locked(backend, renaming, lambda: _add(store, 2))
+        assert isinstance(outcome, hms.NoSuchObjectException), outcome
         assert [name for name, *_ in _partitions(store)] == ["k=1"] and _logged(store) == ['{"added": 1}']

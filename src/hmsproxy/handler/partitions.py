@@ -143,7 +143,8 @@ class PartitionCalls(Calls):
                 prepared = [self._prepare_partition(table, part, props, work)
                             for name, part in zip(names, parts) if name not in existing]
                 work.start_planned()   # made while the event is built and the rows are written
-                events = [messages.add_partition(table, prepared)] if prepared else []
+                # With if_not_exists the store announces what it adds: another writer may add some meanwhile.
+                events = [messages.add_partition(table, prepared)] if prepared and not if_not_exists else []
                 return self.ctx.store.add_partitions(catalog, db_name, table.tableName, prepared, if_not_exists,
                                                      journal=Journal(events, before_commit=work.wait))
         except hms.AlreadyExistsException:

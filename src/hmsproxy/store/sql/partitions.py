@@ -66,6 +66,11 @@ class PartitionStore:
         """Adds all partitions or none. A duplicate inside the request is a MetaException; an existing
         partition is AlreadyExistsException, or skipped with if_not_exists. Returns what was added.
 
+        With if_not_exists only this write learns which partitions it adds (another writer may add some of them
+        meanwhile), so it adds their ADD_PARTITION event to the journal itself; without, the caller's journal
+        announces `parts`. If another writer's add of some of them commits while this one inserts, the duplicate key
+        fails this one and the store repeats it (retrying_conflicts): those partitions exist then, and are skipped.
+
         A plain add of distinct partitions does not ask which exist: the table's unique key on partition names
         refuses one that does (or that another call added meanwhile), and only then are they looked up, to
         refuse the call as Hive does.
@@ -122,9 +127,13 @@ class PartitionStore:
             check_new_and_distinct(names, parts, existing, if_not_exists)
             to_add = [(n, p) for n, p in zip(names, parts) if n not in existing]
             ids = self._insert_partitions(conn, ref, to_add, journal)
+            added = [p for _, p in to_add]
             if journal is not None:
                 journal.partition_ids.update(zip((n for n, _ in to_add), ids))
-            return [p for _, p in to_add]
+                if if_not_exists and added:
+                    [table] = self._load_tables(conn, cat, db_name, [tbl_name])
+                    journal.add(messages.add_partition(table, added))
+            return added
 
     def _holding(self, journal: Journal | None) -> Journal | None:
         """The journal whose query holds the add's table unchanged (MySQL/MariaDB, with events to append), else
