@@ -14,20 +14,14 @@ from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.store import SqlStore
 from support.databases import BACKENDS
 from support.processes import run_at_once
-from support.sql_stores import add_table_t, fresh_store, table_t
+from support.sql_stores import add_table_t, fresh_store, partition_k, sd_at, table_t
 
 VALUES = [str(v) for v in range(4)]
-
-
-def _sd(where: str) -> hms.StorageDescriptor:
-    return hms.StorageDescriptor(cols=[hms.FieldSchema(name="id", type="int")], location=f"file:/w/d.db/{where}",
-                                 inputFormat="in", outputFormat="out", parameters={},
-                                 serdeInfo=hms.SerDeInfo(serializationLib="lib", parameters={}))
+TABLE_AT = "file:/w/d.db/t"
 
 
 def _partitions(values: list[str] = VALUES, parameters: dict[str, str] | None = None) -> list[hms.Partition]:
-    return [hms.Partition(values=[v], dbName="d", tableName="t", sd=_sd(f"t/k={v}"), parameters=parameters or {},
-                          createTime=1, lastAccessTime=0) for v in values]
+    return [partition_k(v, f"{TABLE_AT}/k={v}", parameters) for v in values]
 
 
 def _statistics(table_level: bool, value: int) -> hms.ColumnStatistics:
@@ -51,7 +45,7 @@ def _writing_or_dropping(url: str, role: str, count: int, start: Any, results: A
         try:
             if role == "drop_table":
                 store.drop_table("hive", "d", "t")
-                store.create_table(table_t(_sd("t")))
+                store.create_table(table_t(sd_at(TABLE_AT)))
                 store.add_partitions("hive", "d", "t", _partitions())
             elif role == "drop_partitions":
                 store.drop_partitions("hive", "d", "t", [f"k={v}" for v in VALUES[:2]], if_exists=True)
@@ -100,7 +94,7 @@ def _orphans(store: SqlStore) -> dict[str, list[Any]]:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_writes_to_a_table_and_partitions_being_dropped_leave_no_rows_behind(backend, tmp_path: Path):
     with fresh_store(backend, tmp_path) as store:
-        add_table_t(store, f"file:{tmp_path}", _sd("t"))
+        add_table_t(store, f"file:{tmp_path}", sd_at(TABLE_AT))
         store.add_partitions("hive", "d", "t", _partitions())
         url = store.db.url
         outcomes = run_at_once(_writing_or_dropping, [

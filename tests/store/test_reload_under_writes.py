@@ -14,27 +14,20 @@ from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache
 from support.databases import BACKENDS
-from support.sql_stores import add_table_t, fresh_store
+from support.sql_stores import add_table_t, fresh_store, partition_k, sd_at
 
 KEY = ("hive", "d", "t")
 
 
-def _sd(location: str) -> hms.StorageDescriptor:
-    return hms.StorageDescriptor(
-        cols=[hms.FieldSchema(name="id", type="int")], location=location, inputFormat="in", outputFormat="out",
-        serdeInfo=hms.SerDeInfo(serializationLib="lib", parameters={}), parameters={})
-
-
 def _partitions(root: str, start: int, count: int) -> list[hms.Partition]:
-    return [hms.Partition(values=[str(i)], dbName="d", tableName="t", sd=_sd(f"{root}/k={i}"), parameters={},
-                          createTime=1, lastAccessTime=0) for i in range(start, start + count)]
+    return [partition_k(str(i), f"{root}/k={i}") for i in range(start, start + count)]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_table_written_during_every_read_of_it_is_still_cached(backend, tmp_path, monkeypatch):
     root = f"file:{tmp_path}/d/t"
     with fresh_store(backend, tmp_path) as store:
-        add_table_t(store, f"file:{tmp_path}", _sd(root))
+        add_table_t(store, f"file:{tmp_path}", sd_at(root))
         store.add_partitions("hive", "d", "t", _partitions(root, 0, 50))
         cache = SharedCache(max_bytes=1 << 30)
         requested: list = []

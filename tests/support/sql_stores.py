@@ -47,3 +47,16 @@ def add_table_t(store: SqlStore, root: str, sd: hms.StorageDescriptor) -> None:
     """Database `d` (at `root`/d.db) and its table `t` (`table_t`)."""
     store.create_database(hms.Database(name="d", locationUri=f"{root}/d.db", parameters={}, catalogName="hive"))
     store.create_table(table_t(sd))
+
+
+def sd_at(location: str) -> hms.StorageDescriptor:
+    """The plainest storage descriptor at `location`: one int column `id`, placeholder formats, no parameters."""
+    return hms.StorageDescriptor(cols=[hms.FieldSchema(name="id", type="int")], location=location,
+                                 inputFormat="in", outputFormat="out", parameters={},
+                                 serdeInfo=hms.SerDeInfo(serializationLib="lib", parameters={}))
+
+
+def partition_k(value: str, location: str, parameters: dict[str, str] | None = None) -> hms.Partition:
+    """The partition k=`value` of d.t (`table_t`), stored at `location`."""
+    return hms.Partition(values=[value], dbName="d", tableName="t", sd=sd_at(location),
+                         parameters=dict(parameters or {}), createTime=1, lastAccessTime=0)
