@@ -37,7 +37,7 @@ def test_same_partitions_added_at_once_with_if_not_exists_are_added_once(backend
         first = connect(servers[0])
         first.create_database(hms.Database(name=db, parameters={}))
         first.create_table(tbl)
-        start = threading.Barrier(WRITERS)
+        start = threading.Barrier(WRITERS, timeout=120)  # a writer that died breaks it rather than hanging the run
         added_by: dict[str, list[str]] = {}   # partition value -> the writers it was returned to
         errors: list[str] = []
         guard = threading.Lock()
