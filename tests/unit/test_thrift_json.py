@@ -17,6 +17,7 @@ from thrift.Thrift import TType as ATType
 from thrift.transport.TTransport import TMemoryBuffer
 from thriftpy2.thrift import TType
 
+from hmsproxy.events import thrift_json
 from hmsproxy.events.thrift_json import decode, encode, java_double
 from hmsproxy.idl import hms
 
@@ -247,6 +248,25 @@ def test_empty_struct_and_empty_containers():
     empty = hms.SkewedInfo(skewedColNames=[], skewedColValues=[], skewedColValueLocationMaps={})
     assert encode(empty) == '{"1":{"lst":["str",0]},"2":{"lst":["lst",0]},"3":{"map":["lst","str",0,{}]}}'
     assert decode(hms.SkewedInfo, encode(empty)) == empty
+
+
+def test_column_lists_are_written_by_their_content_not_their_identity():
+    """Column lists are remembered by content (thrift_json.MEMO_ENTRIES of them per type): a list changed in place,
+    an equal list, and more distinct lists than are remembered are each written as Apache writes them."""
+    columns = [hms.FieldSchema(name="a", type="int"), hms.FieldSchema(name="b", type="string", comment="c")]
+    sd = hms.StorageDescriptor(cols=columns, location="file:/t")
+    first = encode(sd)
+    columns[1].type = "bigint"
+    columns.append(hms.FieldSchema(name="c\u00e9", type="x"))
+    changed = encode(sd)
+    assert first != changed and changed == apache_encode(to_hmsclient(sd))
+    sd.cols = [hms.FieldSchema(name=f.name, type=f.type, comment=f.comment) for f in columns]
+    assert encode(sd) == changed
+    for i in range(thrift_json.MEMO_ENTRIES + 5):
+        sd.cols = [hms.FieldSchema(name=f"col{i}", type="int")]
+        assert encode(sd) == apache_encode(to_hmsclient(sd))
+    sd.cols = columns
+    assert encode(sd) == changed
 
 
 # --- container map keys ---------------------------------------------------------------------------------------------

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
+import keyword
 import math
 import re
 from collections.abc import Callable
 from decimal import ROUND_HALF_EVEN, Decimal
 from json.decoder import scanstring  # type: ignore[attr-defined]  # undocumented, so typeshed leaves it out
 from json.encoder import encode_basestring
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar, cast
 
 from thriftpy2.thrift import TPayload, TType
 
@@ -61,9 +61,7 @@ def _field_spec(field: tuple[Any, ...]) -> tuple[int, str, Any]:
 
 def encode(obj: Any) -> str:
     """TJSONProtocol text of a thriftpy2 struct, as Java's ``TSerializer.toString`` returns it."""
-    out: list[str] = []
-    _struct_writer(obj.__class__)(out, obj)
-    return "".join(out)
+    return _WRITERS[obj.__class__](obj)
 
 
 def java_double(value: float) -> str:
@@ -93,101 +91,139 @@ def java_double(value: float) -> str:
     return f"{sign}{digits[0]}.{digits[1:] or '0'}E{point - 1}"
 
 
-Writer = Callable[[list[str], Any], None]   # appends one value's text
+class _StructWriters(dict[Any, Callable[[Any], str]]):
+    """Each struct type's writer, made on its first use. A writer names the writers of the struct types inside it
+    through this map when it runs, so a type may contain itself."""
+
+    def __missing__(self, struct_type: Any) -> Callable[[Any], str]:
+        writer = self[struct_type] = _compile_struct_writer(struct_type)
+        return writer
 
 
-@functools.cache
-def _struct_writer(struct_type: Any) -> Writer:
-    """The writer of a struct type, its fields in field-id order, each with a writer made for its type: worked
-    out once per type, not per object (events carry thousands of partitions)."""
-    fields: list[tuple[str, str, str, Writer]] = []
+_WRITERS = _StructWriters()
+MEMO_ENTRIES = 64   # per memoised list type: the column lists of the few tables being written at a time
+
+
+def _compile_struct_writer(struct_type: Any) -> Callable[[Any], str]:
+    """A writer generated as Python source for this struct type: one step per field, each value written by an
+    expression made for its type. Events carry thousands of partitions, and a generic walk over the fields took
+    a fifth more time per object. A list of structs with only string fields (a descriptor's columns) is written
+    once per distinct content and then found by it: every partition of a table repeats the table's columns."""
+    source = _Source()
+    lines = ["def write(obj):", "    fields = []"]
     for fid in sorted(struct_type.thrift_spec):
         ttype, name, arg = _field_spec(struct_type.thrift_spec[fid])
+        attribute = f"obj.{name}" if name.isidentifier() and not keyword.iskeyword(name) else \
+            f"getattr(obj, {name!r})"
         opening = f'"{fid}":{{"{_NAMES[ttype]}":'
-        fields.append((name, opening, "," + opening, _value_writer(ttype, arg, key=False)))
-
-    def write(out: list[str], obj: Any) -> None:
-        out.append("{")
-        first = True
-        for name, opening, later_opening, write_value in fields:
-            value = getattr(obj, name)
-            if value is None:
-                continue
-            out.append(opening if first else later_opening)
-            first = False
-            write_value(out, value)
-            out.append("}")
-        out.append("}")
-    return write
+        lines += [f"    value = {attribute}", "    if value is not None:",
+                  f"        fields.append({opening!r} + {source.expression(ttype, arg, 'value', 0, key=False)} + '}}')"]
+    lines.append("    return '{' + ','.join(fields) + '}'")
+    return source.compiled(lines, "write")
 
 
-def _value_writer(ttype: int, arg: Any, key: bool) -> Writer:
-    """The writer of one Thrift type; ``key`` marks map-key position, where numbers are written as JSON strings."""
-    quote = '"' if key else ""
-    if ttype == TType.BOOL:
-        true, false = quote + "1" + quote, quote + "0" + quote
-        return lambda out, value: out.append(true if value else false)
-    if ttype in _INT_BITS:
-        bits = _INT_BITS[ttype]
-        low, high = -(1 << (bits - 1)), 1 << (bits - 1)
+class _Source:
+    """The generated source of one struct writer and the names it uses."""
 
-        def write_int(out: list[str], value: Any) -> None:
-            if not low <= value < high:
-                raise ValueError(f"{value} does not fit a {bits}-bit Thrift integer")
-            out.append(f"{quote}{int(value)}{quote}")
-        return write_int
-    if ttype == TType.DOUBLE:
-        def write_double(out: list[str], value: Any) -> None:
-            text = java_double(float(value))
-            special = text[-1] in "Ny"  # NaN, Infinity, -Infinity: Java quotes these everywhere
-            out.append(f'"{text}"' if key or special else text)
-        return write_double
-    if ttype == TType.BINARY:
-        return lambda out, value: out.append('"' + base64.b64encode(bytes(value)).decode("ascii").rstrip("=") + '"')
-    if ttype == TType.STRING:
-        return lambda out, value: out.append(_json_string(value))
-    if ttype == TType.STRUCT:
-        return lambda out, value: _struct_writer(arg)(out, value)
-    if ttype in (TType.LIST, TType.SET):
-        etype, earg = _split(arg)
-        return _sequence_writer(_NAMES[etype], _value_writer(etype, earg, key=False), etype == TType.STRING)
-    if ttype == TType.MAP:
-        (ktype, karg), (vtype, varg) = _split(arg[0]), _split(arg[1])
-        return _map_writer(f'["{_NAMES[ktype]}","{_NAMES[vtype]}",', _value_writer(ktype, karg, key=True),
-                           _value_writer(vtype, varg, key=False))
-    raise ValueError(f"unsupported Thrift type {ttype}")
+    def __init__(self) -> None:
+        self.names: dict[str, Any] = {"W": _WRITERS, "_text": _json_string, "_binary": _binary,
+                                      "_double": _double, "_double_key": _double_key, "_out_of_range": _out_of_range}
+        self.helpers: list[str] = []
+
+    def bind(self, value: Any) -> str:
+        name = f"_bound{len(self.names)}"
+        self.names[name] = value
+        return name
+
+    def expression(self, ttype: int, arg: Any, value: str, depth: int, key: bool) -> str:
+        """Python source of the text of `value`, of Thrift type `ttype`; `key`: in map-key position, where numbers
+        are JSON strings."""
+        quote = '"' if key else ""
+        if ttype == TType.BOOL:
+            return f"({quote + '1' + quote!r} if {value} else {quote + '0' + quote!r})"
+        if ttype in _INT_BITS:
+            bits = _INT_BITS[ttype]
+            number = f"str(int({value}))" if not key else f"'\"' + str(int({value})) + '\"'"
+            return (f"({number} if {-(1 << (bits - 1))} <= {value} < {1 << (bits - 1)} "
+                    f"else _out_of_range({value}, {bits}))")
+        if ttype == TType.DOUBLE:
+            return f"{'_double_key' if key else '_double'}({value})"
+        if ttype == TType.BINARY:
+            return f"_binary({value})"
+        if ttype == TType.STRING:
+            return f"_text({value})"
+        if ttype == TType.STRUCT:
+            return f"W[{self.bind(arg)}]({value})"
+        item = f"x{depth}"
+        if ttype in (TType.LIST, TType.SET):
+            etype, earg = _split(arg)
+            element = self.expression(etype, earg, item, depth + 1, key=False)
+            text = (f"('[\"{_NAMES[etype]}\",' + str(len({value})) + "
+                    f"''.join([',' + {element} for {item} in {value}]) + ']')")
+            if ttype == TType.LIST and etype == TType.STRUCT and _only_strings(earg):
+                return f"{self.memoised(earg, text, value, item)}({value})"
+            return text
+        if ttype == TType.MAP:
+            (ktype, karg), (vtype, varg) = _split(arg[0]), _split(arg[1])
+            k, v = f"k{depth}", f"v{depth}"
+            return (f"('[\"{_NAMES[ktype]}\",\"{_NAMES[vtype]}\",' + str(len({value})) + ',{{' + "
+                    f"','.join([{self.expression(ktype, karg, k, depth + 1, key=True)} + ':' + "
+                    f"{self.expression(vtype, varg, v, depth + 1, key=False)} for {k}, {v} in {value}.items()]) "
+                    f"+ '}}]')")
+        raise ValueError(f"unsupported Thrift type {ttype}")
+
+    def memoised(self, struct_type: Any, text: str, value: str, item: str) -> str:
+        """A helper writing such a list (`text`, of `value`) once per content, the content being its elements'
+        field values."""
+        name = f"_list{len(self.helpers)}"
+        fields = ", ".join(f"{item}.{_field_spec(spec)[1]}" for _, spec in sorted(struct_type.thrift_spec.items()))
+        memo = self.bind({})
+        self.helpers.append("\n".join([
+            f"def {name}({value}):",
+            f"    content = tuple([({fields},) for {item} in {value}])",
+            f"    text = {memo}.get(content)",
+            "    if text is None:",
+            f"        text = {text}",
+            f"        if len({memo}) >= {MEMO_ENTRIES}:",
+            f"            {memo}.clear()",
+            f"        {memo}[content] = text",
+            "    return text"]))
+        return name
+
+    def compiled(self, lines: list[str], name: str) -> Callable[[Any], str]:
+        namespace = dict(self.names)
+        exec("\n\n".join([*self.helpers, "\n".join(lines)]), namespace)   # the source made above, from the IDL's specs
+        return cast(Callable[[Any], str], namespace[name])
+
+
+def _only_strings(struct_type: Any) -> bool:
+    """Whether every field of the struct type is a string (so its values make a hashable key) and is a Python
+    identifier (named as an attribute)."""
+    return all(spec[0] == TType.STRING and spec[1].isidentifier() and not keyword.iskeyword(spec[1])
+               for spec in struct_type.thrift_spec.values())
+
+
+def _out_of_range(value: Any, bits: int) -> NoReturn:
+    raise ValueError(f"{value} does not fit a {bits}-bit Thrift integer")
+
+
+def _double(value: Any) -> str:
+    text = java_double(float(value))
+    return f'"{text}"' if text[-1] in "Ny" else text   # NaN, Infinity, -Infinity: Java quotes these everywhere
+
+
+def _double_key(value: Any) -> str:
+    return f'"{java_double(float(value))}"'
+
+
+def _binary(value: Any) -> str:
+    return '"' + base64.b64encode(bytes(value)).decode("ascii").rstrip("=") + '"'
 
 
 def _json_string(value: str | bytes) -> str:
     """Java's TJSONProtocol.writeJSONString escapes what JSON requires and nothing more (\\b\\t\\n\\f\\r, \\", \\\\,
     \\u00xx in lower-case hex for the other control characters): what Python's JSON string encoder does, in C."""
     return encode_basestring(value if isinstance(value, str) else value.decode("utf-8"))
-
-
-def _sequence_writer(type_name: str, write_item: Writer, of_strings: bool) -> Writer:
-    def write(out: list[str], value: Any) -> None:
-        out.append(f'["{type_name}",{len(value)}')
-        if of_strings:   # the common list<string>, in one step
-            out.append("".join(["," + _json_string(item) for item in value]))
-        else:
-            for item in value:
-                out.append(",")
-                write_item(out, item)
-        out.append("]")
-    return write
-
-
-def _map_writer(opening: str, write_key: Writer, write_value: Writer) -> Writer:
-    def write(out: list[str], value: Any) -> None:
-        out.append(f"{opening}{len(value)},{{")
-        for i, (k, v) in enumerate(value.items()):
-            if i:
-                out.append(",")
-            write_key(out, k)
-            out.append(":")
-            write_value(out, v)
-        out.append("}]")
-    return write
 
 
 # --- decoding -------------------------------------------------------------------------------------------------------
