@@ -5,14 +5,20 @@ adds those only it can build while writing (each dropped partition, a transactio
 write transaction appends them all just before it commits, so that an event exists exactly when its change
 does. After the commit the journal holds their ids: the newest is the version the write gave its table,
 which the cache stamps on its entry.
+
+A write may also leave work that needs nothing from the commit but whose result is wanted right after it (the
+cache's encoding of what was written): `while_committing`, done while the database runs the query that commits,
+where the store sends one (MySQL/MariaDB), rather than after it. See WorkAhead.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from hmsproxy.events.messages import Event
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -27,6 +33,8 @@ class Journal:
     # What the store's write was planned on and holds until it commits (the SQL store's Assumption), or None: its
     # events are appended only where it still holds, else the write fails and is planned again (remembered_tables.py).
     held: Any = None
+    # Work done while the query that commits runs (each piece must be safe to run once or never: WorkAhead).
+    while_committing: list[Callable[[], None]] = field(default_factory=list)
 
     @classmethod
     def of(cls, *events: Event) -> Journal:
@@ -55,3 +63,32 @@ class Journal:
     def version(self) -> int:
         """The newest event id the write committed; 0 when it committed none."""
         return max(self.event_ids, default=0)
+
+    def work_while_committing(self) -> None:
+        for work in self.while_committing:
+            work()
+
+
+class WorkAhead(Generic[T]):
+    """Work whose result is wanted once a write has committed and that needs nothing from the write: `run` (at most
+    once, never raising) while the database runs the committing query, where the store gets to do it there; else
+    `result` does it when asked. Either way `result` gives what `make` returns, or raises what it raised."""
+
+    def __init__(self, make: Callable[[], T]) -> None:
+        self._make = make
+        self._outcome: tuple[T | None, BaseException | None] | None = None
+
+    def run(self) -> None:
+        if self._outcome is None:
+            try:
+                self._outcome = (self._make(), None)
+            except Exception as exc:   # raised by `result`, in the call that asked for the work
+                self._outcome = (None, exc)
+
+    def result(self) -> T:
+        self.run()
+        assert self._outcome is not None
+        value, error = self._outcome
+        if error is not None:
+            raise error
+        return value   # type: ignore[return-value]   # set by a run that raised nothing

@@ -24,14 +24,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from hmsproxy.events.journal import Journal
+from hmsproxy.events.journal import Journal, WorkAhead
 from hmsproxy.events.messages import Event
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
 from hmsproxy.names import make_partition_name
 from hmsproxy.partition_filter import FilterError, PartitionFilter, compile_partition_filter
 from hmsproxy.store import canonical
-from hmsproxy.store.cache.partitions import PartitionSet, PartitionSetBuilder
+from hmsproxy.store.cache.partitions import EncodedRow, PartitionSet, PartitionSetBuilder, encoded_rows
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import DbKey, SharedCache, TableEntry, TableKey
 from hmsproxy.store.cache.statistics import CachedStatistics
@@ -566,12 +566,25 @@ class CachedStore(CachedStatistics, CachedTransactions):
                        if_not_exists: bool = False, journal: Journal | None = None) -> list[Any]:
         key = (cat, db_name, tbl_name)
         journal = Journal() if journal is None else journal   # its version stamps the entry
+        encoded = WorkAhead(lambda: encoded_rows(self._canonical_parts(key, parts)))
+        journal.while_committing.append(encoded.run)
         with self.cache.writing(key):
             added = self.delegate.add_partitions(cat, db_name, tbl_name, parts, if_not_exists, journal)
-            stored = self._canonical_parts(key, added)
-            self._update_entry(key, lambda e: e.but(partitions=e.partitions.with_partitions(
-                stored, journal.partition_ids)), journal.version)
+            rows = self._rows_of_added(key, parts, added, encoded)
+            self._update_entry(key, lambda e: e.but(partitions=e.partitions.with_encoded(
+                rows, journal.partition_ids)), journal.version)
         return added
+
+    def _rows_of_added(self, key: TableKey, parts: Sequence[Any], added: Sequence[Any],
+                       encoded: WorkAhead[list[EncodedRow]]) -> list[EncodedRow]:
+        """The cache's rows of what an add added: those `encoded` (of every partition asked for) of the partitions
+        the store returned, which are some of those it was given; rows made now where it returned others."""
+        position = {id(part): i for i, part in enumerate(parts)}
+        picked = [position.get(id(part)) for part in added]
+        if None in picked:
+            return encoded_rows(self._canonical_parts(key, added))
+        rows = encoded.result()
+        return [rows[i] for i in picked if i is not None]
 
     def alter_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any],
                          journal: Journal | None = None) -> None:

@@ -67,6 +67,20 @@ class FlatValues(Sequence[tuple[str, ...]]):
 # Partitions up to which a drop changes a set in place of rebuilding it.
 SMALL_CHANGE = 32
 
+# A partition as a set keeps it: its values (interned), its own bytes, its tail, whether the tail needs the tolerant
+# decoder (partition_bytes.encode_partition).
+EncodedRow = tuple[tuple[str, ...], bytes, bytes, bool]
+
+
+def encoded_rows(parts: Iterable[Any]) -> list[EncodedRow]:
+    """The partitions as a set keeps them: what a write's cache update does per partition, which the write can have
+    done ahead (while its commit runs)."""
+    rows = []
+    for part in parts:
+        own, tail, needs_tolerant = encode_partition(part)
+        rows.append((tuple(map(sys.intern, part.values)), own, tail, needs_tolerant))
+    return rows
+
 
 @dataclass(frozen=True)
 class PartitionSet:
@@ -212,16 +226,19 @@ class PartitionSet:
 
     def with_partitions(self, parts: Sequence[Any], new_ids: Mapping[str, int] | None = None) -> PartitionSet:
         """Adds or replaces partitions (matched by name). A replaced partition keeps its id; an added one takes
-        its id from `new_ids` (by name), else the set's ids become unknown. The new rows are merged into the
-        sorted arrays, which are copied a run at a time: a write costs Python work for the partitions it brings,
-        and for the table only a copy of its arrays."""
+        its id from `new_ids` (by name), else the set's ids become unknown."""
+        return self.with_encoded(encoded_rows(parts), new_ids)
+
+    def with_encoded(self, encoded: Sequence[EncodedRow], new_ids: Mapping[str, int] | None = None) -> PartitionSet:
+        """with_partitions of partitions already encoded (`encoded_rows`). The new rows are merged into the sorted
+        arrays, which are copied a run at a time: a write costs Python work for the partitions it brings, and for
+        the table only a copy of its arrays."""
         rows: dict[str, tuple[bytes, bytes, tuple[str, ...]]] = {}
         tolerant = set(self.tolerant_tails)
-        for part in parts:   # a later one of the same name wins, as a later write would
-            part_own, tail, needs_tolerant = encode_partition(part)
+        for part_values, part_own, tail, needs_tolerant in encoded:   # a later one of a name wins, as a later write
             if needs_tolerant:
                 tolerant.add(tail)
-            rows[make_partition_name(self.keys, part.values)] = (part_own, tail, tuple(map(sys.intern, part.values)))
+            rows[make_partition_name(self.keys, part_values)] = (part_own, tail, part_values)
         tail_index = {tail: i for i, tail in enumerate(self.tails)}
         names: list[str] = []
         own: list[bytes] = []

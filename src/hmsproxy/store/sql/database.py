@@ -209,7 +209,9 @@ class Database:
                         write_number = next(self._write_numbers)
                         for watcher in self.event_watchers:
                             watcher.sending(write_number)
-                    event_ids = self.append_events(conn, appended, journal.rows, commit=True, held=journal.held)
+                    event_ids = self.append_events(conn, appended, journal.rows, commit=True, held=journal.held,
+                                                   while_committing=journal.work_while_committing
+                                                   if journal.while_committing else None)
         except BaseException:
             if journal is not None:
                 journal.rolled_back(added_from)
@@ -236,12 +238,14 @@ class Database:
             install(engine, layout)
 
     def append_events(self, conn: Connection, events: Sequence[Event], rows: Inserts = (),
-                      commit: bool = False, held: Assumption | None = None) -> list[int]:
+                      commit: bool = False, held: Assumption | None = None,
+                      while_committing: Callable[[], None] | None = None) -> list[int]:
         """Appends events to the notification log in `conn`'s transaction, their row ids from this process's
         blocks, and inserts `rows` with them; returns their event ids. `commit`: the transaction has nothing else
-        to do, and commits in the same query where it can; `held`: what the write assumed (event_log.append)."""
+        to do, and commits in the same query where it can (doing `while_committing` while that query runs);
+        `held`: what the write assumed (event_log.append)."""
         return event_log.append(conn, events, self.allocate_ids(conn, "MNotificationLog", len(events)), self.layout,
-                                rows, commit, held)
+                                rows, commit, held, while_committing)
 
     def allocate_ids(self, conn: Connection, model: str, count: int) -> int:
         """Reserves `count` consecutive ids for a model class; returns the first.

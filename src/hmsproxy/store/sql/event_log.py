@@ -8,7 +8,7 @@ only for the end of their transaction).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, select, true
@@ -28,12 +28,14 @@ class StalePlan(Exception):
 
 
 def append(conn: Connection, events: Sequence[Event], first_row: int, layout: Layout = FULL,
-           rows_too: Inserts = (), commit: bool = False, held: Assumption | None = None) -> list[int]:
+           rows_too: Inserts = (), commit: bool = False, held: Assumption | None = None,
+           while_committing: Callable[[], None] | None = None) -> list[int]:
     """Appends events inside the caller's transaction, their rows numbered (NL_ID) from `first_row`, reserved
     from the MNotificationLog counter as Hive's listener numbers them; returns their ids. Before Hive 3 the log
     has no catalog. `rows_too`, rows of the same write, are inserted with them (on MySQL in the same query).
-    `commit`: the caller's transaction ends here; on MySQL the same query commits it. `held`: what the write
-    assumed without reading it; where it fails, StalePlan (checked in the same query)."""
+    `commit`: the caller's transaction ends here; on MySQL the same query commits it, and `while_committing` is
+    done while it runs. `held`: what the write assumed without reading it; where it fails, StalePlan (checked in
+    the same query)."""
     if held is not None and (not events or conn.dialect.name != "mysql"):
         raise ValueError("a write's assumptions are held in the MySQL query that appends its events")
     if not events:
@@ -48,7 +50,7 @@ def append(conn: Connection, events: Sequence[Event], first_row: int, layout: La
     if conn.dialect.name == "mysql":   # the counter and the rows in one round trip
         try:
             first = insert_numbered_mysql(conn, counter, s.NOTIFICATION_LOG, rows, "EVENT_ID", rows_too, commit,
-                                          None if held is None else held.sql)
+                                          None if held is None else held.sql, while_committing)
         except sa_exc.IntegrityError:   # numbered NULL: the counter lacks its row (as next_value says it), or
             counted, holding = conn.execute(select(    # an assumption failed
                 select(func.count()).select_from(s.NOTIFICATION_SEQUENCE).scalar_subquery(),

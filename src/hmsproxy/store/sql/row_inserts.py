@@ -18,6 +18,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pymysql.constants import COMMAND
 from pymysql.constants.SERVER_STATUS import SERVER_STATUS_IN_TRANS
 from pymysql.constants.SERVER_STATUS import SERVER_STATUS_NO_BACKSLASH_ESCAPES as NO_BACKSLASH_ESCAPES
 from pymysql.converters import escape_item
@@ -77,15 +78,16 @@ def _rendered(conn: Connection, inserts: Inserts) -> list[str] | None:
 
 
 def insert_numbered_mysql(conn: Connection, counter: Column[Any], table: Table, rows: Sequence[dict[str, Any]],
-                          number: str, followed_by: Inserts = (), commit: bool = False, only_if: str | None = None
-                          ) -> int:
+                          number: str, followed_by: Inserts = (), commit: bool = False, only_if: str | None = None,
+                          while_committing: Callable[[], None] | None = None) -> int:
     """MySQL/MariaDB: reserves len(rows) numbers from a single-row counter (the row stays locked until the
     transaction ends) and inserts the rows, each numbered in column `number` from the first reserved plus the
     offset the row holds there, then the rows of `followed_by`, in one query; returns the first number. A counter
     without its row numbers the rows NULL, which fails the query (`number` must be NOT NULL).
     `commit`: the query ends with the transaction's COMMIT (one round trip fewer); `skip_commits_sent` keeps the
-    transaction's own commit from sending another. `only_if` (SQL): a condition without which the rows are
-    numbered NULL as well, which fails the query before anything after them runs."""
+    transaction's own commit from sending another; `while_committing` is done between sending that query and
+    reading its results. `only_if` (SQL): a condition without which the rows are numbered NULL as well, which
+    fails the query before anything after them runs."""
     count = len(rows)
     literal = _mysql_literal(conn)
     quote = conn.dialect.identifier_preparer.quote
@@ -97,9 +99,11 @@ def insert_numbered_mysql(conn: Connection, counter: Column[Any], table: Table, 
     more = [_statement_parts(conn.dialect, other, other_rows, literal)
             for other, other_rows in followed_by if other_rows]
     queries = joined_queries([(bump, []), parts, *more, *([("COMMIT", [])] if commit else [])])
-    bumped = conn.exec_driver_sql(queries[0], execution_options=MULTI_STATEMENT)
-    for query in queries[1:]:
-        conn.exec_driver_sql(query, execution_options=MULTI_STATEMENT)
+    last = len(queries) - 1
+    results = [conn.exec_driver_sql(query, execution_options={**MULTI_STATEMENT, "while_running": while_committing}
+                                    if commit and i == last and while_committing is not None else MULTI_STATEMENT)
+               for i, query in enumerate(queries)]
+    bumped = results[0]
     if commit:
         conn.info[COMMITTED_IN_QUERY] = True
     return int(bumped.lastrowid) - count
@@ -139,17 +143,35 @@ def read_every_result(engine: Engine) -> None:
     """Makes a query run with the execution option `every_result` read the results of all its statements before
     the call returns, so that a failed one raises there. (SQLAlchemy would leave them to the cursor's close, which
     logs an error and goes on: the transaction would commit the statements before the one that failed.) The
-    query's row count and last insert id stay those of its first statement."""
+    query's row count and last insert id stay those of its first statement. With the option `while_running` (a
+    callable), that is done after the query is sent and before its results are read."""
     def execute(cursor: Any, statement: str, context: Any) -> bool:
         if not context.execution_options.get("every_result"):
             return False
-        cursor.execute(statement)
+        work = context.execution_options.get("while_running")
+        if work is None:
+            cursor.execute(statement)
+        else:
+            _execute_working(cursor, statement, work)
         first = cursor.rowcount, cursor.lastrowid
         while cursor.nextset():
             pass
         cursor.rowcount, cursor.lastrowid = first
         return True
     event.listen(engine, "do_execute_no_params", execute)
+
+
+def _execute_working(cursor: Any, statement: str, work: Callable[[], None]) -> None:
+    """pymysql's cursor.execute(statement) without parameters, its steps taken one by one (Cursor._query,
+    Connection.query) so that `work` is done while the database runs the query."""
+    driver = cursor.connection
+    cursor._clear_result()
+    driver._execute_command(COMMAND.COM_QUERY, statement.encode(driver.encoding))
+    try:
+        work()
+    finally:   # the connection stays in step whatever the work did
+        driver._affected_rows = driver._read_query_result()
+        cursor._do_get_result()
 
 
 def _quoting_literal(value: Any) -> str:
