@@ -86,6 +86,7 @@ from support.reference_hms import start_reference_hms  # noqa: E402
 from support.running import RunningServer  # noqa: E402
 
 WRITE_DB = "hmsbench_against_java_writes"  # lock_bench's Java user may use the databases named hmsbench*
+ENDS = 10                                  # row 7: batches at each end of the growing table compared
 LISTED = "parts"                           # the 10k-partition table of rows 3, 4, 5 and 9
 PROBE = "small_0001"                       # the get_table of rows 1 and 2 (limit_bench's throughput calls it)
 FILTER = FILTERS[0]                        # 'ds = "2024-01-05" and hr > 50': 49 of 10k
@@ -562,6 +563,15 @@ def _goal(value: float | None, goal: str) -> str:
     return f"{goal}: {'met' if met else 'NOT met'}"
 
 
+def _last_to_first(add: Any) -> float | None:
+    """How fast the last ENDS batches of a growing table went, against its first ENDS (medians of their rates): "the
+    last batch as fast as the first", with one batch's noise (a tenth, either way) left out."""
+    if not isinstance(add, dict) or "batches" not in add or len(add["batches"]) < 2 * ENDS:
+        return None
+    rates = [rate for _, rate in add["batches"]]
+    return statistics.median(rates[-ENDS:]) / statistics.median(rates[:ENDS])
+
+
 def _bars(**values: Any) -> dict[str, float]:
     return {LABELS[k]: v for k, v in values.items() if isinstance(v, float | int)}
 
@@ -622,11 +632,17 @@ def table_lines(results: dict[str, Any]) -> list[Line]:
             other = f"cache at {java_reached:,}: {num(cache_there)}"
         elif key == "overall_per_s" and isinstance(java_reached, int):
             other = f"Java reached {java_reached:,} in {add['java']['seconds']:.0f} s"
+        overall = add_value("cache", key) if key == "overall_per_s" else None
         lines.append(Line("7" if key == "first_per_s" else "",
                           f"add_partitions by {plan['add_batch']} to {plan['big'] // 1000}k, {label} (/s)",
                           add_value("java", key), add_value("cache", key), None, other,
-                          f"cache/Java {num(_ratio(add_value('cache', key), add_value('java', key)))}x", "",
+                          f"cache/Java {num(_ratio(add_value('cache', key), add_value('java', key)))}x",
+                          _goal(overall if isinstance(overall, float) else None, ">= 5000")
+                          if key == "overall_per_s" else "",
                           _bars(java=add_value("java", key), cache=add_value("cache", key))))
+    ends = {s: _last_to_first(a[s]) for s in ("java", "cache")}
+    lines.append(Line("", f"  last {ENDS} / first {ENDS} batches, median rates", ends["java"], ends["cache"], None,
+                      "", "", _goal(ends["cache"], ">= 0.9")))
 
     def alter_p50(s: str, table: str) -> Any:
         cell = alter.get(s)
