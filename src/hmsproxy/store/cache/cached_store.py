@@ -31,7 +31,7 @@ from hmsproxy.metrics import Metrics
 from hmsproxy.names import make_partition_name
 from hmsproxy.partition_filter import FilterError, PartitionFilter, compile_partition_filter
 from hmsproxy.store import canonical
-from hmsproxy.store.cache.partitions import EncodedRow, PartitionSet, PartitionSetBuilder, encoded_rows
+from hmsproxy.store.cache.partitions import PartitionSet, PartitionSetBuilder, encoded_rows
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import DbKey, SharedCache, TableEntry, TableKey
 from hmsproxy.store.cache.statistics import CachedStatistics
@@ -567,24 +567,15 @@ class CachedStore(CachedStatistics, CachedTransactions):
         key = (cat, db_name, tbl_name)
         journal = Journal() if journal is None else journal   # its version stamps the entry
         encoded = WorkAhead(lambda: encoded_rows(self._canonical_parts(key, parts)))
-        journal.while_committing.append(encoded.run)
+        if not if_not_exists:   # with it, only the store learns which of them it adds: encoded after, those alone
+            journal.while_committing.append(encoded.run)
         with self.cache.writing(key):
             added = self.delegate.add_partitions(cat, db_name, tbl_name, parts, if_not_exists, journal)
-            rows = self._rows_of_added(key, parts, added, encoded)
+            given = len(added) == len(parts) and all(a is p for a, p in zip(added, parts))
+            rows = encoded.result() if given else encoded_rows(self._canonical_parts(key, added))
             self._update_entry(key, lambda e: e.but(partitions=e.partitions.with_encoded(
                 rows, journal.partition_ids)), journal.version)
         return added
-
-    def _rows_of_added(self, key: TableKey, parts: Sequence[Any], added: Sequence[Any],
-                       encoded: WorkAhead[list[EncodedRow]]) -> list[EncodedRow]:
-        """The cache's rows of what an add added: those `encoded` (of every partition asked for) of the partitions
-        the store returned, which are some of those it was given; rows made now where it returned others."""
-        position = {id(part): i for i, part in enumerate(parts)}
-        picked = [position.get(id(part)) for part in added]
-        if None in picked:
-            return encoded_rows(self._canonical_parts(key, added))
-        rows = encoded.result()
-        return [rows[i] for i in picked if i is not None]
 
     def alter_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any],
                          journal: Journal | None = None) -> None:
