@@ -99,11 +99,10 @@ def insert_numbered_mysql(conn: Connection, counter: Column[Any], table: Table, 
     more = [_statement_parts(conn.dialect, other, other_rows, literal)
             for other, other_rows in followed_by if other_rows]
     queries = joined_queries([(bump, []), parts, *more, *([("COMMIT", [])] if commit else [])])
-    last = len(queries) - 1
-    results = [conn.exec_driver_sql(query, execution_options={**MULTI_STATEMENT, "while_running": while_committing}
-                                    if commit and i == last and while_committing is not None else MULTI_STATEMENT)
-               for i, query in enumerate(queries)]
-    bumped = results[0]
+    options: list[dict[str, Any]] = [MULTI_STATEMENT] * len(queries)
+    if commit and while_committing is not None:   # done while the last query, which holds the COMMIT, runs
+        options[-1] = {**MULTI_STATEMENT, "while_running": while_committing}
+    bumped, *_ = [conn.exec_driver_sql(query, execution_options=o) for query, o in zip(queries, options)]
     if commit:
         conn.info[COMMITTED_IN_QUERY] = True
     return int(bumped.lastrowid) - count
