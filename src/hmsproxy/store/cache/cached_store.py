@@ -31,6 +31,7 @@ from hmsproxy.metrics import Metrics
 from hmsproxy.names import make_partition_name
 from hmsproxy.partition_filter import FilterError, PartitionFilter, compile_partition_filter
 from hmsproxy.store import canonical
+from hmsproxy.store.cache.partition_stats import PartitionStats
 from hmsproxy.store.cache.partitions import PartitionSet, PartitionSetBuilder, encoded_rows
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import DbKey, SharedCache, TableEntry, TableKey
@@ -597,9 +598,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
             def change(entry: TableEntry) -> TableEntry:
                 old_name = make_partition_name(entry.partitions.keys, old_values)
                 new_name = make_partition_name(entry.partitions.keys, part.values)
-                stats = dict(entry.partition_stats)
-                if old_name in stats:
-                    stats[new_name] = stats.pop(old_name)
+                stats = entry.partition_stats.renamed(old_name, new_name)
                 kept_id = entry.partitions.id_of(old_name)   # a rename keeps the partition's id
                 partitions = entry.partitions.without([old_name]).with_partitions(
                     [stored], None if kept_id is None else {new_name: kept_id})
@@ -615,7 +614,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
             dropped = self.delegate.drop_partitions(cat, db_name, tbl_name, names, if_exists, journal)
 
             def change(entry: TableEntry) -> TableEntry:
-                stats = {n: s for n, s in entry.partition_stats.items() if n not in set(names)}
+                stats = entry.partition_stats.changed(dict.fromkeys(names))
                 return entry.but(partitions=entry.partitions.without(names), partition_stats=stats)
 
             self._update_entry(key, change, journal.version)
@@ -758,5 +757,5 @@ def entry_from_bundle(bundle: TableBundle, partitions: PartitionSetBuilder | Non
     builder.add(bundle.partitions, bundle.partition_ids)
     return TableEntry(
         table=bundle.table, partitions=builder.build(), table_stats=bundle.table_stats,
-        partition_stats=bundle.partition_stats, write_ids=bundle.write_ids, version=bundle.version,
+        partition_stats=PartitionStats.of(bundle.partition_stats), write_ids=bundle.write_ids, version=bundle.version,
     )

@@ -23,6 +23,7 @@ from typing import Any
 import cachetools
 
 from hmsproxy.codec import encode
+from hmsproxy.store.cache.partition_stats import PartitionStats
 from hmsproxy.store.cache.partitions import PartitionSet
 from hmsproxy.store.ready import Held
 from hmsproxy.txn.write_ids import ValidWriteIdList
@@ -38,7 +39,7 @@ class TableEntry:
     table: Any
     partitions: PartitionSet
     table_stats: dict[str, Any] = field(default_factory=dict)              # column -> stats object
-    partition_stats: dict[str, dict[str, Any]] = field(default_factory=dict)  # partition name -> column -> stats
+    partition_stats: PartitionStats = field(default_factory=PartitionStats)  # partition name -> column -> stats
     write_ids: ValidWriteIdList | None = None  # transactional tables: the write ids this entry reflects
     version: int = 0  # the table's newest event id when it was loaded (local writes keep it: a lower bound)
     held: Held = field(default_factory=Held, init=False, repr=False, compare=False)   # current while cached
@@ -54,7 +55,7 @@ class TableEntry:
         return encode(self.table)
 
     def size_bytes(self) -> int:
-        stats = 512 * (len(self.table_stats) + sum(len(c) for c in self.partition_stats.values()))
+        stats = 512 * (len(self.table_stats) + self.partition_stats.columns)
         return TABLE_OVERHEAD_BYTES + self.partitions.size_bytes() + stats
 
     def but(self, **changes: Any) -> TableEntry:

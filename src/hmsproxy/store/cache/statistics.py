@@ -61,7 +61,7 @@ class CachedStatistics:
                 part.parameters[ACCURATE] = mark_columns_accurate(part.parameters.get(ACCURATE), list(new_stats))
                 merged = {**entry.partition_stats.get(name, {}), **new_stats}
                 return entry.but(partitions=entry.partitions.with_partitions([part]),
-                                 partition_stats={**entry.partition_stats, name: merged})
+                                 partition_stats=entry.partition_stats.changed({name: merged}))
 
             self._update_entry(key, change, journal.version)
 
@@ -103,12 +103,8 @@ class CachedStatistics:
             self.delegate.delete_partition_column_statistics(cat, db_name, tbl_name, part_name, col_name, journal)
 
             def change(entry: TableEntry) -> TableEntry:
-                stats = dict(entry.partition_stats)
-                kept = {} if col_name is None else {c: s for c, s in stats.get(part_name, {}).items() if c != col_name}
-                if kept:
-                    stats[part_name] = kept
-                else:
-                    stats.pop(part_name, None)
-                return entry.but(partition_stats=stats)
+                columns = entry.partition_stats.get(part_name, {})
+                kept = {} if col_name is None else {c: s for c, s in columns.items() if c != col_name}
+                return entry.but(partition_stats=entry.partition_stats.changed({part_name: kept}))
 
             self._update_entry(key, change, journal.version)
