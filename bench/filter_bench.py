@@ -65,9 +65,8 @@ def median_us(call, repeats: int) -> float:
 def selection(partitions: int, repeats: int) -> dict[str, dict[str, float]]:
     """Server-side selection time of each filter, through the index and by testing every partition."""
     keys = tuple(k for k, _ in KEYS)
-    rows = sorted((make_partition_name(keys, partition_values(i)), tuple(partition_values(i)))
-                  for i in range(partitions))
-    cached = PartitionSet(keys=keys, names=tuple(n for n, _ in rows), flat_values=tuple(x for _, v in rows for x in v))
+    cached = PartitionSet.of_values(keys, ((make_partition_name(keys, partition_values(i)), tuple(partition_values(i)))
+                                           for i in range(partitions)))
     result = {}
     for text_ in FILTERS:
         compiled = compile_partition_filter(text_, KEYS)

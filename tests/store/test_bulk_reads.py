@@ -149,4 +149,5 @@ def test_the_cache_reads_partitions_encoded_to_the_bytes_of_the_objects_the_stor
     from_objects = built(objects, [ids[p.values[0]] for p in objects])
     assert built(bundle.partitions, bundle.partition_ids) == from_objects
     assert built(grouped.partitions, grouped.partition_ids) == from_objects
-    assert len(from_objects.tails) > 4 and from_objects.tolerant_tails     # several kinds, skew maps among them
+    kinds = {tail for block in from_objects.blocks for tail in block.tails}
+    assert len(kinds) > 4 and from_objects.tolerant_tails     # several kinds, skew maps among them

@@ -2,19 +2,32 @@
 size adjusted rather than counted again) holds exactly what a set built from scratch with the same partitions
 holds: the same rows in name order, the same encoded bytes and storage-descriptor tails, the same size, and
 the same partition ids (a replaced partition keeps its id; an added one takes the id its write gave it, and
-one added without an id leaves the set's ids unknown)."""
+one added without an id leaves the set's ids unknown). The sets here hold their partitions in blocks of three, so
+that every change meets several blocks, splits some and empties others; and a write to one partition shares every
+block it does not change with the set it came from."""
 from __future__ import annotations
 
-import sys
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hmsproxy.idl import hms
 from hmsproxy.names import make_partition_name
-from hmsproxy.store.cache.partitions import SMALL_CHANGE, PartitionSet, PartitionSetBuilder
+from hmsproxy.store.cache import partition_block, partitions
+from hmsproxy.store.cache.partitions import PartitionSet, PartitionSetBuilder
 
 KEYS = ("ds", "hr")
+SMALL_BLOCK = 3
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _small_blocks() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(partition_block, "BLOCK", SMALL_BLOCK)
+        patch.setattr(partitions, "BLOCK", SMALL_BLOCK)
+        yield
 
 
 def _partition(ds: str, hr: str, variant: int) -> hms.Partition:
@@ -41,50 +54,62 @@ def _built(parts: dict[str, hms.Partition], ids: dict[str, int] | None = None) -
     return builder.build()
 
 
-def _rows(partitions: PartitionSet) -> list[tuple]:
-    return [(name, own, partitions.tails[ref], values) for name, own, ref, values in
-            zip(partitions.names, partitions.own.items(), partitions.tail_refs, partitions.values)]
+def _rows(current: PartitionSet) -> list[tuple]:
+    return [(name, own, tail, values) for name, (own, tail, values, _) in current.rows().items()]
+
+
+def _tails(current: PartitionSet) -> list[bytes]:
+    return sorted({tail for block in current.blocks for tail in block.tails})
+
+
+def _check_blocks(current: PartitionSet) -> None:
+    """Blocks in name order, none empty or past twice the block size, each holding only tails its rows use; and
+    the size a change carried is the size counted again from its blocks."""
+    names = [name for block in current.blocks for name in block.names]
+    assert names == sorted(set(names)) and list(current.names) == names
+    assert all(0 < len(block) <= 2 * SMALL_BLOCK for block in current.blocks)
+    assert all(sorted(set(block.tail_refs)) == list(range(len(block.tails))) for block in current.blocks)
+    assert [current.index_of(name) for name in names] == list(range(len(names)))
+    recounted = PartitionSet(KEYS, current.blocks, current.tolerant_tails)
+    assert current.size_bytes() == recounted.size_bytes()
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(PARTS, max_size=12), OPS)
 def test_a_set_changed_in_place_equals_one_built_from_scratch(initial, ops):
     expected = {make_partition_name(KEYS, p.values): p for p in initial}
-    expected_ids: dict[str, int] | None = {name: 1000 + i for i, name in enumerate(expected)}
-    current = _built(expected, expected_ids)
+    expected_ids: dict[str, int | None] = {name: 1000 + i for i, name in enumerate(expected)}   # None: not known
+    any_unknown = False   # whether a partition was ever added without its id
+    current = _built(expected, expected_ids)   # type: ignore[arg-type]   # every id known
     current.size_bytes()   # counted once: every change from here adjusts the count
     for kind, items, with_ids in ops:
         if kind == "put":
             names = [make_partition_name(KEYS, p.values) for p in items]
             new_ids = {name: 5000 + i for i, name in enumerate(names)} if with_ids else None
             current = current.with_partitions(items, new_ids)
-            if expected_ids is not None:
-                added = [name for name in dict.fromkeys(names) if name not in expected]
-                expected_ids = None if added and new_ids is None else \
-                    {**expected_ids, **{name: new_ids[name] for name in added if new_ids is not None}}
+            for name in dict.fromkeys(names):
+                if name not in expected_ids:
+                    expected_ids[name] = None if new_ids is None else new_ids[name]
+                    any_unknown = any_unknown or new_ids is None
             expected.update((make_partition_name(KEYS, p.values), p) for p in items)
         else:
             current = current.without(items)
             for name in items:
                 expected.pop(name, None)
+                expected_ids.pop(name, None)
         fresh = _built(expected)
         assert _rows(current) == _rows(fresh)
-        if expected_ids is None:
-            assert current.ids is None
-        else:
-            assert current.ids is not None and list(current.ids) == [expected_ids[name] for name in current.names]
-        unused_tails = [t for t in current.tails if t not in fresh.tails]   # they stay until a rebuild
-        assert _sizes(current) == (_sizes(fresh)[0] + sum(map(sys.getsizeof, unused_tails)), _sizes(fresh)[1])
+        # ids are either all known and right, or unknown: always unknown while a partition's is, never while none
+        # was added without one
+        if current.ids is not None:
+            assert list(current.ids) == [expected_ids[name] for name in current.names]
+        assert current.ids is not None or any_unknown
+        _check_blocks(current)
+        assert _tails(current) == _tails(fresh)
         assert list(current.all()) == list(fresh.all())
         listing = current.all()
         assert listing.byte_size() == sum(map(len, listing.pieces)) == fresh.all().byte_size()
         assert current.tolerant_tails >= fresh.tolerant_tails
-
-
-def _sizes(partitions: PartitionSet) -> tuple[int, int]:
-    """A set's counted size but its own bytes, and its own bytes expanded: a written set rests expanded and a built
-    one packed, so only these two compare between them."""
-    return partitions.size_bytes() - partitions.own.nbytes(), partitions.own.expanded_nbytes()
 
 
 def test_the_size_a_change_carries_is_the_size_counted_from_scratch():
@@ -93,15 +118,14 @@ def test_the_size_a_change_carries_is_the_size_counted_from_scratch():
     base = _built(parts)
     changed = base.with_partitions([_partition("2024-01-05", "3", 1), _partition("2024-02-01", "0", 0)])
     changed = changed.without(["ds=2024-01-07/hr=5", "ds=2024-01-08/hr=6"])
-    recounted = PartitionSet(KEYS, changed.names, changed.own, changed.tail_refs, changed.flat_values, changed.tails,
-                             changed.tolerant_tails)
+    recounted = PartitionSet(KEYS, changed.blocks, changed.tolerant_tails)
     assert changed.known_size is not None and changed.size_bytes() == recounted.size_bytes()
 
 
 def test_a_large_change_keeps_the_ids():
     first = _partition("2024-01-01", "0", 0)
     base = _built({make_partition_name(KEYS, first.values): first}, {make_partition_name(KEYS, first.values): 7})
-    parts = [_partition("2024-01-01", str(h), h % 2) for h in range(SMALL_CHANGE + 1)]
+    parts = [_partition("2024-01-01", str(h), h % 2) for h in range(40)]
     new_ids = {make_partition_name(KEYS, p.values): 100 + i for i, p in enumerate(parts)}
     changed = base.with_partitions(parts, new_ids)
     assert _rows(changed) == _rows(_built({make_partition_name(KEYS, p.values): p for p in parts}))
@@ -119,8 +143,8 @@ def test_a_tail_no_partition_uses_any_more_is_let_go():
             current = current.with_partitions([_partition("2024-01-01", str(h), variant)])
             parts[make_partition_name(KEYS, ["2024-01-01", str(h)])] = _partition("2024-01-01", str(h), variant)
             fresh = _built(parts)
-            assert sorted(current.tails) == sorted(fresh.tails)
-            assert _sizes(current) == _sizes(fresh)
+            assert _tails(current) == _tails(fresh)
+            _check_blocks(current)
 
 
 def test_a_partition_reads_back_whole_from_its_own_bytes_and_the_shared_tail():
@@ -131,4 +155,49 @@ def test_a_partition_reads_back_whole_from_its_own_bytes_and_the_shared_tail():
         part.catName, part.writeId, part.createTime, part.lastAccessTime = "hive", 7 + h, 100 + h, h
     current = _built({make_partition_name(KEYS, p.values): p for p in parts})
     assert list(current.all()) == parts
-    assert len(current.tails) == 3 and all(b"\x00\x00\x00\x01d" in tail for tail in current.tails)   # dbName "d"
+    assert len(_tails(current)) == 3 and all(b"\x00\x00\x00\x01d" in tail for tail in _tails(current))   # dbName "d"
+
+
+def _many(count: int) -> dict[str, hms.Partition]:
+    parts = [_partition(f"2024-01-{1 + i // 6:02d}", str(i % 6), 0) for i in range(count)]
+    return {make_partition_name(KEYS, p.values): p for p in parts}
+
+
+def test_a_write_to_one_partition_builds_one_block_and_shares_the_others():
+    """Altering, adding or dropping one partition of a set of many blocks builds new blocks for the one it touches
+    (at most three, where that block splits) and keeps every other block of the set it came from: the write's
+    cache update does not grow with the table."""
+    base = _built(_many(60))
+    assert len(base.blocks) == 20
+    middle = base.name_at(31)
+    writes = {
+        "alter": base.with_partitions([_partition(*base.values[31], 1)]),
+        "add": base.with_partitions([_partition("2024-01-06", "0b", 0)]),
+        "drop": base.without([middle]),
+    }
+    for write, changed in writes.items():
+        kept = {id(block) for block in base.blocks}
+        built = [block for block in changed.blocks if id(block) not in kept]
+        assert len(built) == 1 and len(changed.blocks) - len(built) == len(base.blocks) - 1, write
+        _check_blocks(changed)
+    current = base
+    for h in range(7 * SMALL_BLOCK):   # one block growing a partition at a time, splitting as it goes
+        previous, current = current, current.with_partitions([_partition("2024-01-06", f"0{h:02d}", 0)])
+        assert 1 <= sum(id(block) not in {id(b) for b in previous.blocks} for block in current.blocks) <= 3
+        _check_blocks(current)
+    assert len(current) == 60 + 7 * SMALL_BLOCK
+
+
+def test_partitions_asked_out_of_name_order_come_in_the_order_asked():
+    """The batch API pages in id order, which need not be name order: its partitions, gathered from several
+    blocks, come in the order of their ids."""
+    parts = _many(30)
+    names = sorted(parts)
+    ids = {name: 1000 - 7 * ((i * 11) % 30) for i, name in enumerate(names)}   # a shuffle of the name order
+    current = _built(parts, ids)
+    batch = current.batch(0, -1, 30, None, names_only=False)
+    assert batch is not None
+    by_id = sorted(names, key=ids.__getitem__)
+    assert list(batch.items) == [parts[name] for name in by_id]
+    positions = [17, 2, 29, 0, 9]
+    assert list(current.encoded(positions)) == [parts[names[i]] for i in positions]

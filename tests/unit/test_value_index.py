@@ -3,12 +3,25 @@ scan with the filter's predicate selects, for every key type, operator and AND/O
 filter tests only the candidates its ranges hold, not every partition."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hmsproxy.names import make_partition_name
 from hmsproxy.partition_filter import PartitionFilter, compile_partition_filter
+from hmsproxy.store.cache import partitions as partition_sets
 from hmsproxy.store.cache.partitions import PartitionSet
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _small_blocks() -> Iterator[None]:
+    """Sets of a few partitions per block, so that positions cross blocks."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(partition_sets, "BLOCK", 4)
+        yield
+
 
 DEFAULT = "__HIVE_DEFAULT_PARTITION__"
 KEYS = [("s", "string"), ("i", "int"), ("d", "date"), ("t", "timestamp")]
@@ -52,8 +65,7 @@ ROWS = st.lists(st.tuples(*(st.sampled_from(VALUES[k]) for k, _ in KEYS)), max_s
 
 def _partition_set(rows: list[tuple[str, ...]]) -> PartitionSet:
     keys = tuple(k for k, _ in KEYS)
-    named = sorted((make_partition_name(keys, list(r)), r) for r in rows)
-    return PartitionSet(keys=keys, names=tuple(n for n, _ in named), flat_values=tuple(v for _, r in named for v in r))
+    return PartitionSet.of_values(keys, ((make_partition_name(keys, list(r)), r) for r in rows))
 
 
 @settings(max_examples=400, deadline=None)

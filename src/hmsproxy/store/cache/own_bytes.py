@@ -1,14 +1,14 @@
-"""A table's partitions' own bytes, kept compressed while the table is not being read.
+"""A block of cached partitions' own bytes, kept compressed while it is not being read.
 
 Each partition's own bytes (partition_bytes: its values, parameters, times and location, ~180 bytes) are most
 of what the cache holds for it, and the partitions of a table differ in a few characters: zlib packs them to
 about a tenth. Listings send them without a Python step per partition, which needs them expanded (one bytes
-object each), so the tables read lately keep them expanded too, up to a byte budget (HotOwnBytes, least
-recently used first out); the rest stay packed only. A set that a write made starts expanded only, and is
-packed when it leaves the hot ones: on a thread of its own (zlib works without the interpreter's lock), so that
-the read that pushed it out does not wait for it (4 ms for 10,000 partitions, 41 ms for 100,000).
+object each), so the blocks read lately (partition_block.py: up to 1,024 partitions of a table each) keep them
+expanded too, up to a byte budget (HotOwnBytes, least recently used first out); the rest stay packed only. A
+block that a write made starts expanded only, and is packed when it leaves the hot ones: on a thread of its own
+(zlib works without the interpreter's lock), so that the read that pushed it out does not wait for it.
 
-The cache's bound (--cache-max-bytes) counts own bytes packed, a written set's by the share its base packed to;
+The cache's bound (--cache-max-bytes) counts own bytes packed, a written block's by the share its base packed to;
 the expanded copies count against the hot budget (--cache-hot-bytes) instead.
 """
 from __future__ import annotations
@@ -30,8 +30,8 @@ from typing import Any
 # a chunk is long enough that the stream's own overhead (~10 bytes) and lost context cost under 1% (measured).
 CHUNK = 128
 LEVEL = 1   # zlib's fastest level packs these bytes within 3% of its best, four times as fast
-FIRST_SHARE = 0.15   # what a set with no packed base is expected to pack to (partitions' own bytes: 0.09-0.12)
-PACKS_QUEUED = 8     # written sets left expanded while they wait to be packed; past it, the pushing thread packs
+FIRST_SHARE = 0.15   # what a block with no packed base is expected to pack to (partitions' own bytes: 0.09-0.12)
+PACKS_QUEUED = 8     # written blocks left expanded while they wait to be packed; past it, the pushing thread packs
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def expanded_nbytes(items: Sequence[bytes]) -> int:
 
 
 class OwnBytes:
-    """One set's own bytes, expanded, packed, or both while hot. Never changes in content: only its form does,
+    """One block's own bytes, expanded, packed, or both while hot. Never changes in content: only its form does,
     and readers that hold the expanded tuple keep it whatever happens to the form meanwhile."""
 
     __slots__ = ("__weakref__", "_chunks_read", "_expanded", "_expanded_nbytes", "_packed", "_packed_estimate")
@@ -102,11 +102,11 @@ class OwnBytes:
         return FIRST_SHARE if packed is None or not len(self) else packed / self.expanded_nbytes()
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled packed (prewarm's workers send sets this way): a tenth of the bytes to send."""
+        """Pickled packed (prewarm's workers send blocks this way): a tenth of the bytes to send."""
         return OwnBytes, (None, self._packed or Packed.of(self.items()))
 
     def items(self) -> tuple[bytes, ...]:
-        """All of them expanded, which makes the set hot."""
+        """All of them expanded, which makes the block hot."""
         items = self._expanded
         if items is None:
             assert self._packed is not None
@@ -116,7 +116,7 @@ class OwnBytes:
         return items
 
     def pick(self, indexes: Sequence[int]) -> Sequence[bytes]:
-        """The items at `indexes`; a few of a packed set are read from their chunks without expanding it. Once the
+        """The items at `indexes`; a few of a packed block are read from their chunks without expanding it. Once the
         reads since it was last expanded would have decompressed a quarter of its chunks (items spread over the
         table, as a filter on the second key picks; or the same few read again and again, as a repeated filter
         does), it is expanded: reading from the chunks costs at most a quarter more than expanding at once, and
@@ -125,7 +125,7 @@ class OwnBytes:
         return picked if picked is not None else list(map(self.items().__getitem__, indexes))
 
     def pick_without_expanding(self, indexes: Sequence[int]) -> Sequence[bytes] | None:
-        """As pick, but None where pick would expand a packed set (which takes milliseconds for a large one)."""
+        """As pick, but None where pick would expand a packed block (most of a millisecond for a full block)."""
         items = self._expanded
         if items is not None:
             HOT.touch(self, self._size_of(items))
@@ -195,13 +195,13 @@ class OwnBytes:
 
 
 class HotOwnBytes:
-    """The own bytes kept expanded, up to `budget` bytes, least recently read out first. Keeps no set alive:
-    entries are weak, and leave when their set is dropped."""
+    """The own bytes kept expanded, up to `budget` bytes, least recently read out first. Keeps no block alive:
+    entries are weak, and leave when their block is dropped."""
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
         self._entries: OrderedDict[int, tuple[weakref.ref[OwnBytes], int]] = OrderedDict()
-        self._lock = threading.RLock()   # a dropped set's weak callback may run wherever the lock is held
+        self._lock = threading.RLock()   # a dropped block's weak callback may run wherever the lock is held
         self._expanded_bytes = 0
         self._packer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pack-own-bytes")
         self._queued = 0
@@ -217,7 +217,7 @@ class HotOwnBytes:
                 if entry[0]() is own:
                     self._entries.move_to_end(key)
                     return
-                self._expanded_bytes -= entry[1]   # a dropped set's, whose id `own` now has
+                self._expanded_bytes -= entry[1]   # a dropped block's, whose id `own` now has
             self._entries[key] = (weakref.ref(own, functools.partial(self._forget, key)), size)
             self._expanded_bytes += size
             victims = self._over_budget()
@@ -225,7 +225,7 @@ class HotOwnBytes:
             self._cool(victim)
 
     def _cool(self, victim: OwnBytes) -> None:
-        """Keeps a set that left the hot ones packed only; a written one is packed on the packer thread, unless
+        """Keeps a block that left the hot ones packed only; a written one is packed on the packer thread, unless
         PACKS_QUEUED wait there already."""
         if victim.is_packed():
             victim.cool()
@@ -236,10 +236,10 @@ class HotOwnBytes:
                 self._queued += 1
                 self._last_pack = self._packer.submit(self._pack_queued, victim)
         if not queued:
-            victim.cool()   # outside the lock: packing a large set takes milliseconds
+            victim.cool()   # outside the lock: packing a block takes most of a millisecond
 
     def _pack_queued(self, victim: OwnBytes) -> None:
-        """Packs a written set, then drops its expanded form unless a read made it hot again meanwhile."""
+        """Packs a written block, then drops its expanded form unless a read made it hot again meanwhile."""
         try:
             victim.pack()
             with self._lock:
@@ -251,7 +251,7 @@ class HotOwnBytes:
                 self._queued -= 1
 
     def wait_packed(self) -> None:
-        """Returns once the sets handed to the packer so far are packed."""
+        """Returns once the blocks handed to the packer so far are packed."""
         with self._lock:
             last = self._last_pack
         if last is not None:

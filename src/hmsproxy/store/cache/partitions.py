@@ -4,8 +4,12 @@ Each partition is kept as Thrift bytes in two pieces: its own fields (values, pa
 start of its storage descriptor with the location) and a tail, which the partitions of a table almost always
 share and which is therefore stored once: the rest of the storage descriptor, then the database, table and
 catalog names. Thrift decoders accept fields in any order, so the two pieces concatenate to a valid Partition
-struct. Partition values are interned so that every partition with ds=2024-01-01 shares one string, and kept
-in one flat tuple (FlatValues). The own bytes rest packed while their table is not being read (OwnBytes).
+struct. Partition values are interned so that every partition with ds=2024-01-01 shares one string. The own
+bytes rest packed while their table is not being read (OwnBytes).
+
+The partitions are held in blocks of consecutive names (partition_block.py): a write builds new blocks for
+what it changes and keeps the others, so it costs the same in a table of 100 partitions and of 100,000.
+Positions (as the index and the readers use them) count across the blocks in name order.
 
 Each partition's id in the database (PARTITIONS.PART_ID) is kept too, for the batch API, which pages through
 a table in id order: loads read the ids, a local add learns them from its write; where one is not known
@@ -23,53 +27,21 @@ import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from hmsproxy.codec import EncodedList
 from hmsproxy.names import make_partition_name
 from hmsproxy.partition_bytes import EncodedPartitions, decode_partition, encode_partition
 from hmsproxy.partition_filter import PartitionFilter
-from hmsproxy.store.cache.own_bytes import OwnBytes, expanded_nbytes
+from hmsproxy.store.cache.partition_block import BLOCK, EMPTY_BLOCK, Block, NewRow, packed_block
 from hmsproxy.store.cache.value_index import ValueIndex
 from hmsproxy.store.domain import PartitionBatch, batch_scan, cut_batch
-
-
-class FlatValues(Sequence[tuple[str, ...]]):
-    """Each partition's values as a tuple, read from one flat tuple of them all: a pointer per value rather than a
-    tuple object per partition (about 50 bytes less each)."""
-
-    __slots__ = ("flat", "width")
-
-    def __init__(self, flat: tuple[str, ...], width: int) -> None:
-        self.flat = flat
-        self.width = width
-
-    def __len__(self) -> int:
-        return len(self.flat) // self.width if self.width else 0
-
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(index)
-        return self.flat[index * self.width:(index + 1) * self.width]
-
-    def __iter__(self) -> Iterator[tuple[str, ...]]:
-        return zip(*[iter(self.flat)] * self.width) if self.width else iter(())
-
-    def column(self, key: int) -> tuple[str, ...]:
-        """Every partition's value of one key, in partition order."""
-        return self.flat[key::self.width]
-
-
-# Partitions up to which a drop changes a set in place of rebuilding it.
-SMALL_CHANGE = 32
 
 # A partition as a set keeps it: its values (interned), its own bytes, its tail, whether the tail needs the tolerant
 # decoder (partition_bytes.encode_partition).
 EncodedRow = tuple[tuple[str, ...], bytes, bytes, bool]
+Row = tuple[bytes, bytes, tuple[str, ...], int | None]   # own bytes, tail, values, id (None: not known)
 
 
 def encoded_rows(parts: Iterable[Any]) -> list[EncodedRow]:
@@ -82,77 +54,166 @@ def encoded_rows(parts: Iterable[Any]) -> list[EncodedRow]:
     return rows
 
 
+class Values(Sequence[tuple[str, ...]]):
+    """Each partition's values as a tuple, read from its block's flat tuple of them: a pointer per value rather than
+    a tuple object per partition (about 50 bytes less each). Holds the blocks, not their set, so that a set is
+    freed as soon as it is dropped."""
+
+    def __init__(self, blocks: tuple[Block, ...], width: int) -> None:
+        self._blocks = blocks
+        self._width = width
+
+    @functools.cached_property
+    def starts(self) -> array[int]:
+        """Each block's first position, then the count of partitions: built when a read first asks."""
+        return array("q", itertools.accumulate(map(len, map(attrgetter("names"), self._blocks)), initial=0))
+
+    def locate(self, position: int) -> tuple[Block, int]:
+        """The block holding the partition at `position`, and its position there."""
+        number = bisect.bisect_right(self.starts, position) - 1
+        return self._blocks[number], position - self.starts[number]
+
+    def __len__(self) -> int:
+        return self.starts[-1]
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        block, i = self.locate(index)
+        return block.flat_values[i * self._width:(i + 1) * self._width]
+
+    def __iter__(self) -> Iterator[tuple[str, ...]]:
+        if not self._width:
+            return iter(())
+        return itertools.chain.from_iterable(zip(*[iter(block.flat_values)] * self._width) for block in self._blocks)
+
+    def column(self, key: int) -> tuple[str, ...]:
+        """Every partition's value of one key, in partition order."""
+        return tuple(itertools.chain.from_iterable(block.flat_values[key::self._width] for block in self._blocks))
+
+
 @dataclass(frozen=True)
 class PartitionSet:
     keys: tuple[str, ...]
-    names: tuple[str, ...] = ()                  # sorted
-    own: OwnBytes = field(default_factory=lambda: OwnBytes(()))   # parallel to names
-    tail_refs: array[int] = field(default_factory=lambda: array("I"))  # parallel: index into tails
-    flat_values: tuple[str, ...] = ()            # each partition's values one after the other, interned strings
-    tails: tuple[bytes, ...] = ()
+    blocks: tuple[Block, ...] = ()               # in name order, none empty
     tolerant_tails: frozenset[bytes] = frozenset()  # tails holding list-keyed skew maps
-    ids: array[int] | None = None                # parallel: PART_ID of each; None when not all are known
+    known_size: int | None = field(default=None, repr=False, compare=False)   # size_bytes(), once counted
+    firsts: tuple[str, ...] = field(default=(), repr=False, compare=False)   # each block's first name
     index: ValueIndex = field(init=False, repr=False, compare=False)   # of `values`, built as filters ask
-    known_size: int | None = field(default=None, repr=False, compare=False)   # size_bytes() but own, once counted
 
     def __post_init__(self) -> None:
+        if len(self.firsts) != len(self.blocks):   # a write passes them, changed where it changed blocks
+            object.__setattr__(self, "firsts", tuple(map(itemgetter(0), map(attrgetter("names"), self.blocks))))
         object.__setattr__(self, "index", ValueIndex(self.values.column))
 
+    @property
+    def starts(self) -> array[int]:
+        """Each block's first position, then the count of partitions."""
+        return self.values.starts
+
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled as its arrays alone (prewarm's workers send sets): the index and the memos are built again
-        where it is unpickled, and its values interned there."""
-        return _unpickled, (self.keys, self.names, self.own, self.tail_refs, self.flat_values, self.tails,
-                            self.tolerant_tails, self.ids, self.known_size)
+        """Pickled as its blocks alone (prewarm's workers send sets): the index and the memos are built again
+        where it is unpickled."""
+        return PartitionSet, (self.keys, self.blocks, self.tolerant_tails, self.known_size)
+
+    @staticmethod
+    def of_values(keys: tuple[str, ...], rows: Iterable[tuple[str, tuple[str, ...]]]) -> PartitionSet:
+        """A set of partitions known by name and values alone, with empty bytes (for what reads only the values:
+        the index's tests and bench)."""
+        return _from_rows(keys, {name: (b"", b"", values, None) for name, values in rows}, set())
 
     @functools.cached_property
-    def values(self) -> FlatValues:
+    def values(self) -> Values:
         """Each partition's values (parallel to names)."""
-        return FlatValues(self.flat_values, len(self.keys))
+        return Values(self.blocks, len(self.keys))
 
     # ---- reads -------------------------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self.names)
+        return self.starts[-1]
 
     @property
-    def _values_bytes(self) -> int:
-        """The slots of one partition's values in flat_values."""
-        return 8 * len(self.keys)
+    def names(self) -> tuple[str, ...]:
+        """Every partition's name, sorted."""
+        if len(self.blocks) == 1:
+            return self.blocks[0].names
+        return tuple(itertools.chain.from_iterable(block.names for block in self.blocks))
+
+    @functools.cached_property
+    def ids(self) -> array[int] | None:
+        """Every partition's id (parallel to names); None when not all are known."""
+        if any(block.ids is None for block in self.blocks):
+            return None
+        return array("q", itertools.chain.from_iterable(block.ids for block in self.blocks))  # type: ignore[misc]
+
+    def name_at(self, position: int) -> str:
+        block, i = self.values.locate(position)
+        return block.names[i]
+
+    def _block_index_of(self, name: str) -> tuple[int, int | None]:
+        """(the block where `name` is or would be, its position there or None)."""
+        number = max(0, bisect.bisect_right(self.firsts, name) - 1)
+        return number, self.blocks[number].index_of(name) if self.blocks else None
 
     def index_of(self, name: str) -> int | None:
-        i = bisect.bisect_left(self.names, name)
-        return i if i < len(self.names) and self.names[i] == name else None
+        number, i = self._block_index_of(name)
+        return None if i is None else self.starts[number] + i
 
     def _decode(self, item: list[bytes]) -> Any:
         return decode_partition(item, self.tolerant_tails)
 
     def encoded(self, indexes: Sequence[int]) -> EncodedList:
         """The partitions at `indexes`, as their byte pieces: own bytes and shared tail, one after the other
-        (gathered in C: no Python step per partition)."""
-        return self._encoded(indexes, self.own.pick(indexes))
-
-    def _encoded(self, indexes: Sequence[int], own: Sequence[bytes]) -> EncodedList:
-        pieces = [b""] * (2 * len(indexes))
-        pieces[0::2] = own
-        pieces[1::2] = self._tails_of(indexes)
+        (gathered in C a block at a time: no Python step per partition)."""
+        pieces = self._pieces(indexes, expand=True)
+        assert pieces is not None
         return EncodedList(pieces, 2, self._decode)
 
-    def _tails_of(self, indexes: Sequence[int]) -> Iterable[bytes]:
-        if len(self.tails) == 1:   # the usual table: every partition shares one storage-descriptor tail
-            return self.tails * len(indexes)
-        return map(self.tails.__getitem__, map(self.tail_refs.__getitem__, indexes))
+    def _pieces(self, indexes: Sequence[int], expand: bool) -> list[bytes] | None:
+        """Own bytes and tail of each partition at `indexes`, in that order; None where a block would expand its
+        own bytes and `expand` is false (OwnBytes.pick_without_expanding)."""
+        ordered = indexes if len(self.blocks) == 1 else sorted(indexes)
+        pieces = [b""] * (2 * len(ordered))
+        done = 0
+        while done < len(ordered):
+            number = bisect.bisect_right(self.starts, ordered[done]) - 1
+            block, start = self.blocks[number], self.starts[number]
+            end = len(ordered) if len(self.blocks) == 1 else bisect.bisect_left(ordered, self.starts[number + 1], done)
+            local = ordered[done:end] if start == 0 else [i - start for i in ordered[done:end]]
+            own = block.own.pick(local) if expand else block.own.pick_without_expanding(local)
+            if own is None:
+                return None
+            pieces[2 * done:2 * end:2] = own
+            pieces[2 * done + 1:2 * end:2] = block.tails_of(local)
+            done = end
+        if ordered is indexes or ordered == list(indexes):
+            return pieces
+        slot = dict(zip(ordered, range(len(ordered))))   # the batch API asks in id order, not name order
+        in_order = [b""] * len(pieces)
+        in_order[0::2] = [pieces[2 * slot[i]] for i in indexes]
+        in_order[1::2] = [pieces[2 * slot[i] + 1] for i in indexes]
+        return in_order
 
     def all(self, limit: int | None = None) -> EncodedList:
-        count = len(self.names) if limit is None or limit < 0 else min(limit, len(self.names))
+        count = len(self) if limit is None or limit < 0 else min(limit, len(self))
         pieces = [b""] * (2 * count)
-        pieces[0::2] = self.own.items()[:count]
-        pieces[1::2] = self._tails_of(range(count))
-        return EncodedList(pieces, 2, self._decode, self.encoded_bytes if count == len(self.names) else None)
+        for block, start in zip(self.blocks, self.starts):
+            if start >= count:
+                break
+            end = min(count, start + len(block))
+            own = block.own.items()
+            pieces[2 * start:2 * end:2] = own if end - start == len(own) else own[:end - start]
+            pieces[2 * start + 1:2 * end:2] = block.tails_of(range(end - start))
+        return EncodedList(pieces, 2, self._decode, self.encoded_bytes if count == len(self) else None)
 
     @functools.cached_property
     def encoded_bytes(self) -> int:
         """The bytes of all its partitions as sent, counted once per set."""
-        return self.own.total_length() + sum(map(len, map(self.tails.__getitem__, self.tail_refs)))
+        return sum(block.own.total_length() + block.tails_bytes() for block in self.blocks)
 
     def by_names(self, names: Sequence[str]) -> EncodedList:
         """The named partitions that exist, sorted by name (as the database answers)."""
@@ -161,7 +222,7 @@ class PartitionSet:
 
     def names_matching(self, partition_filter: PartitionFilter) -> list[str]:
         """The names of the partitions the filter matches, sorted."""
-        return list(map(self.names.__getitem__, self.positions_matching(partition_filter)))
+        return list(map(self.name_at, self.positions_matching(partition_filter)))
 
     def positions_matching(self, partition_filter: PartitionFilter) -> list[int]:
         """The positions of the partitions the filter matches, in order; the predicate tests only the candidates
@@ -175,15 +236,16 @@ class PartitionSet:
     def matches_at_once(self, partition_filter: PartitionFilter, most: int) -> EncodedList | None:
         """The partitions the filter matches, when finding them costs no more than binary searches in the index,
         `most` steps, and reading a few chunks of packed bytes: the filter's plan selects exactly its matches from
-        key values sorted already, among at most `most` candidates, and the set need not be expanded for them.
+        key values sorted already, among at most `most` candidates, and no block need be expanded for them.
         None otherwise (positions_matching and encoded then find them)."""
         positions = self.index.selected_at_once(partition_filter.plan, most)
-        own = None if positions is None else self.own.pick_without_expanding(positions)
-        return None if positions is None or own is None else self._encoded(positions, own)
+        pieces = None if positions is None else self._pieces(positions, expand=False)
+        return None if pieces is None else EncodedList(pieces, 2, self._decode)
 
     def id_of(self, name: str) -> int | None:
-        i = self.index_of(name)
-        return None if i is None or self.ids is None else self.ids[i]
+        number, i = self._block_index_of(name)
+        ids = self.blocks[number].ids if i is not None else None
+        return None if ids is None or i is None else ids[i]
 
     @functools.cached_property
     def _id_order(self) -> tuple[list[int], list[int]]:
@@ -196,33 +258,40 @@ class PartitionSet:
               names_only: bool) -> PartitionBatch | None:
         """The batch API's answer from memory, by the rule of domain.cut_batch; None when the ids are not all
         known."""
-        if self.ids is None:
-            return None
         ids = self.ids
+        if ids is None:
+            return None
         order, sorted_ids = self._id_order
         scan = batch_scan(size, predicate is not None)
         start = bisect.bisect_left(sorted_ids, from_id)
         end = len(order) if to_id < 0 else bisect.bisect_left(sorted_ids, to_id)
         keep = None if predicate is None else (lambda i: predicate(self.values[i]))
         chosen, next_id = cut_batch(order[start:min(end, start + scan + 1)], size, scan, keep, ids.__getitem__)
-        items = [self.names[i] for i in chosen] if names_only else self.encoded(chosen)
+        items = list(map(self.name_at, chosen)) if names_only else self.encoded(chosen)
         low, high = (sorted_ids[0], sorted_ids[-1]) if sorted_ids else (-1, -1)
         return PartitionBatch(items, next_id, low, high)
 
+    def rows(self) -> dict[str, Row]:
+        """Every partition by name: own bytes (expanded), tail, values, id."""
+        rows: dict[str, Row] = {}
+        width = len(self.keys)
+        for block in self.blocks:
+            ids: Iterable[int | None] = block.ids if block.ids is not None else [None] * len(block)
+            values = zip(*[iter(block.flat_values)] * width) if width else [()] * len(block)
+            rows.update(zip(block.names, zip(block.own.items(), block.tails_of(range(len(block))), values, ids)))
+        return rows
+
     def size_bytes(self) -> int:
         """Estimated memory: the bytes objects, the shared strings and the containers holding them, the own bytes
-        packed (estimated for a set a write made, until it is packed). Counted once per set; a set changed
-        in place carries its base's count, adjusted by the rows it changed."""
-        return self._size_but_own() + self.own.nbytes()
-
-    def _size_but_own(self) -> int:
+        packed (estimated for a block a write made: Block.own_nbytes). Counted once per set; a set a write made
+        carries its base's count, adjusted by the blocks it replaced and made."""
         if self.known_size is None:
-            rows = sum(map(_row_bytes, self.names)) + len(self.names) * self._values_bytes
-            object.__setattr__(self, "known_size", rows + sum(sys.getsizeof(t) for t in self.tails))
+            width = len(self.keys)
+            object.__setattr__(self, "known_size", sum(block.size_bytes(width) for block in self.blocks))
         assert self.known_size is not None
         return self.known_size
 
-    # ---- writes (each returns a new set) -----------------------------------------------------------
+    # ---- writes (each returns a new set, sharing the blocks it did not change) ---------------------
 
     def with_partitions(self, parts: Sequence[Any], new_ids: Mapping[str, int] | None = None) -> PartitionSet:
         """Adds or replaces partitions (matched by name). A replaced partition keeps its id; an added one takes
@@ -230,120 +299,57 @@ class PartitionSet:
         return self.with_encoded(encoded_rows(parts), new_ids)
 
     def with_encoded(self, encoded: Sequence[EncodedRow], new_ids: Mapping[str, int] | None = None) -> PartitionSet:
-        """with_partitions of partitions already encoded (`encoded_rows`). The new rows are merged into the sorted
-        arrays, which are copied a run at a time: a write costs Python work for the partitions it brings, and for
-        the table only a copy of its arrays."""
+        """with_partitions of partitions already encoded (`encoded_rows`). Each block that gets some of them is
+        merged with them; the others are kept."""
         rows: dict[str, tuple[bytes, bytes, tuple[str, ...]]] = {}
         tolerant = set(self.tolerant_tails)
         for part_values, part_own, tail, needs_tolerant in encoded:   # a later one of a name wins, as a later write
             if needs_tolerant:
                 tolerant.add(tail)
             rows[make_partition_name(self.keys, part_values)] = (part_own, tail, part_values)
-        tail_index = {tail: i for i, tail in enumerate(self.tails)}
-        names: list[str] = []
-        own: list[bytes] = []
-        refs = array("I")
-        values: list[str] = []   # flat, as flat_values
-        width = len(self.keys)
-        ids: array[int] | None = array("q") if self.ids is not None else None
-        size = self._size_but_own()
-        base_own, own_size = self.own.items(), self.own.expanded_nbytes()
-        done = 0   # rows of this set copied so far
-        tail_left = False   # whether a replaced partition left a tail (which may now be unused)
-        for name in sorted(rows):
-            part_own, tail, part_values = rows[name]
-            i = bisect.bisect_left(self.names, name, done)
-            names += self.names[done:i]
-            own += base_own[done:i]
-            refs += self.tail_refs[done:i]
-            values += self.flat_values[done * width:i * width]
-            replaced = i < len(self.names) and self.names[i] == name
-            if replaced:
-                size -= _row_bytes(name) + self._values_bytes
-                own_size -= expanded_nbytes((base_own[i],))
-            part_id = self.ids[i] if replaced and self.ids is not None else (new_ids or {}).get(name)
-            if ids is not None:
-                ids += self.ids[done:i]   # type: ignore[index]   # not None when ids is not
-                if part_id is None:
-                    ids = None
-                else:
-                    ids.append(part_id)
-            done = i + 1 if replaced else i
-            if tail not in tail_index:
-                tail_index[tail] = len(tail_index)
-                size += sys.getsizeof(tail)
-            tail_left = tail_left or (replaced and self.tail_refs[i] != tail_index[tail])
-            names.append(name)
-            own.append(part_own)
-            refs.append(tail_index[tail])
-            values += part_values
-            size += _row_bytes(name) + self._values_bytes
-            own_size += expanded_nbytes((part_own,))
-        names += self.names[done:]
-        own += base_own[done:]
-        refs += self.tail_refs[done:]
-        values += self.flat_values[done * width:]
-        if ids is not None:
-            ids += self.ids[done:]   # type: ignore[index]
-        tails = tuple(tail_index)
-        if tail_left:
-            refs, tails, size = _drop_unused_tails(refs, tails, size)
-        written = OwnBytes.written(tuple(own), own_size, self.own)
-        return PartitionSet(self.keys, tuple(names), written, refs, tuple(values), tails,
-                            frozenset(t for t in tails if t in tolerant), ids, known_size=size)
+        ids = new_ids or {}
+        new: list[NewRow] = [(name, *rows[name], ids.get(name)) for name in sorted(rows)]
+        if not new:
+            return self
+        base = self.blocks or (EMPTY_BLOCK,)
+        blocks, firsts = list(base), list(self.firsts or ("",))
+        size = self.size_bytes()
+        for number, first, end in reversed(self._runs(new)):   # from the end: numbers before stay where they were
+            merged, size_change = base[number].merged(new[first:end], len(self.keys))
+            blocks[number:number + 1] = merged
+            firsts[number:number + 1] = [block.names[0] for block in merged]
+            size += size_change
+        return PartitionSet(self.keys, tuple(blocks), frozenset(tolerant), known_size=size, firsts=tuple(firsts))
 
-    def _rows(self) -> dict[str, Row]:
-        ids: Iterable[int | None] = self.ids if self.ids is not None else [None] * len(self.names)
-        return dict(zip(self.names, zip(self.own.items(), (self.tails[r] for r in self.tail_refs), self.values, ids)))
+    def _runs(self, new: Sequence[NewRow]) -> list[tuple[int, int, int]]:
+        """(block number, start, end) of each run of `new` (sorted by name) that belongs in one block: the last
+        block whose first name is not after it (the first block for names before every block)."""
+        runs: list[tuple[int, int, int]] = []
+        start = 0
+        while start < len(new):
+            number = max(0, bisect.bisect_right(self.firsts, new[start][0]) - 1)
+            end = len(new) if number + 1 >= len(self.blocks) else bisect.bisect_left(
+                new, self.firsts[number + 1], start, key=lambda row: row[0])
+            runs.append((number, start, end))
+            start = end
+        return runs
 
     def without(self, names: Iterable[str]) -> PartitionSet:
-        drop = sorted({i for i in map(self.index_of, set(names)) if i is not None}, reverse=True)
-        if len(drop) > SMALL_CHANGE:
-            dropped = {self.names[i] for i in drop}
-            rows = {n: row for n, row in self._rows().items() if n not in dropped}
-            return _from_rows(self.keys, rows, set(self.tolerant_tails))
-        kept_names, own, refs = list(self.names), list(self.own.items()), array("I", self.tail_refs)
-        values = list(self.flat_values)
-        width = len(self.keys)
-        ids = array("q", self.ids) if self.ids is not None else None
-        size, own_size = self._size_but_own(), self.own.expanded_nbytes()
-        for i in drop:   # from the end, so that the positions still to drop stay where they were
-            size -= _row_bytes(kept_names[i]) + self._values_bytes
-            own_size -= expanded_nbytes((own[i],))
-            del kept_names[i], own[i], refs[i], values[i * width:(i + 1) * width]
-            if ids is not None:
-                del ids[i]
-        return PartitionSet(self.keys, tuple(kept_names), OwnBytes.written(tuple(own), own_size, self.own),
-                            refs, tuple(values), self.tails, self.tolerant_tails, ids,
-                            known_size=size)   # an unused tail stays until a rebuild
-
-
-def _unpickled(keys: tuple[str, ...], names: tuple[str, ...], own: OwnBytes, refs: array[int],
-               flat_values: tuple[str, ...], tails: tuple[bytes, ...], tolerant: frozenset[bytes],
-               ids: array[int] | None, known_size: int | None) -> PartitionSet:
-    return PartitionSet(keys, names, own, refs, tuple(map(sys.intern, flat_values)), tails, tolerant, ids,
-                        known_size=known_size)
-
-
-def _drop_unused_tails(refs: array[int], tails: tuple[bytes, ...], size: int
-                       ) -> tuple[array[int], tuple[bytes, ...], int]:
-    """(refs, tails, size) without the tails no row refers to (C-speed passes over the refs)."""
-    used = sorted(set(refs))
-    if len(used) == len(tails):
-        return refs, tails, size
-    renumbered = {old: new for new, old in enumerate(used)}
-    size -= sum(sys.getsizeof(tails[i]) for i in set(range(len(tails))) - set(used))
-    return array("I", map(renumbered.__getitem__, refs)), tuple(tails[i] for i in used), size
-
-
-def _row_bytes(name: str) -> int:
-    """One partition's share of a set's memory but its values' slots and its own bytes: its name, and its slots in
-    the other arrays."""
-    return sys.getsizeof(name) + ROW_SLOT_BYTES
-
-
-ROW_SLOT_BYTES = 8 + 4 + 8   # a pointer in names, an entry of tail_refs and one of ids
-Row = tuple[bytes, bytes, tuple[str, ...], int | None]   # own bytes, tail, values, id (None: not known)
+        drop: dict[int, list[int]] = {}
+        for name in set(names):
+            number, i = self._block_index_of(name)
+            if i is not None:
+                drop.setdefault(number, []).append(i)
+        if not drop:
+            return self
+        blocks, firsts = list(self.blocks), list(self.firsts)
+        size = self.size_bytes()
+        for number in sorted(drop, reverse=True):   # from the end: numbers before stay where they were
+            block, size_change = self.blocks[number].without(drop[number], len(self.keys))
+            blocks[number:number + 1] = [] if block is None else [block]
+            firsts[number:number + 1] = [] if block is None else [block.names[0]]
+            size += size_change
+        return PartitionSet(self.keys, tuple(blocks), self.tolerant_tails, known_size=size, firsts=tuple(firsts))
 
 
 class PartitionSetBuilder:
@@ -352,7 +358,7 @@ class PartitionSetBuilder:
 
     def __init__(self, base: PartitionSet) -> None:
         self.keys = base.keys
-        self._rows = base._rows()
+        self._rows = base.rows()
         self._tolerant = set(base.tolerant_tails)
 
     def add(self, parts: Sequence[Any], ids: Sequence[int | None] | None = None) -> None:
@@ -370,16 +376,9 @@ class PartitionSetBuilder:
 
 
 def _from_rows(keys: tuple[str, ...], rows: dict[str, Row], tolerant: set[bytes]) -> PartitionSet:
+    """A set of `rows`, in blocks of BLOCK, packed."""
     names = sorted(rows)
-    tail_index: dict[bytes, int] = {}
-    refs = array("I")
-    for name in names:
-        refs.append(tail_index.setdefault(rows[name][1], len(tail_index)))
-    tails = tuple(tail_index)
-    ids = [rows[n][3] for n in names]
-    return PartitionSet(
-        keys=keys, names=tuple(names), own=OwnBytes.packed([rows[n][0] for n in names]), tail_refs=refs,
-        flat_values=tuple(itertools.chain.from_iterable(rows[n][2] for n in names)), tails=tails,
-        tolerant_tails=frozenset(t for t in tails if t in tolerant),
-        ids=None if None in ids else array("q", ids),   # type: ignore[arg-type]   # no None left
-    )
+    same_tail: dict[bytes, bytes] = {}
+    blocks = tuple(packed_block([(name, *rows[name]) for name in names[start:start + BLOCK]], same_tail)
+                   for start in range(0, len(names), BLOCK))
+    return PartitionSet(keys, blocks, frozenset(t for t in same_tail if t in tolerant))
