@@ -15,6 +15,7 @@ import bisect
 import sys
 from array import array
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +40,7 @@ class Block:
     flat_values: tuple[str, ...]           # each partition's values one after the other, interned strings
     tails: tuple[bytes, ...]
     ids: array[int] | None                 # parallel: PART_ID of each; None when not all are known
+    tolerant: frozenset[bytes] = frozenset()   # its tails holding list-keyed skew maps (the tolerant decoder's)
     # what its own bytes take, as the cache's bound counts them (OwnBytes.nbytes), taken when it is made: a set
     # adds up its blocks' once, and a write changes the sum by the blocks it replaced and made
     own_nbytes: int = field(default=-1, compare=False)
@@ -50,7 +52,7 @@ class Block:
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled as its arrays (prewarm's workers send sets); its values are interned again where unpickled."""
         return _unpickled, (self.names, self.own, self.tail_refs, self.flat_values, self.tails, self.ids,
-                            self.own_nbytes)
+                            self.tolerant, self.own_nbytes)
 
     def __len__(self) -> int:
         return len(self.names)
@@ -75,9 +77,10 @@ class Block:
         return (sum(map(row_bytes, self.names)) + len(self.names) * 8 * width
                 + sum(sys.getsizeof(t) for t in self.tails) + self.own_nbytes)
 
-    def merged(self, new: Sequence[NewRow], width: int) -> tuple[list[Block], int]:
-        """This block with `new` (sorted by name, unique) added, or replacing its partitions of the same names;
-        split into several when it grows past 2 * BLOCK. A replaced partition keeps its id; an added one takes
+    def merged(self, new: Sequence[NewRow], width: int, tolerant: AbstractSet[bytes]) -> tuple[list[Block], int]:
+        """This block with `new` (sorted by name, unique; `tolerant`: those of their tails that need the tolerant
+        decoder) added, or replacing its partitions of the same names; split into several when it grows past
+        2 * BLOCK. A replaced partition keeps its id; an added one takes
         its row's, and where that is None the block's ids become unknown. Returns the blocks and the change of
         size_bytes; the rows are copied a run at a time."""
         tail_index = {tail: i for i, tail in enumerate(self.tails)}
@@ -128,11 +131,12 @@ class Block:
         if tail_left:
             refs, tails, size_change = _without_unused_tails(refs, tails, size_change)
         size_change -= self.own_nbytes
+        tolerant = self.tolerant | tolerant
         if len(names) <= 2 * BLOCK:
             block = Block(tuple(names), OwnBytes.written(tuple(own), own_size, self.own), refs, tuple(values), tails,
-                          ids)
+                          ids, _among(tails, tolerant))
             return [block], size_change + block.own_nbytes
-        return _split(names, own, refs, values, tails, ids, self.own, width, size_change)
+        return _split(names, own, refs, values, tails, ids, tolerant, self.own, width, size_change)
 
     def without(self, drop: Iterable[int], width: int) -> tuple[Block | None, int]:
         """This block without the partitions at positions `drop`; None when none is left. Returns it with the change
@@ -150,42 +154,57 @@ class Block:
         if not names:
             return None, size_change - sum(sys.getsizeof(t) for t in self.tails)
         refs, tails, size_change = _without_unused_tails(refs, self.tails, size_change)
-        block = Block(tuple(names), OwnBytes.written(tuple(own), own_size, self.own), refs, tuple(values), tails, ids)
+        block = Block(tuple(names), OwnBytes.written(tuple(own), own_size, self.own), refs, tuple(values), tails, ids,
+                      _among(tails, self.tolerant))
         return block, size_change + block.own_nbytes
 
 
-EMPTY_BLOCK = Block((), OwnBytes(()), array("I"), (), (), array("q"), 0)   # what a write to a set of none merges into
+# what a write to a set of no partitions merges into
+EMPTY_BLOCK = Block((), OwnBytes(()), array("I"), (), (), array("q"), frozenset(), 0)
 
 
 def packed_block(rows: Sequence[tuple[str, bytes, bytes, tuple[str, ...], int | None]],
-                 same_tail: dict[bytes, bytes]) -> Block:
+                 same_tail: dict[bytes, bytes], tolerant: AbstractSet[bytes]) -> Block:
     """A block of rows a load read (sorted by name), its own bytes packed at once. `same_tail` maps each tail to one
-    object equal to it, shared by the set's blocks."""
+    object equal to it, shared by the set's blocks; `tolerant` holds the tails that need the tolerant decoder."""
     tail_index: dict[bytes, int] = {}
     refs = array("I")
     for row in rows:
         tail = same_tail.setdefault(row[2], row[2])
         refs.append(tail_index.setdefault(tail, len(tail_index)))
     ids = [row[4] for row in rows]
+    tails = tuple(tail_index)
     return Block(tuple(row[0] for row in rows), OwnBytes.packed([row[1] for row in rows]), refs,
-                 tuple(value for row in rows for value in row[3]), tuple(tail_index),
-                 None if None in ids else array("q", ids))   # type: ignore[arg-type]   # no None left
+                 tuple(value for row in rows for value in row[3]), tails,
+                 None if None in ids else array("q", ids), _among(tails, tolerant))   # type: ignore[arg-type]
 
 
 def _split(names: list[str], own: list[bytes], refs: array[int], values: list[str], tails: tuple[bytes, ...],
-           ids: array[int] | None, base: OwnBytes, width: int, size_change: int) -> tuple[list[Block], int]:
-    """Rows too many for one block, as blocks of about BLOCK each (each with the tails it uses)."""
+           ids: array[int] | None, tolerant: AbstractSet[bytes], base: OwnBytes, width: int, size_change: int
+           ) -> tuple[list[Block], int]:
+    """Rows too many for one block, as blocks of about BLOCK each, each with the tails it uses (found from its
+    rows alone, so that a table whose every partition has a tail of its own splits in linear time)."""
     blocks = []
+    size_change -= sum(map(sys.getsizeof, tails))
     for start in range(0, len(names), BLOCK):
         end = start + BLOCK
         items = tuple(own[start:end])
-        piece_refs, piece_tails, size_change = _without_unused_tails(refs[start:end], tails,
-                                                                     size_change + sum(map(sys.getsizeof, tails)))
+        piece_refs = refs[start:end]
+        used = sorted(set(piece_refs))
+        piece_tails = tuple(map(tails.__getitem__, used))
+        if len(used) != len(tails):
+            piece_refs = array("I", map({old: new for new, old in enumerate(used)}.__getitem__, piece_refs))
+        size_change += sum(map(sys.getsizeof, piece_tails))
         blocks.append(Block(tuple(names[start:end]), OwnBytes.written(items, expanded_nbytes(items), base), piece_refs,
                             tuple(values[start * width:end * width]), piece_tails,
-                            None if ids is None else ids[start:end]))
+                            None if ids is None else ids[start:end], _among(piece_tails, tolerant)))
         size_change += blocks[-1].own_nbytes
-    return blocks, size_change - sum(map(sys.getsizeof, tails))
+    return blocks, size_change
+
+
+def _among(tails: tuple[bytes, ...], tolerant: AbstractSet[bytes]) -> frozenset[bytes]:
+    """Those of `tails` that are `tolerant`."""
+    return frozenset(tail for tail in tails if tail in tolerant) if tolerant else frozenset()
 
 
 def _without_unused_tails(refs: array[int], tails: tuple[bytes, ...], size_change: int
@@ -208,5 +227,5 @@ def row_bytes(name: str) -> int:
 
 
 def _unpickled(names: tuple[str, ...], own: OwnBytes, refs: array[int], flat_values: tuple[str, ...],
-               tails: tuple[bytes, ...], ids: array[int] | None, own_nbytes: int) -> Block:
-    return Block(names, own, refs, tuple(map(sys.intern, flat_values)), tails, ids, own_nbytes)
+               tails: tuple[bytes, ...], ids: array[int] | None, tolerant: frozenset[bytes], own_nbytes: int) -> Block:
+    return Block(names, own, refs, tuple(map(sys.intern, flat_values)), tails, ids, tolerant, own_nbytes)

@@ -100,7 +100,6 @@ class Values(Sequence[tuple[str, ...]]):
 class PartitionSet:
     keys: tuple[str, ...]
     blocks: tuple[Block, ...] = ()               # in name order, none empty
-    tolerant_tails: frozenset[bytes] = frozenset()  # tails holding list-keyed skew maps
     known_size: int | None = field(default=None, repr=False, compare=False)   # size_bytes(), once counted
     firsts: tuple[str, ...] = field(default=(), repr=False, compare=False)   # each block's first name
     index: ValueIndex = field(init=False, repr=False, compare=False)   # of `values`, built as filters ask
@@ -118,13 +117,19 @@ class PartitionSet:
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled as its blocks alone (prewarm's workers send sets): the index and the memos are built again
         where it is unpickled."""
-        return PartitionSet, (self.keys, self.blocks, self.tolerant_tails, self.known_size)
+        return PartitionSet, (self.keys, self.blocks, self.known_size)
 
     @staticmethod
     def of_values(keys: tuple[str, ...], rows: Iterable[tuple[str, tuple[str, ...]]]) -> PartitionSet:
         """A set of partitions known by name and values alone, with empty bytes (for what reads only the values:
         the index's tests and bench)."""
         return _from_rows(keys, {name: (b"", b"", values, None) for name, values in rows}, set())
+
+    @functools.cached_property
+    def tolerant_tails(self) -> frozenset[bytes]:
+        """The tails holding list-keyed skew maps, which decode only with the tolerant decoder: built when a
+        partition is first decoded in process (a listing sends the bytes as they are)."""
+        return frozenset().union(*(block.tolerant for block in self.blocks))
 
     @functools.cached_property
     def values(self) -> Values:
@@ -302,7 +307,7 @@ class PartitionSet:
         """with_partitions of partitions already encoded (`encoded_rows`). Each block that gets some of them is
         merged with them; the others are kept."""
         rows: dict[str, tuple[bytes, bytes, tuple[str, ...]]] = {}
-        tolerant = set(self.tolerant_tails)
+        tolerant: set[bytes] = set()
         for part_values, part_own, tail, needs_tolerant in encoded:   # a later one of a name wins, as a later write
             if needs_tolerant:
                 tolerant.add(tail)
@@ -315,11 +320,11 @@ class PartitionSet:
         blocks, firsts = list(base), list(self.firsts or ("",))
         size = self.size_bytes()
         for number, first, end in reversed(self._runs(new)):   # from the end: numbers before stay where they were
-            merged, size_change = base[number].merged(new[first:end], len(self.keys))
+            merged, size_change = base[number].merged(new[first:end], len(self.keys), tolerant)
             blocks[number:number + 1] = merged
             firsts[number:number + 1] = [block.names[0] for block in merged]
             size += size_change
-        return PartitionSet(self.keys, tuple(blocks), frozenset(tolerant), known_size=size, firsts=tuple(firsts))
+        return PartitionSet(self.keys, tuple(blocks), known_size=size, firsts=tuple(firsts))
 
     def _runs(self, new: Sequence[NewRow]) -> list[tuple[int, int, int]]:
         """(block number, start, end) of each run of `new` (sorted by name) that belongs in one block: the last
@@ -349,7 +354,7 @@ class PartitionSet:
             blocks[number:number + 1] = [] if block is None else [block]
             firsts[number:number + 1] = [] if block is None else [block.names[0]]
             size += size_change
-        return PartitionSet(self.keys, tuple(blocks), self.tolerant_tails, known_size=size, firsts=tuple(firsts))
+        return PartitionSet(self.keys, tuple(blocks), known_size=size, firsts=tuple(firsts))
 
 
 class PartitionSetBuilder:
@@ -379,6 +384,6 @@ def _from_rows(keys: tuple[str, ...], rows: dict[str, Row], tolerant: set[bytes]
     """A set of `rows`, in blocks of BLOCK, packed."""
     names = sorted(rows)
     same_tail: dict[bytes, bytes] = {}
-    blocks = tuple(packed_block([(name, *rows[name]) for name in names[start:start + BLOCK]], same_tail)
+    blocks = tuple(packed_block([(name, *rows[name]) for name in names[start:start + BLOCK]], same_tail, tolerant)
                    for start in range(0, len(names), BLOCK))
-    return PartitionSet(keys, blocks, frozenset(t for t in same_tail if t in tolerant))
+    return PartitionSet(keys, blocks)
