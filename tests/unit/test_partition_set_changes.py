@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from hmsproxy.idl import hms
 from hmsproxy.names import make_partition_name
-from hmsproxy.store.cache import partition_block, partitions
 from hmsproxy.store.cache.partitions import PartitionSet, PartitionSetBuilder
+from support.partition_blocks import small_blocks
 
 KEYS = ("ds", "hr")
 SMALL_BLOCK = 3
@@ -24,9 +24,7 @@ SMALL_BLOCK = 3
 
 @pytest.fixture(autouse=True, scope="module")
 def _small_blocks() -> Iterator[None]:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(partition_block, "BLOCK", SMALL_BLOCK)
-        patch.setattr(partitions, "BLOCK", SMALL_BLOCK)
+    with small_blocks(SMALL_BLOCK):
         yield
 
 

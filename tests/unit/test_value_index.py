@@ -11,15 +11,14 @@ from hypothesis import strategies as st
 
 from hmsproxy.names import make_partition_name
 from hmsproxy.partition_filter import PartitionFilter, compile_partition_filter
-from hmsproxy.store.cache import partitions as partition_sets
 from hmsproxy.store.cache.partitions import PartitionSet
+from support.partition_blocks import small_blocks
 
 
 @pytest.fixture(autouse=True, scope="module")
 def _small_blocks() -> Iterator[None]:
     """Sets of a few partitions per block, so that positions cross blocks."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(partition_sets, "BLOCK", 4)
+    with small_blocks(4):
         yield
 
 

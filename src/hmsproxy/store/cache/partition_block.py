@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import sys
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,6 +60,10 @@ class Block:
     def index_of(self, name: str) -> int | None:
         i = bisect.bisect_left(self.names, name)
         return i if i < len(self.names) and self.names[i] == name else None
+
+    def values(self, width: int) -> Iterator[tuple[str, ...]]:
+        """Each partition's values as a tuple, in name order (`width`: the table's number of keys)."""
+        return zip(*[iter(self.flat_values)] * width) if width else iter([()] * len(self.names))
 
     def tails_of(self, indexes: Sequence[int]) -> Iterable[bytes]:
         if len(self.tails) == 1:   # the usual table: every partition shares one storage-descriptor tail
@@ -189,11 +193,7 @@ def _split(names: list[str], own: list[bytes], refs: array[int], values: list[st
     for start in range(0, len(names), BLOCK):
         end = start + BLOCK
         items = tuple(own[start:end])
-        piece_refs = refs[start:end]
-        used = sorted(set(piece_refs))
-        piece_tails = tuple(map(tails.__getitem__, used))
-        if len(used) != len(tails):
-            piece_refs = array("I", map({old: new for new, old in enumerate(used)}.__getitem__, piece_refs))
+        piece_refs, piece_tails = _used_tails(refs[start:end], tails)
         size_change += sum(map(sys.getsizeof, piece_tails))
         blocks.append(Block(tuple(names[start:end]), OwnBytes.written(items, expanded_nbytes(items), base), piece_refs,
                             tuple(values[start * width:end * width]), piece_tails,
@@ -209,15 +209,23 @@ def _among(tails: tuple[bytes, ...], tolerant: AbstractSet[bytes]) -> frozenset[
 
 def _without_unused_tails(refs: array[int], tails: tuple[bytes, ...], size_change: int
                           ) -> tuple[array[int], tuple[bytes, ...], int]:
-    """(refs, tails, size_change) without the tails no row refers to (C-speed passes over the refs)."""
+    """(refs, tails, size_change) without the tails no row refers to."""
+    used_refs, used = _used_tails(refs, tails)
+    if len(used) != len(tails):
+        size_change -= sum(map(sys.getsizeof, tails)) - sum(map(sys.getsizeof, used))
+    return used_refs, used, size_change
+
+
+def _used_tails(refs: array[int], tails: tuple[bytes, ...]) -> tuple[array[int], tuple[bytes, ...]]:
+    """(refs, tails) with only the tails some ref names, renumbered: C-speed passes over the refs, and a step per
+    tail used, not per tail held."""
     if len(tails) == 1:
-        return refs, tails, size_change
+        return refs, tails
     used = sorted(set(refs))
     if len(used) == len(tails):
-        return refs, tails, size_change
+        return refs, tails
     renumbered = {old: new for new, old in enumerate(used)}
-    size_change -= sum(sys.getsizeof(tails[i]) for i in set(range(len(tails))) - set(used))
-    return array("I", map(renumbered.__getitem__, refs)), tuple(tails[i] for i in used), size_change
+    return array("I", map(renumbered.__getitem__, refs)), tuple(map(tails.__getitem__, used))
 
 
 def row_bytes(name: str) -> int:

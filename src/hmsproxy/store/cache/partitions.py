@@ -87,9 +87,7 @@ class Values(Sequence[tuple[str, ...]]):
         return block.flat_values[i * self._width:(i + 1) * self._width]
 
     def __iter__(self) -> Iterator[tuple[str, ...]]:
-        if not self._width:
-            return iter(())
-        return itertools.chain.from_iterable(zip(*[iter(block.flat_values)] * self._width) for block in self._blocks)
+        return itertools.chain.from_iterable(block.values(self._width) for block in self._blocks)
 
     def column(self, key: int) -> tuple[str, ...]:
         """Every partition's value of one key, in partition order."""
@@ -282,8 +280,8 @@ class PartitionSet:
         width = len(self.keys)
         for block in self.blocks:
             ids: Iterable[int | None] = block.ids if block.ids is not None else [None] * len(block)
-            values = zip(*[iter(block.flat_values)] * width) if width else [()] * len(block)
-            rows.update(zip(block.names, zip(block.own.items(), block.tails_of(range(len(block))), values, ids)))
+            rows.update(zip(block.names, zip(block.own.items(), block.tails_of(range(len(block))),
+                                             block.values(width), ids)))
         return rows
 
     def size_bytes(self) -> int:
