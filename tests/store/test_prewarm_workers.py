@@ -3,12 +3,16 @@ worker sends are those the loader would have built itself, a write that overlaps
 for any load, and a worker that dies leaves the loader reading the rest itself."""
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import signal
+import subprocess
+import sys
 from typing import Any
 
 import pytest
+import thriftpy2.rpc
 
 from api.builders import PLACEHOLDER_FORMATS, sd
 from hmsproxy.config import Settings
@@ -23,6 +27,8 @@ from hmsproxy.store.cache.shared_cache import SharedCache, TableEntry
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.store import SqlStore
 from support.databases import BACKENDS
+from support.hmsproxy_server import start_hmsproxy_process
+from support.scrape import metric, wait_for
 from support.sql_stores import fresh_store
 
 SIZES = {("d", "a"): 3, ("d", "b"): 0, ("d", "c"): 7, ("e", "f"): 5, ("e", "g"): 40, ("e", "h"): 2}
@@ -167,3 +173,77 @@ def test_no_workers_for_an_in_memory_sqlite_database_or_when_switched_off(tmp_pa
     finally:
         memory.engine.dispose()
         on_disk.engine.dispose()
+
+
+# Run as a process of its own, so that its threads are only those it starts: prewarm workers made while it has no
+# other thread, then while one waits. Prints what each pool was and whether its read matched this process's own.
+POOLS = """
+import json, multiprocessing, sys, threading
+from hmsproxy.store.cache.cached_store import entries_read
+from hmsproxy.store.cache.prewarm_workers import DatabaseAccess, PrewarmWorkers, WorkerPlan
+from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.store import SqlStore
+
+def fallback(cat, tables):
+    raise AssertionError("read here instead of by a worker")
+
+plan = WorkerPlan(DatabaseAccess(sys.argv[1]), 2, min_partitions=0)
+tables = [("d", "a"), ("d", "c"), ("e", "f"), ("e", "g")]
+here = entries_read(SqlStore(Database(sys.argv[1])), "hive", tables)
+report = {}
+
+def pool(name):
+    workers = PrewarmWorkers(plan, fallback)
+    running = len(multiprocessing.active_children())
+    report[name] = {"forked": workers.forked, "running_before_a_read": running,
+                    "same_entries": workers.read("hive", tables) == here}
+    workers.close()
+
+pool("alone")
+waiting = threading.Event()
+other = threading.Thread(target=waiting.wait)
+other.start()
+pool("beside_a_thread")
+waiting.set()
+other.join()
+print(json.dumps(report))
+"""
+
+
+def test_workers_are_forked_in_a_process_without_other_threads_and_spawned_beside_one(tmp_path):
+    """Forked workers share the server's imported modules (no second of CPU each to import them again); beside
+    another thread, which might hold a lock the fork would copy, they are spawned. Both read the same entries."""
+    with fresh_store("sqlite", tmp_path) as store:
+        _populate(store)
+        url = store.db.url
+    done = subprocess.run([sys.executable, "-c", POOLS, url], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["alone"] == {"forked": True, "running_before_a_read": 2, "same_entries": True}
+    assert report["beside_a_thread"]["forked"] is False and report["beside_a_thread"]["same_entries"] is True
+
+
+def test_a_served_prewarm_forks_its_workers_and_serves_what_they_read(tmp_path):
+    """`hmsproxy serve` starts the workers before its threads: forked, they read every group, and the cache
+    answers with their partitions."""
+    (tmp_path / "db").mkdir()
+    with fresh_store("sqlite", tmp_path / "db") as store:
+        _populate(store)
+        url = store.db.url
+    server = start_hmsproxy_process(tmp_path / "server", url, "--log-level", "INFO", "--prewarm-workers", "2",
+                                    "--prewarm-workers-min-partitions", "1")
+    try:
+        wait_for(lambda: metric(server, "hmsproxy_prewarm_complete") == 1, "prewarm complete")
+        client = thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, server.host, server.port, timeout=60000)
+        try:
+            listed = {key: len(client.get_partitions(*key, -1)) for key in SIZES}
+        finally:
+            client.close()
+        served_from_cache = metric(server, "hmsproxy_cache_lookups_total", method="get_partitions", result="hit")
+    finally:
+        server.stop()
+    log = (server.workdir / f"hmsproxy-{server.port}.log").read_text()
+    assert f"prewarm: {sum(SIZES.values())} partitions, read by 2 worker processes (forked)" in log
+    assert "Traceback" not in log
+    assert listed == SIZES
+    assert served_from_cache >= len(SIZES)

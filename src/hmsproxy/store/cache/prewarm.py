@@ -34,7 +34,8 @@ class Loader:
     def __init__(self, store: CachedStore, metrics: Metrics, workers: WorkerPlan | None = None) -> None:
         self.store = store
         self.metrics = metrics
-        self.workers = workers
+        self.worker_plan = workers
+        self._workers: PrewarmWorkers | None = None   # started with the loader, closed when prewarm ends
         self.complete = threading.Event()
         self.started = threading.Event()     # set once prewarm has recorded where the log stood
         self.start_event_id = 0
@@ -46,6 +47,9 @@ class Loader:
         self._load_failures = BurstLog("could not load %s into the cache; it is served from the database", 60.0, log)
 
     def start(self) -> None:
+        """Starts the loader's thread, and before it prewarm's worker processes if it is large enough: at that point
+        the server may still have no other thread, which lets them be forked (prewarm_workers.py)."""
+        self._workers = self._start_workers()
         self._thread.start()
 
     def stop(self) -> None:
@@ -79,10 +83,14 @@ class Loader:
             return key
 
     def _run(self) -> None:
+        workers, self._workers = self._workers, None
         try:
-            self._prewarm()
+            self._prewarm(workers)
         except Exception:
             log.exception("prewarm failed; the cache serves what it loaded and the database the rest")
+        finally:
+            if workers is not None:
+                workers.close()
         self.complete.set()
         self.metrics.prewarm_complete.set(1)
         while (key := self._next()) is not None:
@@ -147,7 +155,7 @@ class Loader:
             self.request(key, urgent=False)
         return start, tables
 
-    def _prewarm(self) -> None:
+    def _prewarm(self, workers: PrewarmWorkers | None) -> None:
         started = time.monotonic()
         try:
             self.start_event_id, tables = self._load_catalogs()
@@ -157,33 +165,38 @@ class Loader:
         self.metrics.prewarm_tables.labels("total").set(total)
         log.info("prewarm: %d databases, %d tables to load", self.store.cache.database_count(), total)
         counts = {cat: self.store.partition_counts(cat) for cat in {key[0] for key in tables}}
-        workers = self._start_workers(sum(sum(c.values()) for c in counts.values() if c is not None))
         last_report = started
-        try:
-            for group_partitions, group_tables in self._groups_loaded(counts, workers):
-                partitions += group_partitions
-                done += group_tables
-                self.metrics.prewarm_tables.labels("done").set(done)
-                self.metrics.prewarm_partitions.set(partitions)
-                self.metrics.prewarm_seconds.set(time.monotonic() - started)
-                if time.monotonic() - last_report >= PROGRESS_INTERVAL_S:
-                    last_report = time.monotonic()
-                    elapsed = last_report - started
-                    log.info("prewarm: %d/%d tables, %d partitions in %.1f s (%.0f partitions/s)", done, total,
-                             partitions, elapsed, partitions / elapsed if elapsed else 0.0)
-        finally:
-            if workers is not None:
-                workers.close()
+        for group_partitions, group_tables in self._groups_loaded(counts, workers):
+            partitions += group_partitions
+            done += group_tables
+            self.metrics.prewarm_tables.labels("done").set(done)
+            self.metrics.prewarm_partitions.set(partitions)
+            self.metrics.prewarm_seconds.set(time.monotonic() - started)
+            if time.monotonic() - last_report >= PROGRESS_INTERVAL_S:
+                last_report = time.monotonic()
+                elapsed = last_report - started
+                log.info("prewarm: %d/%d tables, %d partitions in %.1f s (%.0f partitions/s)", done, total,
+                         partitions, elapsed, partitions / elapsed if elapsed else 0.0)
         release_free_memory()   # what the reads left behind
         elapsed = time.monotonic() - started
         self.metrics.prewarm_seconds.set(elapsed)
         log.info("prewarm complete: %d tables, %d partitions in %.1f s", done, partitions, elapsed)
 
-    def _start_workers(self, partitions: int) -> PrewarmWorkers | None:
-        if self.workers is None or not self.workers.wanted(partitions):
+    def _start_workers(self) -> PrewarmWorkers | None:
+        if self.worker_plan is None:
             return None
-        log.info("prewarm: %d partitions, read by %d worker processes", partitions, self.workers.processes)
-        return PrewarmWorkers(self.workers, fallback=self.store.read_entries)
+        try:
+            partitions = self.store.partition_total()
+        except Exception:   # the database may be down: prewarm reports it
+            log.warning("could not count the partitions to prewarm: prewarm reads without worker processes",
+                        exc_info=True)
+            return None
+        if not self.worker_plan.wanted(partitions):
+            return None
+        workers = PrewarmWorkers(self.worker_plan, fallback=self.store.read_entries)
+        log.info("prewarm: %d partitions, read by %d worker processes (%s)", partitions, workers.processes,
+                 "forked" if workers.forked else "spawned")
+        return workers
 
     def _groups_loaded(self, counts: dict[str, dict[tuple[str, str], int] | None],
                        workers: PrewarmWorkers | None) -> Iterator[tuple[int, int]]:

@@ -5,7 +5,12 @@ worker opens the server's database as the server does (its own connection; the s
 layout) and sends back the group's cache entries: bytes, strings and arrays, pickled. The loader installs
 them under the same rule as the entries it reads itself (CachedStore.load_tables), so a write that overlaps
 a worker's read is caught as it is for any load. Workers live while prewarm runs, and start only for a
-prewarm of at least `min_partitions` partitions: a worker costs about a second of CPU to start.
+prewarm of at least `min_partitions` partitions.
+
+Started while the server's process has no other thread (before the loader's), the workers are forked: they
+share the modules the server imported, where a spawned worker imports them again (about a second of CPU each,
+a fifth of a 100k-partition prewarm on two cores). With other threads about (a test process), forking could
+copy a lock another thread holds, so they are spawned.
 
 A worker that dies (killed, out of memory) breaks the pool: the loader then reads the rest itself.
 """
@@ -14,6 +19,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import signal
+import threading
 from collections.abc import Sequence
 from concurrent.futures import BrokenExecutor, ProcessPoolExecutor
 from dataclasses import dataclass
@@ -58,8 +64,12 @@ class PrewarmWorkers:
         self.processes = plan.processes
         self._fallback = fallback
         self._broken = False
-        self._executor = ProcessPoolExecutor(plan.processes, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_open, initargs=(plan.database,))
+        self.forked = threading.active_count() == 1
+        context = multiprocessing.get_context("fork" if self.forked else "spawn")
+        self._executor = ProcessPoolExecutor(plan.processes, mp_context=context, initializer=_open,
+                                             initargs=(plan.database,))
+        if self.forked:   # a fork pool forks every worker at its first task, before it starts a thread of its own
+            self._executor.submit(int)
 
     def read(self, cat: str, tables: Sequence[tuple[str, str]]) -> list[TableEntry]:
         """The entries of the tables (database, table each) that exist, read by a worker (by `fallback` here once
