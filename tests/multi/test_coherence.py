@@ -196,14 +196,17 @@ class Worker:
             listed_seen[key] = model.born
         if parts is None or model is None:
             return
+        # A partition's generations compare within one table under this name (since `model.born`): a table renamed
+        # to a name brings its partitions' older generations, and the table-level check above catches a read of
+        # the table that had the name before.
         for part, (born, _) in model.parts.items():
-            if part not in parts and seen.get((db, name, part), -1) >= max(born, model.born):
+            if part not in parts and seen.get((db, name, model.born, part), -1) >= max(born, model.born):
                 self.anomalies.append(f"{where}: went back: partition {part} missing after it was seen")
         for part, part_gen in parts.items():
-            if part_gen < seen.get((db, name, part), -1):
-                self.anomalies.append(f"{where}: went back: partition {part} gen {part_gen} after "
-                                      f"{seen[(db, name, part)]}")
-            seen[(db, name, part)] = max(part_gen, seen.get((db, name, part), -1))
+            part_key = (db, name, model.born, part)
+            if part_gen < seen.get(part_key, -1):
+                self.anomalies.append(f"{where}: went back: partition {part} gen {part_gen} after {seen[part_key]}")
+            seen[part_key] = max(part_gen, seen.get(part_key, -1))
 
     def note(self, line: str) -> None:
         with self.journal_lock:
