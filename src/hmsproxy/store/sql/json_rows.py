@@ -46,7 +46,24 @@ def rows_of(value: Any) -> list[list[Any]]:
     """The rows of a json_rows value as the driver gives it (text, or already decoded); none for NULL."""
     if value is None:
         return []
-    return json.loads(value) if isinstance(value, (str, bytes)) else list(value)
+    if isinstance(value, str):
+        return _parsed(value)
+    return json.loads(value) if isinstance(value, bytes) else list(value)
+
+
+_scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C scanner json.loads ends in (no stub)
+
+
+def _parsed(text: str) -> Any:
+    """json.loads(text) for the compact text the databases write, at a quarter of its cost: the scanner is
+    called directly, without json.loads's two Python layers (a partition's values and parameters are parsed for
+    every partition read). Text it would not take whole, such as a value with whitespace around it, goes to
+    json.loads, which also reports what is wrong with text that is not JSON."""
+    try:
+        value, end = _scan(text, 0)
+    except StopIteration:
+        return json.loads(text)
+    return value if end == len(text) else json.loads(text)
 
 
 def ordered(value: Any) -> list[list[Any]]:
