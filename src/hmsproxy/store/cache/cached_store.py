@@ -489,11 +489,6 @@ class CachedStore(CachedStatistics, CachedTransactions):
     def partition_counts(self, cat: str) -> dict[tuple[str, str], int] | None:
         return self.delegate.partition_counts(cat)
 
-    def partition_total(self) -> int:
-        """The partitions of every catalog that the store can count (a prewarm's size, before the catalogs load)."""
-        counts = [self.partition_counts(cat) for cat in self.delegate.get_catalog_names()]
-        return sum(sum(counted.values()) for counted in counts if counted is not None)
-
     def get_table_objects(self, cat: str, db_name: str, tbl_names: Sequence[str]) -> list[Any]:
         if self.passing_through or not self.cache.knows_tables_of((cat, db_name)):
             self._count("table", False)

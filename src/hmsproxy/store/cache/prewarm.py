@@ -29,12 +29,16 @@ PROGRESS_INTERVAL_S = 5.0
 GROUP_PARTITIONS = 5_000   # partitions of a group read at once: all exist as objects until encoded
 GROUP_TABLES = 500          # tables of a group: bounds the lists of names and ids in its queries
 
+# Partitions by catalog, then by (database, table): None for a catalog whose store cannot count them.
+PartitionCounts = dict[str, dict[tuple[str, str], int] | None]
+
 
 class Loader:
     def __init__(self, store: CachedStore, metrics: Metrics, workers: WorkerPlan | None = None) -> None:
         self.store = store
         self.metrics = metrics
         self.worker_plan = workers
+        self._counts: PartitionCounts = {}            # what start() counted to decide on workers, for prewarm
         self._workers: PrewarmWorkers | None = None   # started with the loader, closed when prewarm ends
         self.complete = threading.Event()
         self.started = threading.Event()     # set once prewarm has recorded where the log stood
@@ -49,7 +53,7 @@ class Loader:
     def start(self) -> None:
         """Starts the loader's thread, and before it prewarm's worker processes if it is large enough: at that point
         the server may still have no other thread, which lets them be forked (prewarm_workers.py)."""
-        self._workers = self._start_workers()
+        self._counts, self._workers = self._start_workers()
         self._thread.start()
 
     def stop(self) -> None:
@@ -83,9 +87,9 @@ class Loader:
             return key
 
     def _run(self) -> None:
-        workers, self._workers = self._workers, None
+        counted, workers, self._counts, self._workers = self._counts, self._workers, {}, None
         try:
-            self._prewarm(workers)
+            self._prewarm(counted, workers)
         except Exception:
             log.exception("prewarm failed; the cache serves what it loaded and the database the rest")
         finally:
@@ -96,7 +100,7 @@ class Loader:
         while (key := self._next()) is not None:
             self._load(key)
 
-    def _next_group(self, counts: dict[str, dict[tuple[str, str], int] | None]) -> list[TableKey]:
+    def _next_group(self, counts: PartitionCounts) -> list[TableKey]:
         """The next table in the queue with the small tables of its catalog that follow it, as one group;
         a large table, or one of a store that cannot count partitions, alone."""
         first = self._next()
@@ -155,7 +159,7 @@ class Loader:
             self.request(key, urgent=False)
         return start, tables
 
-    def _prewarm(self, workers: PrewarmWorkers | None) -> None:
+    def _prewarm(self, counted: PartitionCounts, workers: PrewarmWorkers | None) -> None:
         started = time.monotonic()
         try:
             self.start_event_id, tables = self._load_catalogs()
@@ -164,7 +168,8 @@ class Loader:
         total, done, partitions = len(tables), 0, 0
         self.metrics.prewarm_tables.labels("total").set(total)
         log.info("prewarm: %d databases, %d tables to load", self.store.cache.database_count(), total)
-        counts = {cat: self.store.partition_counts(cat) for cat in {key[0] for key in tables}}
+        counts = {cat: counted[cat] if cat in counted else self.store.partition_counts(cat)
+                  for cat in {key[0] for key in tables}}
         last_report = started
         for group_partitions, group_tables in self._groups_loaded(counts, workers):
             partitions += group_partitions
@@ -182,23 +187,26 @@ class Loader:
         self.metrics.prewarm_seconds.set(elapsed)
         log.info("prewarm complete: %d tables, %d partitions in %.1f s", done, partitions, elapsed)
 
-    def _start_workers(self) -> PrewarmWorkers | None:
+    def _start_workers(self) -> tuple[PartitionCounts, PrewarmWorkers | None]:
+        """The partition counts of every catalog and, if they add up to enough, prewarm's worker processes; no
+        counts without a worker plan (prewarm counts then) or where they cannot be read."""
         if self.worker_plan is None:
-            return None
+            return {}, None
         try:
-            partitions = self.store.partition_total()
+            counts = {cat: self.store.partition_counts(cat) for cat in self.store.delegate.get_catalog_names()}
         except Exception:   # the database may be down: prewarm reports it
             log.warning("could not count the partitions to prewarm: prewarm reads without worker processes",
                         exc_info=True)
-            return None
+            return {}, None
+        partitions = sum(sum(counted.values()) for counted in counts.values() if counted is not None)
         if not self.worker_plan.wanted(partitions):
-            return None
+            return counts, None
         workers = PrewarmWorkers(self.worker_plan, fallback=self.store.read_entries)
         log.info("prewarm: %d partitions, read by %d worker processes (%s)", partitions, workers.processes,
                  "forked" if workers.forked else "spawned")
-        return workers
+        return counts, workers
 
-    def _groups_loaded(self, counts: dict[str, dict[tuple[str, str], int] | None],
+    def _groups_loaded(self, counts: PartitionCounts,
                        workers: PrewarmWorkers | None) -> Iterator[tuple[int, int]]:
         """(partitions, tables) of each group as it is loaded: one group at a time, or with workers as many at once
         as there are workers (the queue is taken from a group at a time, so that urgent requests still go first)."""
