@@ -109,6 +109,22 @@ def test_a_partition_with_megabytes_of_parameters_reads_back_whole(backend, tmp_
         assert bundle.partitions[0].parameters == params
 
 
+
+@pytest.mark.parametrize("backend", ["sqlite", "mariadb", "postgres"])
+def test_partitions_too_large_to_pack_together_read_back_whole(backend, tmp_path):
+    """Partitions travel packed, many to a value (store/sql/partitions.py); MariaDB answers NULL for a pack larger
+    than max_allowed_packet (16 MB by default), and those partitions are read again one row each."""
+    with fresh_store(backend, tmp_path) as store:
+        add_table_t(store, f"file:{tmp_path}", _sd(f"file:{tmp_path}/t"))
+        params = {str(k): {"big": f"{k}" * 6_000_000, "n": str(k)} for k in range(3)}   # 18 MB together
+        for k, parameters in params.items():
+            store.add_partitions("hive", "d", "t", [hms.Partition(
+                values=[k], dbName="d", tableName="t", sd=_sd(f"file:{tmp_path}/t/k={k}"), parameters=parameters,
+                createTime=1, lastAccessTime=0)])
+        assert {p.values[0]: p.parameters for p in store.get_partitions("hive", "d", "t")} == params
+        [bundle] = store.get_table_bundles("hive", [("d", "t")])
+        assert {p.values[0]: p.parameters for p in bundle.partitions} == params
+
 def _varied(i: int, root: str) -> object:
     """Partitions whose descriptors differ in a few ways: most share one but for the location."""
     sd = _sd(f"{root}/k={i}")

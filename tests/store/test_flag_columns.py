@@ -74,3 +74,33 @@ def test_flags_written_by_hive_or_an_older_schema_read_right(store):
         conn.execute(text("ALTER TABLE SDS MODIFY IS_COMPRESSED TINYINT(1) NOT NULL"))
         conn.execute(text("UPDATE SDS SET IS_COMPRESSED = 1"))
     assert _flags(store, "t") == (True, True, False)
+
+
+def _partition_flags(store: SqlStore) -> set[tuple[str, bool, bool]]:
+    """(value, compressed, storedAsSubDirectories) of p's partitions, as listed and as prewarm reads them."""
+    [bundle] = store.get_table_bundles("hive", [("d", "p")])
+    return {(part.values[0], part.sd.compressed, part.sd.storedAsSubDirectories)
+            for part in [*store.get_partitions("hive", "d", "p"), *bundle.partitions]}
+
+
+@pytest.mark.parametrize("store", ["sqlite", "mariadb", "postgres"], indirect=True)
+def test_partition_flags_read_right_in_every_form(store):
+    """Partitions are read packed as JSON text (store/sql/partitions.py), where bit(1) is a control character."""
+    sd = hms.StorageDescriptor(cols=[hms.FieldSchema(name="a", type="int")], location="file:/w/d.db/p",
+                               inputFormat="i", outputFormat="o", numBuckets=-1,
+                               serdeInfo=hms.SerDeInfo(name="s", serializationLib="l", parameters={}),
+                               bucketCols=[], sortCols=[], parameters={})
+    store.create_table(hms.Table(tableName="p", dbName="d", catName="hive", sd=sd, parameters={},
+                                 partitionKeys=[hms.FieldSchema(name="k", type="string")], tableType="MANAGED_TABLE"))
+    parts = []
+    for value, compressed, subdirectories in (("a", False, False), ("b", True, False), ("c", False, True)):
+        part_sd = hms.StorageDescriptor(**{**sd.__dict__, "location": f"file:/w/d.db/p/k={value}",
+                                           "compressed": compressed, "storedAsSubDirectories": subdirectories})
+        parts.append(hms.Partition(values=[value], dbName="d", tableName="p", sd=part_sd, parameters={}))
+    store.add_partitions("hive", "d", "p", parts)
+    written = {("a", False, False), ("b", True, False), ("c", False, True)}
+    assert _partition_flags(store) == written
+    if store.db.engine.dialect.name == "mysql":   # an hmsproxy schema from before bit(1): integers
+        with store.db.engine.begin() as conn:
+            conn.execute(text("ALTER TABLE SDS MODIFY IS_COMPRESSED TINYINT(1) NOT NULL"))
+        assert _partition_flags(store) == written

@@ -23,7 +23,7 @@ class json_rows(FunctionElement[Any]):
     name = "json_rows"
 
 
-def _arguments(element: json_rows, compiler: Any, **kw: Any) -> str:
+def _arguments(element: FunctionElement[Any], compiler: Any, **kw: Any) -> str:
     return str(compiler.process(element.clauses, **kw))
 
 
@@ -40,6 +40,30 @@ def _postgresql(element: json_rows, compiler: Any, **kw: Any) -> str:
 @compiles(json_rows, "sqlite")
 def _sqlite(element: json_rows, compiler: Any, **kw: Any) -> str:
     return f"json_group_array(json_array({_arguments(element, compiler, **kw)}))"
+
+
+class json_text(FunctionElement[Any]):
+    """A value to go inside a json_rows as a JSON string, whatever its type: a JSON value (another json_rows) would
+    otherwise be nested as JSON where the database keeps track of it (MySQL/MariaDB, SQLite), and MySQL/MariaDB
+    write bit(1) as a bare control character, which is not JSON."""
+    type = Text()
+    inherit_cache = True
+    name = "json_text"
+
+
+@compiles(json_text, "mysql")
+def _mysql_text(element: json_text, compiler: Any, **kw: Any) -> str:
+    return f"CAST({_arguments(element, compiler, **kw)} AS CHAR)"
+
+
+@compiles(json_text, "sqlite")
+def _sqlite_text(element: json_text, compiler: Any, **kw: Any) -> str:
+    return f"('' || {_arguments(element, compiler, **kw)})"   # a CAST would keep the JSON subtype
+
+
+@compiles(json_text)
+def _any_text(element: json_text, compiler: Any, **kw: Any) -> str:
+    return f"CAST({_arguments(element, compiler, **kw)} AS TEXT)"
 
 
 def rows_of(value: Any) -> list[list[Any]]:

@@ -9,7 +9,7 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Connection, and_, func, select, update
+from sqlalchemy import ColumnElement, Connection, Integer, and_, func, literal_column, select, update
 from sqlalchemy import exc as sa_exc
 
 from hmsproxy.codec import encode
@@ -42,12 +42,13 @@ from hmsproxy.store.sql.descriptors import (
 )
 from hmsproxy.store.sql.event_log import StalePlan
 from hmsproxy.store.sql.filter_sql import narrowing
-from hmsproxy.store.sql.json_rows import as_dict, json_rows, ordered_values
+from hmsproxy.store.sql.json_rows import as_dict, json_rows, json_text, ordered_values, rows_of
 from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.lookups import TableRef, locked_table_ref, no_such_object, table_ref
 from hmsproxy.store.sql.remembered_tables import Remembered, RememberedTables
 from hmsproxy.store.sql.row_deletes import Deletions
 from hmsproxy.store.sql.row_inserts import Inserts, insert_at_commit, insert_rows
+from hmsproxy.store.sql.schema import hive_flag
 from hmsproxy.store.sql.tables import column_tuples
 
 LOAD_CHUNK = 10_000  # partitions read per step when a whole table is loaded
@@ -377,8 +378,7 @@ class PartitionStore:
         (database, table) names."""
         rows, columns, skew = _partition_rows(conn, kept)
         result = []
-        for row in rows:
-            m = row._mapping
+        for m in rows:
             part = _own_fields(m)
             part.dbName, part.tableName = table_names[m["TBL_ID"]]
             part.catName = cat
@@ -395,8 +395,7 @@ class PartitionStore:
         rows, columns, skew = _partition_rows(conn, kept)
         tails: dict[tuple[Any, ...], bytes] = {}
         by_table = {tbl_id: (EncodedPartitions.none(), list[int]()) for tbl_id in table_names}
-        for row in rows:
-            m = row._mapping
+        for m in rows:
             tbl_id, sd_id = m["TBL_ID"], m["SD_ID"]
             parts, ids = by_table[tbl_id]
             part = _own_fields(m)
@@ -431,24 +430,78 @@ class PartitionStore:
         return tail
 
 
-def _partition_rows(conn: Connection, kept: ColumnElement[bool]) -> tuple[Sequence[Any], dict[int, list[Any]],
+def _partition_rows(conn: Connection, kept: ColumnElement[bool]) -> tuple[list[dict[str, Any]], dict[int, list[Any]],
                                                                            dict[int, Any]]:
-    """(rows, columns by CD_ID, skew by SD_ID) of the partitions meeting `kept`: one row per partition with its
-    values, parameters and storage descriptor, then the descriptors' columns and skew."""
-    parts, sds = s.PARTITIONS, s.SDS
-    params = select(json_rows(s.PARTITION_PARAMS.c.PARAM_KEY, s.PARTITION_PARAMS.c.PARAM_VALUE)).where(
-        s.PARTITION_PARAMS.c.PART_ID == parts.c.PART_ID).scalar_subquery()
-    joined = parts.outerjoin(sds, sds.c.SD_ID == parts.c.SD_ID).outerjoin(
-        s.SERDES, s.SERDES.c.SERDE_ID == sds.c.SERDE_ID)
-    rows = conn.execute(select(
-        parts.c.PART_ID, parts.c.TBL_ID, parts.c.PART_NAME, parts.c.CREATE_TIME, parts.c.LAST_ACCESS_TIME,
-        parts.c.WRITE_ID, _values_of_each().label("PART_VALUES"), params.label("PART_PARAMETERS"),
-        *descriptor_columns(),
-    ).select_from(joined).where(kept)).all()
+    """(rows, columns by CD_ID, skew by SD_ID) of the partitions meeting `kept`: each partition as a dict of its
+    fields (_partition_fields' names: its values, parameters and storage descriptor), then the descriptors'
+    columns and skew.
+
+    The partitions come packed, PACKED_PARTITIONS of a table to a row as one JSON text (json_rows of their fields):
+    a pure-Python driver spends most of a large read on its per-row and per-column work, which JSON parsing in C
+    does at a fraction. A pack the database could not make whole (MySQL/MariaDB cut one at max_allowed_packet) is
+    read again, a row per partition."""
+    fields = _partition_fields()
+    names = [field.name for field in fields]
+    packed = [json_text(field) if field.name in _AS_TEXT else field for field in fields]
+    parts = s.PARTITIONS
+    pack = parts.c.PART_ID // literal_column(str(PACKED_PARTITIONS), Integer)
+    rows: list[dict[str, Any]] = []
+    for tbl_id, pack_no, count, value in conn.execute(
+            select(parts.c.TBL_ID, pack, func.count(), json_rows(*packed)).select_from(_partitions_joined())
+            .where(kept).group_by(parts.c.TBL_ID, pack)).all():
+        unpacked = _whole_pack(value, count)
+        if unpacked is not None:
+            rows += [_unpacked(names, row) for row in unpacked]
+        else:
+            rows += [dict(row._mapping) for row in conn.execute(select(*fields).select_from(_partitions_joined()).where(
+                kept, parts.c.TBL_ID == tbl_id, pack == pack_no))]
     if not rows:
         return rows, {}, {}
-    columns = load_columns(conn, (row.CD_ID for row in rows))
+    columns = load_columns(conn, (row["CD_ID"] for row in rows))
     return rows, columns, load_skew(conn, select(parts.c.SD_ID).where(kept))
+
+
+# Partitions per packed row of _partition_rows: about 0.5 MB of JSON for partitions with a few parameters each,
+# well within MySQL/MariaDB's max_allowed_packet (16 MB by default).
+PACKED_PARTITIONS = 1000
+_FLAGS = ("IS_COMPRESSED", "IS_STOREDASSUBDIRECTORIES")
+# Packed as JSON strings (json_text): the flags and the fields that are json_rows themselves.
+_AS_TEXT = frozenset({*_FLAGS, "PART_VALUES", "PART_PARAMETERS", "SD_PARAMETERS", "SERDE_PARAMETERS",
+                      "BUCKET_COLUMNS", "SORT_COLUMNS"})
+
+
+def _whole_pack(value: Any, count: int) -> list[list[Any]] | None:
+    """The `count` partitions packed in `value`; None when the database could not pack them all."""
+    try:
+        unpacked = rows_of(value)
+    except ValueError:   # cut short
+        return None
+    return unpacked if len(unpacked) == count else None
+
+
+def _unpacked(names: Sequence[str], values: Sequence[Any]) -> dict[str, Any]:
+    """A packed partition's fields by name, its flags read as HiveFlag reads the columns."""
+    row = dict(zip(names, values))
+    for flag in _FLAGS:
+        row[flag] = hive_flag(row[flag])
+    return row
+
+
+def _partition_fields() -> list[Any]:
+    """What _partition_rows reads of each partition, each field labelled with its name."""
+    parts = s.PARTITIONS
+    params = select(json_rows(s.PARTITION_PARAMS.c.PARAM_KEY, s.PARTITION_PARAMS.c.PARAM_VALUE)).where(
+        s.PARTITION_PARAMS.c.PART_ID == parts.c.PART_ID).scalar_subquery()
+    return [parts.c.PART_ID, parts.c.TBL_ID, parts.c.PART_NAME, parts.c.CREATE_TIME, parts.c.LAST_ACCESS_TIME,
+            parts.c.WRITE_ID, _values_of_each().label("PART_VALUES"), params.label("PART_PARAMETERS"),
+            *descriptor_columns()]
+
+
+def _partitions_joined() -> Any:
+    """PARTITIONS with each one's storage descriptor and serde."""
+    sds = s.SDS
+    return s.PARTITIONS.outerjoin(sds, sds.c.SD_ID == s.PARTITIONS.c.SD_ID).outerjoin(
+        s.SERDES, s.SERDES.c.SERDE_ID == sds.c.SERDE_ID)
 
 
 def _values_of_each() -> Any:

@@ -71,13 +71,22 @@ class HiveFlag(TypeDecorator[bool]):
         return None if value is None else bool(value)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> bool | None:
-        if value is None:
-            return None
-        if isinstance(value, (bytes, bytearray)):
-            return any(value)
-        if isinstance(value, str):
-            return value.strip().upper() in ("Y", "1", "T", "TRUE")
-        return bool(value)
+        return hive_flag(value)
+
+
+def hive_flag(value: Any) -> bool | None:
+    """A HiveFlag column's value in any stored form, as the driver gives it or as JSON text of it (bit(1) cast to
+    text is one character, "\\x00" or "\\x01")."""
+    if value is None:
+        return None
+    if isinstance(value, (bytes, bytearray)):
+        return any(value)
+    if isinstance(value, str):
+        if len(value) == 1 and value < " ":
+            return value != "\x00"
+        return value.strip().upper() in ("Y", "1", "T", "TRUE")
+    return bool(value)
+
 
 _MYSQL: dict[str, Any] = {"mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"}
 
