@@ -32,7 +32,7 @@ class BundleStore:
     db: Database
     _load_tables: Callable[[Connection, str, str, Sequence[str]], list[Any]]                     # TableStore
     _partition_id_ranges: Callable[[Connection, TableRef], list[ColumnElement[bool]]]            # PartitionStore
-    _read_encoded_partitions: Callable[[Connection, str, dict[int, tuple[str, str]], ColumnElement[bool]],
+    _read_encoded_partitions: Callable[[Connection, str, dict[int, tuple[str, str]], ColumnElement[bool], bool],
                                        dict[int, tuple[EncodedPartitions, list[int]]]]             # PartitionStore
     table_write_ids: Callable[[Connection, str, str], ValidWriteIdList | None]                   # TransactionStore
 
@@ -62,7 +62,7 @@ class BundleStore:
             ids: list[int] = []
             if ref.partition_keys:
                 for chunk in self._partition_id_ranges(conn, ref):
-                    read = self._read_encoded_partitions(conn, cat, {ref.tbl_id: (db_name, tbl_name)}, chunk)
+                    read = self._read_encoded_partitions(conn, cat, {ref.tbl_id: (db_name, tbl_name)}, chunk, True)
                     loaded, loaded_ids = read[ref.tbl_id]
                     if partition_sink is None:
                         chunks.append(loaded)
@@ -93,7 +93,7 @@ class BundleStore:
             read: dict[int, tuple[EncodedPartitions, list[int]]] = {}
             if partitioned:
                 kept = s.PARTITIONS.c.TBL_ID.in_(list(partitioned))
-                read = self._read_encoded_partitions(conn, cat, partitioned, kept)
+                read = self._read_encoded_partitions(conn, cat, partitioned, kept, True)
             table_stats, partition_stats = _statistics(conn, [t.id for t in loaded])
         bundles = []
         for t in loaded:

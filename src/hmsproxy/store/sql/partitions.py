@@ -6,10 +6,10 @@ queries (by table id, or by chunks of partition ids).
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Connection, Integer, and_, func, literal_column, select, update
+from sqlalchemy import ColumnElement, Connection, Integer, Select, and_, func, literal_column, select, update
 from sqlalchemy import exc as sa_exc
 
 from hmsproxy.codec import encode
@@ -52,6 +52,7 @@ from hmsproxy.store.sql.schema import hive_flag
 from hmsproxy.store.sql.tables import column_tuples
 
 LOAD_CHUNK = 10_000  # partitions read per step when a whole table is loaded
+Fields = Mapping[Any, Any]   # a partition's fields as read, by name (a row's mapping, or a dict of a packed one)
 
 
 class PartitionStore:
@@ -302,7 +303,7 @@ class PartitionStore:
             else:
                 chunks = [s.PARTITIONS.c.TBL_ID == ref.tbl_id]
             named = {ref.tbl_id: (db_name, tbl_name)}
-            read = [self._read_encoded_partitions(conn, cat, named, chunk)[ref.tbl_id][0] for chunk in chunks]
+            read = [self._read_encoded_partitions(conn, cat, named, chunk, False)[ref.tbl_id][0] for chunk in chunks]
         return EncodedPartitions.joined(read).listing()
 
     def get_partitions_by_names(self, cat: str, db_name: str, tbl_name: str, names: Sequence[str]) -> list[Any]:
@@ -376,7 +377,7 @@ class PartitionStore:
         """The partitions meeting `kept` (a condition on PARTITIONS) as objects, in a fixed number of queries
         whatever the number of partitions and tables (_partition_rows). `table_names` gives each table's
         (database, table) names."""
-        rows, columns, skew = _partition_rows(conn, kept)
+        rows, columns, skew = _partition_rows(conn, kept, packed=False)
         result = []
         for m in rows:
             part = _own_fields(m)
@@ -387,12 +388,13 @@ class PartitionStore:
         return result
 
     def _read_encoded_partitions(self, conn: Connection, cat: str, table_names: dict[int, tuple[str, str]],
-                                 kept: ColumnElement[bool]) -> dict[int, tuple[EncodedPartitions, list[int]]]:
+                                 kept: ColumnElement[bool], packed: bool
+                                 ) -> dict[int, tuple[EncodedPartitions, list[int]]]:
         """The partitions meeting `kept` as the cache keeps them (partition_bytes.py), with their ids, by table (every
         table of `table_names`, those without any too). A storage descriptor is built and encoded once for the
         partitions of a table whose descriptors are equal but for the location (most often all of them), instead of
-        once per partition."""
-        rows, columns, skew = _partition_rows(conn, kept)
+        once per partition. `packed`: read in packs (_partition_rows says when that pays)."""
+        rows, columns, skew = _partition_rows(conn, kept, packed)
         tails: dict[tuple[Any, ...], bytes] = {}
         by_table = {tbl_id: (EncodedPartitions.none(), list[int]()) for tbl_id in table_names}
         for m in rows:
@@ -430,22 +432,36 @@ class PartitionStore:
         return tail
 
 
-def _partition_rows(conn: Connection, kept: ColumnElement[bool]) -> tuple[list[dict[str, Any]], dict[int, list[Any]],
-                                                                           dict[int, Any]]:
-    """(rows, columns by CD_ID, skew by SD_ID) of the partitions meeting `kept`: each partition as a dict of its
+def _partition_rows(conn: Connection, kept: ColumnElement[bool], packed: bool
+                    ) -> tuple[Sequence[Fields], dict[int, list[Any]], dict[int, Any]]:
+    """(rows, columns by CD_ID, skew by SD_ID) of the partitions meeting `kept`: each partition as a mapping of its
     fields (_partition_fields' names: its values, parameters and storage descriptor), then the descriptors'
     columns and skew.
 
-    The partitions come packed, PACKED_PARTITIONS of a table to a row as one JSON text (json_rows of their fields):
-    a pure-Python driver spends most of a large read on its per-row and per-column work, which JSON parsing in C
-    does at a fraction. A pack the database could not make whole (MySQL/MariaDB cut one at max_allowed_packet) is
-    read again, a row per partition."""
+    `packed`: the partitions come PACKED_PARTITIONS of a table to a row, as one JSON text (json_rows of their
+    fields). A pure-Python driver spends most of a large read on its per-row and per-column work, which JSON
+    parsing in C does at a fraction; the database spends more building the packs than sending rows (MariaDB: +0.2
+    of its CPU for 10% less in all), and sends none until a pack is whole. So reads of many tables at once
+    (prewarm's), where what the database does runs beside the readers, take packs; a listing, which waits for the
+    database, takes rows."""
+    query = select(*_partition_fields()).select_from(_partitions_joined())
+    rows = _packed_rows(conn, kept, query) if packed else [row._mapping for row in conn.execute(query.where(kept))]
+    if not rows:
+        return rows, {}, {}
+    columns = load_columns(conn, (row["CD_ID"] for row in rows))
+    return rows, columns, load_skew(conn, select(s.PARTITIONS.c.SD_ID).where(kept))
+
+
+def _packed_rows(conn: Connection, kept: ColumnElement[bool], query: Select[Any]) -> list[Fields]:
+    """The partitions `query` (a row each) reads that meet `kept`, read packed (_partition_rows). A pack the database
+    could not make whole (MySQL/MariaDB cut one at max_allowed_packet, 16 MB by default) is read again, a row per
+    partition."""
     fields = _partition_fields()
     names = [field.name for field in fields]
     packed = [json_text(field) if field.name in _AS_TEXT else field for field in fields]
     parts = s.PARTITIONS
     pack = parts.c.PART_ID // literal_column(str(PACKED_PARTITIONS), Integer)
-    rows: list[dict[str, Any]] = []
+    rows: list[Fields] = []
     for tbl_id, pack_no, count, value in conn.execute(
             select(parts.c.TBL_ID, pack, func.count(), json_rows(*packed)).select_from(_partitions_joined())
             .where(kept).group_by(parts.c.TBL_ID, pack)).all():
@@ -453,16 +469,13 @@ def _partition_rows(conn: Connection, kept: ColumnElement[bool]) -> tuple[list[d
         if unpacked is not None:
             rows += [_unpacked(names, row) for row in unpacked]
         else:
-            rows += [dict(row._mapping) for row in conn.execute(select(*fields).select_from(_partitions_joined()).where(
-                kept, parts.c.TBL_ID == tbl_id, pack == pack_no))]
-    if not rows:
-        return rows, {}, {}
-    columns = load_columns(conn, (row["CD_ID"] for row in rows))
-    return rows, columns, load_skew(conn, select(parts.c.SD_ID).where(kept))
+            rows += [row._mapping for row in conn.execute(query.where(kept, parts.c.TBL_ID == tbl_id,
+                                                                       pack == pack_no))]
+    return rows
 
 
 # Partitions per packed row of _partition_rows: about 0.5 MB of JSON for partitions with a few parameters each,
-# well within MySQL/MariaDB's max_allowed_packet (16 MB by default).
+# well within MySQL/MariaDB's max_allowed_packet.
 PACKED_PARTITIONS = 1000
 _FLAGS = ("IS_COMPRESSED", "IS_STOREDASSUBDIRECTORIES")
 # Packed as JSON strings (json_text): the flags and the fields that are json_rows themselves.
