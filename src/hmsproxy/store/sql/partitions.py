@@ -440,10 +440,10 @@ def _partition_rows(conn: Connection, kept: ColumnElement[bool], packed: bool
 
     `packed`: the partitions come PACKED_PARTITIONS of a table to a row, as one JSON text (json_rows of their
     fields). A pure-Python driver spends most of a large read on its per-row and per-column work, which JSON
-    parsing in C does at a fraction; the database spends more building the packs than sending rows (MariaDB: +0.2
-    of its CPU for 10% less in all), and sends none until a pack is whole. So reads of many tables at once
-    (prewarm's), where what the database does runs beside the readers, take packs; a listing, which waits for the
-    database, takes rows."""
+    parsing in C does at a fraction; the database spends more building packs than sending rows (MariaDB about a
+    quarter more CPU, for a prewarm's reading process a fifth less), and sends nothing of a pack until it is
+    built. So reads of many tables at once (prewarm's), where the database works beside the readers, take packs;
+    a listing, which waits for the database, takes rows."""
     query = select(*_partition_fields()).select_from(_partitions_joined())
     rows = _packed_rows(conn, kept, query) if packed else [row._mapping for row in conn.execute(query.where(kept))]
     if not rows:
