@@ -109,10 +109,9 @@ def test_a_partition_with_megabytes_of_parameters_reads_back_whole(backend, tmp_
         assert bundle.partitions[0].parameters == params
 
 
-
 @pytest.mark.parametrize("backend", ["sqlite", "mariadb", "postgres"])
 def test_partitions_too_large_to_pack_together_read_back_whole(backend, tmp_path):
-    """Partitions travel packed, many to a value (store/sql/partitions.py); MariaDB answers NULL for a pack larger
+    """Prewarm's reads take partitions packed, many to a value (store/sql/partitions.py); MariaDB cuts a pack larger
     than max_allowed_packet (16 MB by default), and those partitions are read again one row each."""
     with fresh_store(backend, tmp_path) as store:
         add_table_t(store, f"file:{tmp_path}", _sd(f"file:{tmp_path}/t"))
@@ -124,6 +123,7 @@ def test_partitions_too_large_to_pack_together_read_back_whole(backend, tmp_path
         assert {p.values[0]: p.parameters for p in store.get_partitions("hive", "d", "t")} == params
         [bundle] = store.get_table_bundles("hive", [("d", "t")])
         assert {p.values[0]: p.parameters for p in bundle.partitions} == params
+
 
 def _varied(i: int, root: str) -> object:
     """Partitions whose descriptors differ in a few ways: most share one but for the location."""

@@ -85,7 +85,8 @@ def _partition_flags(store: SqlStore) -> set[tuple[str, bool, bool]]:
 
 @pytest.mark.parametrize("store", ["sqlite", "mariadb", "postgres"], indirect=True)
 def test_partition_flags_read_right_in_every_form(store):
-    """Partitions are read packed as JSON text (store/sql/partitions.py), where bit(1) is a control character."""
+    """Prewarm reads partitions packed as JSON text (store/sql/partitions.py), where bit(1) is a control character;
+    a listing reads them a row each."""
     sd = hms.StorageDescriptor(cols=[hms.FieldSchema(name="a", type="int")], location="file:/w/d.db/p",
                                inputFormat="i", outputFormat="o", numBuckets=-1,
                                serdeInfo=hms.SerDeInfo(name="s", serializationLib="l", parameters={}),

@@ -9,7 +9,7 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Connection, Integer, Select, and_, func, literal_column, select, update
+from sqlalchemy import ColumnElement, Connection, Integer, and_, func, literal_column, select, update
 from sqlalchemy import exc as sa_exc
 
 from hmsproxy.codec import encode
@@ -444,19 +444,23 @@ def _partition_rows(conn: Connection, kept: ColumnElement[bool], packed: bool
     quarter more CPU, for a prewarm's reading process a fifth less), and sends nothing of a pack until it is
     built. So reads of many tables at once (prewarm's), where the database works beside the readers, take packs;
     a listing, which waits for the database, takes rows."""
-    query = select(*_partition_fields()).select_from(_partitions_joined())
-    rows = _packed_rows(conn, kept, query) if packed else [row._mapping for row in conn.execute(query.where(kept))]
+    fields = _partition_fields()
+    rows = _packed_rows(conn, kept, fields) if packed else _one_row_each(conn, kept, fields)
     if not rows:
         return rows, {}, {}
     columns = load_columns(conn, (row["CD_ID"] for row in rows))
     return rows, columns, load_skew(conn, select(s.PARTITIONS.c.SD_ID).where(kept))
 
 
-def _packed_rows(conn: Connection, kept: ColumnElement[bool], query: Select[Any]) -> list[Fields]:
-    """The partitions `query` (a row each) reads that meet `kept`, read packed (_partition_rows). A pack the database
-    could not make whole (MySQL/MariaDB cut one at max_allowed_packet, 16 MB by default) is read again, a row per
+def _one_row_each(conn: Connection, kept: ColumnElement[bool], fields: list[Any]) -> list[Fields]:
+    """The `fields` of the partitions meeting `kept`, a row per partition."""
+    return [row._mapping for row in conn.execute(select(*fields).select_from(_partitions_joined()).where(kept))]
+
+
+def _packed_rows(conn: Connection, kept: ColumnElement[bool], fields: list[Any]) -> list[Fields]:
+    """The `fields` of the partitions meeting `kept`, read packed (_partition_rows). A pack the database could not
+    make whole (MySQL/MariaDB cut one at max_allowed_packet, 16 MB by default) is read again, a row per
     partition."""
-    fields = _partition_fields()
     names = [field.name for field in fields]
     packed = [json_text(field) if field.name in _AS_TEXT else field for field in fields]
     parts = s.PARTITIONS
@@ -469,8 +473,7 @@ def _packed_rows(conn: Connection, kept: ColumnElement[bool], query: Select[Any]
         if unpacked is not None:
             rows += [_unpacked(names, row) for row in unpacked]
         else:
-            rows += [row._mapping for row in conn.execute(query.where(kept, parts.c.TBL_ID == tbl_id,
-                                                                       pack == pack_no))]
+            rows += _one_row_each(conn, and_(kept, parts.c.TBL_ID == tbl_id, pack == pack_no), fields)
     return rows
 
 
