@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, insert, select, true
+from sqlalchemy import Connection, and_, delete, func, insert, select, true
 from sqlalchemy import exc as sa_exc
 
 from hmsproxy.events.messages import Event
@@ -124,6 +124,17 @@ def oldest_event_id(conn: Connection) -> int | None:
 
 
 def clean(conn: Connection, older_than_s: int) -> int:
-    """Deletes events older than the time to live; returns how many."""
+    """Deletes the events older than the time to live that come before the first younger one in the log; returns
+    how many. No index holds the events' times: deleting by time alone read the whole log, every minute on every
+    instance (150 MB for the 2,000 events that made a 100k-partition metastore, during each start's prewarm too).
+    Here the log is walked by id from its oldest event to its first young one, and what is deleted lies before it:
+    while nothing has expired, one event is read. An event stamped earlier than one before it (its writer's clock
+    behind) waits until those before it expire too: events are kept longer, never shorter."""
+    log = s.NOTIFICATION_LOG
     cutoff = int(time.time()) - older_than_s
-    return conn.execute(delete(s.NOTIFICATION_LOG).where(s.NOTIFICATION_LOG.c.EVENT_TIME < cutoff)).rowcount
+    first_young = conn.execute(select(log.c.EVENT_ID).where(log.c.EVENT_TIME >= cutoff)
+                               .order_by(log.c.EVENT_ID).limit(1)).scalar()
+    expired = log.c.EVENT_TIME < cutoff
+    if first_young is not None:
+        expired = and_(log.c.EVENT_ID < first_young, expired)
+    return conn.execute(delete(log).where(expired)).rowcount
