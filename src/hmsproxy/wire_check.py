@@ -9,7 +9,10 @@ message is walked once, without building objects, and refused (MalformedRequest)
 - structs and containers nest deeper than `max_depth`, or the message holds more than `max_objects`
   values in all (what bounds the memory its decoding takes).
 The walk goes over the bytes in memory as they arrive (what the connection loop buffered, or what a worker
-receives), so the real decoder then reads the message from memory.
+receives), so the real decoder then reads the message from memory. A struct or container whose bytes are all
+there is stepped over in one go by plain recursive functions (a request's 100 partitions in half the time of
+the resumable walk); anything they cannot vouch for, or that is not all there yet, is walked the careful,
+resumable way, which refuses it or waits for more.
 """
 from __future__ import annotations
 
@@ -20,6 +23,9 @@ FIXED_SIZES = {BOOL: 1, BYTE: 1, DOUBLE: 8, I16: 2, I32: 4, I64: 8}
 SMALLEST = {**FIXED_SIZES, STRING: 4, STRUCT: 1, MAP: 6, SET: 5, LIST: 5}   # bytes of the emptiest value
 VERSION_MASK, VERSION_1 = 0xFFFF0000, 0x80010000
 _SIZE = struct.Struct("!i")
+_LIST_HEAD = struct.Struct("!bi")
+_MAP_HEAD = struct.Struct("!bbi")
+NESTED = frozenset({STRUCT, MAP, SET, LIST})
 
 
 class MalformedRequest(Exception):
@@ -73,9 +79,15 @@ class MessageWalk:
                     stack.pop()
                     pos += 1
                     continue
-                _check_type(kind)   # a struct or container, or a value not (all) there yet: the careful way
+                _check_type(kind)   # a struct or container, or a value not (all) there yet
                 if self._fits(data, pos, 3) is None:
                     break
+                stepped = _whole_value_end(data, pos + 3, kind, whole, frame[1], self._check.max_depth,
+                                           self._budget - 1)
+                if stepped is not None:
+                    pos, values = stepped
+                    self._spend(values + 1)
+                    continue
                 after = self._enter(data, kind, frame[1], pos + 3)   # past the type and the field id
                 if after is None:
                     break
@@ -90,9 +102,10 @@ class MessageWalk:
                     pos = _strings_end(data, pos, frame, whole)   # the whole strings there, at once
                     if frame[2] == 0:
                         continue
-                if kind == STRUCT and frame[0] != MAP and frame[1] < self._check.max_depth:
-                    pos = self._flat_structs_end(data, pos, frame, whole)   # (a table's columns: most structs)
-                    if frame[2] == 0:
+                if kind in NESTED:   # (a request's partitions, each at once)
+                    after = self._whole_values_end(data, pos, frame, whole)
+                    if after != pos:   # a map's next one may be of the other kind
+                        pos = after
                         continue
                 if kind in FIXED_SIZES and frame[0] != MAP:   # a run of fixed-size elements, stepped at once
                     after = self._fits(data, pos, FIXED_SIZES[kind] * frame[2])
@@ -162,17 +175,18 @@ class MessageWalk:
         self._stack.append([kind, depth + 1, count, element])
         return after
 
-    def _flat_structs_end(self, data: bytes | bytearray, pos: int, frame: list[int], whole: int) -> int:
-        """Steps over the structs left in a list or set frame (frame[2] of them) whose fields are all strings or
-        fixed-size values and that end by `whole`: where they end, counted off the frame. The first other struct is
-        left to the careful way."""
-        left = frame[2]
+    def _whole_values_end(self, data: bytes | bytearray, pos: int, frame: list[int], whole: int) -> int:
+        """Steps over the structs or containers left in a container frame (frame[2] of its keys and values) that
+        end by `whole`: where they end, counted off the frame. The first one that does not is left to the careful
+        way."""
+        left, max_depth = frame[2], self._check.max_depth
         while left:
-            end, fields = _simple_fields_end(data, pos, whole)
-            if end >= whole or data[end] != STOP:
+            kind = frame[3] if frame[0] != MAP or left % 2 == 0 else frame[4]
+            stepped = _whole_value_end(data, pos, kind, whole, frame[1], max_depth, self._budget)
+            if stepped is None:
                 break
-            self._spend(fields)
-            pos = end + 1
+            pos, values = stepped
+            self._spend(values)
             left -= 1
         frame[2] = left
         return pos
@@ -220,6 +234,120 @@ def _simple_fields_end(data: bytes | bytearray, pos: int, whole: int) -> tuple[i
         pos = end
         fields += 1
     return pos, fields
+
+
+def _whole_value_end(data: bytes | bytearray, pos: int, kind: int, whole: int, depth: int, max_depth: int,
+                     budget: int) -> tuple[int, int] | None:
+    """Steps over a whole struct or container at `pos` (past its field header), entered at `depth`, in one go:
+    where it ends and how many values it holds, as the careful way counts them. None when it does not end by
+    `whole`, holds more than `budget` values, or holds anything the careful way must look at (a type id Thrift
+    lacks, nesting past `max_depth`, a negative size or count, a list-keyed map): that way then walks it, and
+    refuses it or waits for more. The budget bounds the work as it bounds the careful way's."""
+    if depth >= max_depth:
+        return None
+    if kind == STRUCT:
+        return _whole_fields_end(data, pos, whole, depth + 1, max_depth, budget)
+    if kind in (LIST, SET):
+        if pos + 5 > whole:
+            return None
+        element, count = _LIST_HEAD.unpack_from(data, pos)
+        pos += 5
+        if count < 0 or count > budget or element not in SMALLEST:
+            return None
+        if element == STRING:
+            end = _strings_run_end(data, pos, count, whole)
+            return None if end is None else (end, count)
+        if element in FIXED_SIZES:
+            end = pos + FIXED_SIZES[element] * count
+            return (end, count) if end <= whole else None
+        return _items_end(data, pos, (element,), count, whole, depth + 1, max_depth, budget)
+    if kind == MAP:
+        if pos + 6 > whole:
+            return None
+        key, item, count = _MAP_HEAD.unpack_from(data, pos)
+        pos += 6
+        if count < 0 or count > budget or key not in SMALLEST or item not in SMALLEST or key in (LIST, SET):
+            return None
+        if key == item == STRING:
+            end = _strings_run_end(data, pos, 2 * count, whole)
+            return None if end is None else (end, count)
+        return _items_end(data, pos, (key, item), count, whole, depth + 1, max_depth, budget)
+    return None
+
+
+def _items_end(data: bytes | bytearray, pos: int, kinds: tuple[int, ...], count: int, whole: int, depth: int,
+               max_depth: int, budget: int) -> tuple[int, int] | None:
+    """_whole_value_end for a container's `count` elements (or entries: a key and a value of `kinds`)."""
+    values = count
+    for _ in range(count):   # at most `budget` turns
+        for kind in kinds:
+            if kind == STRING:
+                if pos + 4 > whole:
+                    return None
+                (size,) = _SIZE.unpack_from(data, pos)
+                if size < 0:
+                    return None
+                pos += 4 + size
+            elif kind in FIXED_SIZES:
+                pos += FIXED_SIZES[kind]
+            else:
+                left = budget - values
+                stepped = _whole_fields_end(data, pos, whole, depth + 1, max_depth, left) \
+                    if kind == STRUCT and depth < max_depth else \
+                    _whole_value_end(data, pos, kind, whole, depth, max_depth, left)
+                if stepped is None:
+                    return None
+                pos, inner = stepped
+                values += inner
+            if pos > whole:
+                return None
+    return pos, values
+
+
+def _whole_fields_end(data: bytes | bytearray, pos: int, whole: int, depth: int, max_depth: int, budget: int
+                      ) -> tuple[int, int] | None:
+    """_whole_value_end for a struct's fields from `pos` to its STOP, their values at `depth`."""
+    values = 0
+    while pos < whole and values < budget:
+        kind = data[pos]
+        if kind == STOP:
+            return pos + 1, values
+        pos += 3
+        if kind == STRING:
+            if pos + 4 > whole:
+                return None
+            (size,) = _SIZE.unpack_from(data, pos)
+            if size < 0:
+                return None
+            pos += 4 + size
+        elif kind in FIXED_SIZES:
+            pos += FIXED_SIZES[kind]
+        else:
+            left = budget - values - 1
+            stepped = _whole_fields_end(data, pos, whole, depth + 1, max_depth, left) \
+                if kind == STRUCT and depth < max_depth else \
+                _whole_value_end(data, pos, kind, whole, depth, max_depth, left)
+            if stepped is None:
+                return None
+            pos, inner = stepped
+            values += inner
+        values += 1
+    if pos < whole and data[pos] == STOP:   # its last field took the whole budget
+        return pos + 1, values
+    return None
+
+
+def _strings_run_end(data: bytes | bytearray, pos: int, count: int, whole: int) -> int | None:
+    """The end of `count` strings in a row from `pos`, or None when they do not end by `whole` or one's length is
+    negative."""
+    for _ in range(count):
+        if pos + 4 > whole:
+            return None
+        (size,) = _SIZE.unpack_from(data, pos)
+        if size < 0:
+            return None
+        pos += 4 + size
+    return pos if pos <= whole else None
 
 
 def _strings_end(data: bytes | bytearray, pos: int, frame: list[int], whole: int) -> int:

@@ -103,11 +103,12 @@ def _outcome(message: bytes, chunks: list[int]) -> object:
 
 
 def test_mutated_messages_walk_to_the_same_outcome_however_they_arrive():
-    """Bytes overwritten anywhere (types, sizes, counts): fed at once or in random pieces, the walk ends at the
-    same place with the same count, waits, or refuses with the same reason."""
+    """Bytes overwritten anywhere (types, sizes, counts): fed at once (whole structs and containers stepped over in
+    one go), in random pieces, or byte by byte (each value walked the careful way), the walk ends at the same place
+    with the same count, waits, or refuses with the same reason."""
     rng = random.Random(15)
     message = _message(3)
-    for _ in range(400):
+    for turn in range(400):
         mutated = bytearray(message)
         for _ in range(rng.randint(1, 3)):
             byte = rng.choice([0, 1, 2, 8, 11, 12, 13, 15, 0x7F, 0xFF, rng.randrange(256)])   # types, sizes
@@ -115,6 +116,8 @@ def test_mutated_messages_walk_to_the_same_outcome_however_they_arrive():
         mutated = bytes(mutated)
         pieces = sorted(rng.sample(range(1, len(mutated)), 20))
         assert _outcome(mutated, pieces) == _outcome(mutated, [])
+        if turn % 4 == 0:
+            assert _outcome(mutated, list(range(1, len(mutated)))) == _outcome(mutated, [])
 
 
 def _reference_count(message: bytes) -> int:
@@ -167,3 +170,31 @@ def test_the_walk_counts_every_field_element_and_entry(count):
     for i in range(1, len(message) + 1):
         slowly.advance(message[:i])
     assert at_once.values == slowly.values == _reference_count(message)
+
+
+def _nested_lists(depth: int) -> bytes:
+    """A get_database call with an extra field 99 holding `depth` lists, each the single element of the one around
+    it, around an empty list of i32."""
+    frame = call_frame("get_database", hms.ThriftHiveMetastore.get_database_args(name="db"))
+    lists = struct.pack("!bhbi", 15, 99, 15, 1) + struct.pack("!bi", 15, 1) * (depth - 2) + struct.pack("!bi", 8, 0)
+    return frame[:-1] + lists + b"\x00"
+
+
+def test_the_depth_limit_holds_exactly_however_the_message_arrives():
+    check = MessageCheck(max_bytes=1 << 20, max_depth=8, max_objects=1_000_000)
+    outcomes = {}
+    for depth in range(2, 12):
+        message = _nested_lists(depth)
+        at_once, slowly = check.walk(), check.walk()
+        try:
+            outcomes[depth] = at_once.advance(message) == len(message)
+        except MalformedRequest as refusal:
+            outcomes[depth] = str(refusal)
+        try:
+            for i in range(1, len(message) + 1):
+                found = slowly.advance(message[:i])
+            assert outcomes[depth] is (found == len(message))
+        except MalformedRequest as refusal:
+            assert outcomes[depth] == str(refusal)
+    assert [depth for depth, passed in outcomes.items() if passed is True] == list(range(2, 8))
+    assert set(outcomes[depth] for depth in range(8, 12)) == {"values nested deeper than 8"}
