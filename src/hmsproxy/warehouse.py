@@ -116,32 +116,33 @@ class Warehouse:
         return join(db_location, table_name)
 
     @staticmethod
-    def mkdirs(location: str | None) -> list[Path]:
+    def mkdirs(location: str | None) -> list[str]:
         """Creates the directory and its missing parents; returns those it created, innermost first (what a failed
         call removes), none when the directory existed."""
-        path = local_path(location)
+        path = _local_text(location)
         return [] if path is None else Warehouse.make_dir(path)
 
     @staticmethod
-    def make_dir(path: Path) -> list[Path]:
-        """`mkdirs` of a local path: one system call when the parent exists (a partition's, as a rule)."""
+    def make_dir(path: str) -> list[str]:
+        """`mkdirs` of a local path: one system call when the parent exists (a partition's, as a rule), and no
+        Path object then (a write of many partitions makes one directory each)."""
         try:
             os.mkdir(path)
             return [path]
         except FileExistsError:
             return []
         except FileNotFoundError:
-            created = [path, *itertools.takewhile(lambda parent: not parent.exists(), path.parents)]
-            path.mkdir(parents=True, exist_ok=True)
-            return created
+            missing = [Path(path), *itertools.takewhile(lambda parent: not parent.exists(), Path(path).parents)]
+            Path(path).mkdir(parents=True, exist_ok=True)
+            return [str(directory) for directory in missing]
 
-    def remove_created(self, created: list[Path]) -> None:
+    def remove_created(self, created: list[str]) -> None:
         """Undoes `mkdirs`: the directory it made, then each parent it made while that is empty (another call
         may have put its own directory there meanwhile)."""
-        self.remove(to_uri(created[0]))
+        self.remove(to_uri(Path(created[0])))
         for parent in created[1:]:
             try:
-                parent.rmdir()
+                os.rmdir(parent)
             except OSError:
                 return
 
@@ -241,14 +242,14 @@ class DirectoryWork:
     def __init__(self, warehouse: Warehouse) -> None:
         self._warehouse = warehouse
         self._undo: list[Callable[[], object]] = []
-        self._planned: list[Path] = []
+        self._planned: list[str] = []
         self._making: Future[None] | None = None
 
     def mkdirs(self, location: str | None) -> bool:
         """Creates the directory; True if it did not exist before (and then removing it is the undo)."""
         return self._undoable(self._warehouse.mkdirs(location))
 
-    def _undoable(self, created: list[Path]) -> bool:
+    def _undoable(self, created: list[str]) -> bool:
         """Remembers removing what a mkdirs created as an undo; whether it created anything."""
         if created:
             self._undo.append(lambda: self._warehouse.remove_created(created))
@@ -259,7 +260,7 @@ class DirectoryWork:
         by then. No system call here: a write of many partitions plans one directory each."""
         path = _local_text(location)
         if path is not None:
-            self._planned.append(Path(path))
+            self._planned.append(path)
 
     def start_planned(self) -> None:
         """Starts creating the planned directories on another thread."""
@@ -267,7 +268,7 @@ class DirectoryWork:
         if planned:
             self._making = _DIRECTORY_MAKERS.submit(self._make_all, planned)
 
-    def _make_all(self, paths: list[Path]) -> None:
+    def _make_all(self, paths: list[str]) -> None:
         for path in paths:
             self._undoable(self._warehouse.make_dir(path))
 
