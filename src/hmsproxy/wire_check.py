@@ -281,26 +281,11 @@ def _items_end(data: bytes | bytearray, pos: int, kinds: tuple[int, ...], count:
     values = count
     for _ in range(count):   # at most `budget` turns
         for kind in kinds:
-            if kind == STRING:
-                if pos + 4 > whole:
-                    return None
-                (size,) = _SIZE.unpack_from(data, pos)
-                if size < 0:
-                    return None
-                pos += 4 + size
-            elif kind in FIXED_SIZES:
-                pos += FIXED_SIZES[kind]
-            else:
-                left = budget - values
-                stepped = _whole_fields_end(data, pos, whole, depth + 1, max_depth, left) \
-                    if kind == STRUCT and depth < max_depth else \
-                    _whole_value_end(data, pos, kind, whole, depth, max_depth, left)
-                if stepped is None:
-                    return None
-                pos, inner = stepped
-                values += inner
-            if pos > whole:
+            stepped = _one_value_end(data, pos, kind, whole, depth, max_depth, budget - values)
+            if stepped is None:
                 return None
+            pos, inner = stepped
+            values += inner
     return pos, values
 
 
@@ -312,29 +297,36 @@ def _whole_fields_end(data: bytes | bytearray, pos: int, whole: int, depth: int,
         kind = data[pos]
         if kind == STOP:
             return pos + 1, values
-        pos += 3
-        if kind == STRING:
-            if pos + 4 > whole:
+        if kind == STRING:   # most fields: stepped here, without a call (past `whole`, the loop ends)
+            if pos + 7 > whole or (size := _SIZE.unpack_from(data, pos + 3)[0]) < 0:
                 return None
-            (size,) = _SIZE.unpack_from(data, pos)
-            if size < 0:
-                return None
-            pos += 4 + size
-        elif kind in FIXED_SIZES:
-            pos += FIXED_SIZES[kind]
-        else:
-            left = budget - values - 1
-            stepped = _whole_fields_end(data, pos, whole, depth + 1, max_depth, left) \
-                if kind == STRUCT and depth < max_depth else \
-                _whole_value_end(data, pos, kind, whole, depth, max_depth, left)
-            if stepped is None:
-                return None
-            pos, inner = stepped
-            values += inner
-        values += 1
+            pos, values = pos + 7 + size, values + 1
+            continue
+        if kind in FIXED_SIZES:
+            pos, values = pos + 3 + FIXED_SIZES[kind], values + 1
+            continue
+        stepped = _whole_value_end(data, pos + 3, kind, whole, depth, max_depth, budget - values - 1)
+        if stepped is None:
+            return None
+        pos, inner = stepped
+        values += inner + 1
     if pos < whole and data[pos] == STOP:   # its last field took the whole budget
         return pos + 1, values
     return None
+
+
+def _one_value_end(data: bytes | bytearray, pos: int, kind: int, whole: int, depth: int, max_depth: int,
+                   budget: int) -> tuple[int, int] | None:
+    """_whole_value_end for a value of any kind: where it ends by `whole` and the values inside it."""
+    if kind == STRING:
+        end = _whole_string_end(data, pos, whole)
+        return None if end is None else (end, 0)
+    if kind in FIXED_SIZES:
+        end = pos + FIXED_SIZES[kind]
+        return (end, 0) if end <= whole else None
+    if kind == STRUCT and depth < max_depth:
+        return _whole_fields_end(data, pos, whole, depth + 1, max_depth, budget)
+    return _whole_value_end(data, pos, kind, whole, depth, max_depth, budget)
 
 
 def _strings_run_end(data: bytes | bytearray, pos: int, count: int, whole: int) -> int | None:
