@@ -132,9 +132,10 @@ class Warehouse:
         except FileExistsError:
             return []
         except FileNotFoundError:
-            missing = [Path(path), *itertools.takewhile(lambda parent: not parent.exists(), Path(path).parents)]
-            Path(path).mkdir(parents=True, exist_ok=True)
-            return [str(directory) for directory in missing]
+            directory = Path(path)
+            missing = [directory, *itertools.takewhile(lambda parent: not parent.exists(), directory.parents)]
+            directory.mkdir(parents=True, exist_ok=True)
+            return [str(made) for made in missing]
 
     def remove_created(self, created: list[str]) -> None:
         """Undoes `mkdirs`: the directory it made, then each parent it made while that is empty (another call

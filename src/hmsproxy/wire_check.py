@@ -293,10 +293,12 @@ def _whole_fields_end(data: bytes | bytearray, pos: int, whole: int, depth: int,
                       ) -> tuple[int, int] | None:
     """_whole_value_end for a struct's fields from `pos` to its STOP, their values at `depth`."""
     values = 0
-    while pos < whole and values < budget:
+    while pos < whole:
         kind = data[pos]
         if kind == STOP:
             return pos + 1, values
+        if values >= budget:
+            return None
         if kind == STRING:   # most fields: stepped here, without a call (past `whole`, the loop ends)
             if pos + 7 > whole or (size := _SIZE.unpack_from(data, pos + 3)[0]) < 0:
                 return None
@@ -310,8 +312,6 @@ def _whole_fields_end(data: bytes | bytearray, pos: int, whole: int, depth: int,
             return None
         pos, inner = stepped
         values += inner + 1
-    if pos < whole and data[pos] == STOP:   # its last field took the whole budget
-        return pos + 1, values
     return None
 
 
@@ -324,8 +324,6 @@ def _one_value_end(data: bytes | bytearray, pos: int, kind: int, whole: int, dep
     if kind in FIXED_SIZES:
         end = pos + FIXED_SIZES[kind]
         return (end, 0) if end <= whole else None
-    if kind == STRUCT and depth < max_depth:
-        return _whole_fields_end(data, pos, whole, depth + 1, max_depth, budget)
     return _whole_value_end(data, pos, kind, whole, depth, max_depth, budget)
 
 
@@ -333,13 +331,11 @@ def _strings_run_end(data: bytes | bytearray, pos: int, count: int, whole: int) 
     """The end of `count` strings in a row from `pos`, or None when they do not end by `whole` or one's length is
     negative."""
     for _ in range(count):
-        if pos + 4 > whole:
+        end = _whole_string_end(data, pos, whole)
+        if end is None:
             return None
-        (size,) = _SIZE.unpack_from(data, pos)
-        if size < 0:
-            return None
-        pos += 4 + size
-    return pos if pos <= whole else None
+        pos = end
+    return pos
 
 
 def _strings_end(data: bytes | bytearray, pos: int, frame: list[int], whole: int) -> int:
