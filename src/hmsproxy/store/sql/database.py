@@ -41,6 +41,7 @@ from hmsproxy.idl import hms
 from hmsproxy.store.sql import event_log
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.hive_versions import HIVE_2_3, HIVE_3_1
+from hmsproxy.store.sql.id_blocks import IdBlocks
 from hmsproxy.store.sql.layout import FULL, Layout, install, stored_lower_case
 from hmsproxy.store.sql.remembered_tables import Assumption
 from hmsproxy.store.sql.row_inserts import Inserts, commit_already_sent, read_every_result, skip_commits_sent
@@ -57,10 +58,6 @@ from hmsproxy.store.sql.upgrade import UPGRADABLE_FROM
 T = TypeVar("T")
 DEFAULT_CONFLICT_RETRIES = 10
 RETRY_BASE_S, RETRY_MAX_S = 0.005, 0.5
-# Ids a model's counter hands out beyond what a call asked for, kept for the calls that follow (as DataNucleus
-# does): a write of many rows then costs no round trip to SEQUENCE_TABLE most times. A restart leaves the rest
-# of a block unused, a gap in the ids and nothing else.
-ID_BLOCK = 1000
 # A pooled connection used within this many seconds is taken as alive; one idle for longer is pinged when it is
 # checked out (a restarted database, a connection a firewall dropped), as SQLAlchemy's pool_pre_ping pings every
 # checkout: a busy server saves one round trip per transaction. A connection that breaks all the same fails its
@@ -165,8 +162,7 @@ class Database:
         self.layout = FULL  # until adopt()
         self._sqlite_lock = threading.RLock()
         self._retrying = threading.local()
-        self._id_blocks: dict[str, tuple[int, int]] = {}   # model -> [next, end) reserved by this process
-        self._id_lock = threading.Lock()
+        self._id_blocks = IdBlocks()
         self.event_watchers: list[EventWatcher] = []
         self._write_numbers = itertools.count(1)   # the writes the watchers follow
         self.connection_waited: Callable[[float], None] = lambda seconds: None   # a metric's, once the server runs
@@ -250,21 +246,17 @@ class Database:
     def allocate_ids(self, conn: Connection, model: str, count: int) -> int:
         """Reserves `count` consecutive ids for a model class; returns the first.
 
-        On a database server they come from a block this process reserved ahead in a transaction of its own, so
-        that no write holds a SEQUENCE_TABLE row locked until it commits and most writes skip the round trip
-        (ID_BLOCK). SQLite has one writer at a time, the caller's: its ids are reserved in its transaction."""
+        On a database server they come from a block this process reserved ahead in a transaction of its own
+        (id_blocks.py). SQLite has one writer at a time, the caller's: its ids are reserved in its transaction."""
         if count <= 0:
             return 0
         if self.is_sqlite:
             return reserve(conn, model, count)
-        with self._id_lock:
-            first, end = self._id_blocks.get(model, (0, 0))
-            if end - first < count:
-                with self._writer.begin() as own:
-                    first = reserve(own, model, count + ID_BLOCK)
-                end = first + count + ID_BLOCK
-            self._id_blocks[model] = (first + count, end)
-            return first
+
+        def reserve_apart(total: int) -> int:
+            with self._writer.begin() as own:
+                return reserve(own, model, total)
+        return self._id_blocks.take(model, count, reserve_apart)
 
     def retrying_conflicts(self, call: Callable[[], T], what: str) -> T:
         """Runs `call` (whole database transactions), again with backoff while the database fails it with a
