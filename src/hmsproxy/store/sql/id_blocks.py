@@ -3,7 +3,7 @@
 A write of many rows then costs no round trip to SEQUENCE_TABLE most times, and no write holds a counter row locked
 until it commits. A block that runs out soon after it was reserved is followed by one twice its size (up to
 MAX_ID_BLOCK): a stream of 100-partition writes at thousands of partitions a second reserved a block of 1,000 ids
-for each of three models every ten writes, four round trips each time. A block that lasted longer is followed by
+for each of three models every ten writes, two round trips each time. A block that lasted longer is followed by
 one of ID_BLOCK again. A restart leaves the rest of a block unused: a gap in the ids and nothing else.
 """
 from __future__ import annotations
