@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
-from sqlalchemy import insert, inspect, text
+from sqlalchemy import create_engine, insert, inspect, text
 
 from hmsproxy.events import messages
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import event_log
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database, init_schema
+from hmsproxy.store.sql.layout import column_names
 from hmsproxy.store.sql.sequences import reserve
 from hmsproxy.store.sql.store import SqlStore
 from support.databases import fresh_database
@@ -164,3 +165,23 @@ def test_a_log_an_older_hmsproxy_numbered_by_event_id_goes_on_without_a_clash(ba
             rows = conn.execute(text(f"SELECT {quote('NL_ID')} FROM {quote('NOTIFICATION_LOG')}")).scalars().all()
         assert sorted(rows) == [1, 2, 3]
         db.dispose()
+
+
+@pytest.mark.parametrize("version", ["2.3.0", "4.0.0"])
+def test_column_names_read_in_one_query_match_sqlalchemys_reflection_on_mysql(version, tmp_path):
+    """The layout's one-query read on MySQL/MariaDB (layout.column_names) against SQLAlchemy's reflection of every
+    table, on Hive's own schemas: the same tables, the same columns, and a view left out as reflection leaves it."""
+    with fresh_database("mariadb", tmp_path) as url:
+        load_hive_script("mariadb", url, version)
+        engine = create_engine(url)
+        try:
+            with engine.begin() as conn:
+                conn.execute(text("CREATE VIEW TBLS_VIEW AS SELECT TBL_ID, TBL_NAME FROM TBLS"))
+            reflected = {name: {column["name"] for column in columns}
+                         for (_, name), columns in inspect(engine).get_multi_columns().items()}
+            read = column_names(engine)
+        finally:
+            engine.dispose()
+    assert "NEXT_TXN_ID" in read if version == "2.3.0" else "TXN_LOCK_TBL" in read
+    assert "TBLS_VIEW" not in read
+    assert read == reflected

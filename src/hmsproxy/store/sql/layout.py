@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Alias, Engine, Table, inspect, select
+from sqlalchemy import Alias, Engine, Table, inspect, select, text
 
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
@@ -54,14 +54,13 @@ class Layout:
     def read(cls, engine: Engine) -> Layout:
         with engine.connect() as conn:
             version = conn.execute(select(s.VERSION.c.SCHEMA_VERSION)).scalar_one()
-        present = {name: columns for (_, name), columns in inspect(engine).get_multi_columns().items()}
+        present = column_names(engine)
         folded = stored_lower_case(present)
         absent: set[tuple[str, str]] = set()
         absent_tables: set[str] = set()
         for table in s.metadata.sorted_tables:
             stored = table.name.lower() if table.name in folded else table.name
-            have = {column["name"].upper() if table.name in folded else column["name"]
-                    for column in present.get(stored, [])}
+            have = {column.upper() if table.name in folded else column for column in present.get(stored, ())}
             if have:
                 absent.update((table.name, column.name) for column in table.columns if column.name not in have)
             else:
@@ -104,6 +103,23 @@ class Layout:
             if kept is not None and isinstance(obj, kept[0]) and (table, name) in self.absent:
                 setattr(obj, kept[1], _IMPLIED.get((table, name)))
         return obj
+
+
+def column_names(engine: Engine) -> dict[str, set[str]]:
+    """The column names of each table of the database. On MySQL/MariaDB in one query: SQLAlchemy's reflection reads
+    each table's SHOW CREATE TABLE, 83 round trips and parses, a sixth of a second of every start through a database
+    1 ms away."""
+    if engine.dialect.name != "mysql":
+        return {name: {column["name"] for column in columns}
+                for (_, name), columns in inspect(engine).get_multi_columns().items()}
+    query = text("SELECT c.TABLE_NAME, c.COLUMN_NAME FROM information_schema.COLUMNS c "
+                 "JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = c.TABLE_SCHEMA AND t.TABLE_NAME = c.TABLE_NAME "
+                 "WHERE c.TABLE_SCHEMA = DATABASE() AND t.TABLE_TYPE = 'BASE TABLE'")
+    present: dict[str, set[str]] = {}
+    with engine.connect() as conn:
+        for table, column in conn.execute(query):
+            present.setdefault(table, set()).add(column)
+    return present
 
 
 FULL = Layout(s.SCHEMA_VERSION)  # Hive 4.0.0's schema, every column there
