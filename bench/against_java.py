@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import os
 import shutil
@@ -774,6 +775,15 @@ def hmsproxy_source() -> str:
     return source_version() if package == HERE.parent / "src" / "hmsproxy" else f"{package.parent} (PYTHONPATH)"
 
 
+def compile_as_installed() -> None:
+    """Compiles hmsproxy's bytecode (into the checkout's __pycache__, which git ignores), as `pip install` does for
+    an installed hmsproxy (the Dockerfile's): run from a checkout with PYTHONDONTWRITEBYTECODE set, every server
+    start would compile its ~110 modules again, 0.2-0.3 s of row 6's start."""
+    spec = importlib.util.find_spec("hmsproxy")
+    assert spec is not None and spec.origin is not None
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(spec.origin).parent)], check=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help=f"{QUICK.partitions:,} partitions over {QUICK.tables} "
@@ -793,6 +803,7 @@ def main() -> int:
     workdir = (args.out / "work" / "against_java").resolve()
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
+    compile_as_installed()
     started = time.monotonic()
     results = run(args, plan, workdir)
     results["src"], results["seconds"] = hmsproxy_source(), time.monotonic() - started
