@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import json
 import os
 import shutil
@@ -766,12 +765,16 @@ def plot(lines: list[Line], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def hmsproxy_source() -> str:
-    """Which hmsproxy the servers ran (they inherit this process's PYTHONPATH): this checkout's src and its state,
-    or another copy."""
+def hmsproxy_package() -> Path:
+    """The hmsproxy the servers run: they inherit this process's PYTHONPATH."""
     import hmsproxy
 
-    package = Path(hmsproxy.__file__).resolve().parent
+    return Path(hmsproxy.__file__).resolve().parent
+
+
+def hmsproxy_source() -> str:
+    """Which hmsproxy the servers ran: this checkout's src and its state, or another copy."""
+    package = hmsproxy_package()
     return source_version() if package == HERE.parent / "src" / "hmsproxy" else f"{package.parent} (PYTHONPATH)"
 
 
@@ -779,9 +782,7 @@ def compile_as_installed() -> None:
     """Compiles hmsproxy's bytecode (into the checkout's __pycache__, which git ignores), as `pip install` does for
     an installed hmsproxy (the Dockerfile's): run from a checkout with PYTHONDONTWRITEBYTECODE set, every server
     start would compile its ~110 modules again, 0.2-0.3 s of row 6's start."""
-    spec = importlib.util.find_spec("hmsproxy")
-    assert spec is not None and spec.origin is not None
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(spec.origin).parent)], check=True)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(hmsproxy_package())], check=True)
 
 
 def main() -> int:

@@ -42,7 +42,7 @@ from hmsproxy.store.sql import event_log
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.hive_versions import HIVE_2_3, HIVE_3_1
 from hmsproxy.store.sql.id_blocks import IdBlocks
-from hmsproxy.store.sql.layout import FULL, Layout, install, stored_lower_case
+from hmsproxy.store.sql.layout import FULL, Layout, column_names, install, stored_lower_case
 from hmsproxy.store.sql.remembered_tables import Assumption
 from hmsproxy.store.sql.row_inserts import Inserts, commit_already_sent, read_every_result, skip_commits_sent
 from hmsproxy.store.sql.sequences import (
@@ -419,12 +419,12 @@ def check_servable(db: Database) -> str:
 def _add_new_columns(db: Database) -> list[str]:
     """Adds the columns a newer hmsproxy declares to the tables of a schema an older one created (create_all
     adds only whole tables). Such columns are nullable or have a default, so existing rows need nothing."""
-    present = inspect(db.engine).get_multi_columns()
     preparer = db.engine.dialect.identifier_preparer
     added = []
     with db.engine.begin() as conn:
+        present = column_names(conn)
         for table in s.metadata.sorted_tables:
-            have = {column["name"] for column in present.get((None, table.name), [])}
+            have = present.get(table.name, set())
             for column in table.columns:
                 if column.name in have:
                     continue
