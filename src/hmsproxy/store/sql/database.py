@@ -89,20 +89,31 @@ def normalise_url(url: str) -> str:
 # str.replace; otherwise its per-character escaping costs an eighth of the CPU of a bulk add_partitions.
 STRICT_SESSION = ("SET SESSION sql_mode = TRIM(BOTH ',' FROM CONCAT(@@SESSION.sql_mode, "
                   "',STRICT_ALL_TABLES,NO_BACKSLASH_ESCAPES')), SESSION group_concat_max_len = 4294967295")
+# Query keys of a MySQL URL that ask for TLS: SQLAlchemy's ssl_ca, ssl_cert, ssl_key, ssl_capath, ssl_cipher,
+# ssl_check_hostname; pymysql's read_default_file and read_default_group (an option file may name ssl-ca).
+TLS_QUERY_PREFIXES = ("ssl_", "read_default_")
 
 
-def _timeouts(url: str, connect_timeout_s: float, statement_timeout_s: float) -> dict[str, Any]:
+def _driver_options(url: str, connect_timeout_s: float, statement_timeout_s: float) -> dict[str, Any]:
     """Driver options: what row_inserts relies on (see there), and bounds on every wait on the database, so that
     one that stops answering fails calls within the bound instead of hanging them. MySQL/MariaDB: the client's
-    own connect, read and write timeouts (and strict mode). PostgreSQL: connect timeout, the server's
-    statement_timeout, and TCP keepalives and tcp_user_timeout for a peer that vanished from the network (libpq
-    has no read timeout of its own)."""
-    if make_url(url).get_backend_name() == "mysql":
-        return {"connect_timeout": max(1, round(connect_timeout_s)), "read_timeout": statement_timeout_s,
-                "write_timeout": statement_timeout_s, "init_command": STRICT_SESSION,
-                # row_inserts sends a write's inserts as one query; FOUND_ROWS is SQLAlchemy's own flag, which a
-                # client_flag given here replaces (an UPDATE counts the rows it matched, not only those it changed)
-                "client_flag": CLIENT.MULTI_STATEMENTS | CLIENT.FOUND_ROWS}
+    own connect, read and write timeouts (and strict mode), and TLS only where the URL asks for it. PostgreSQL:
+    connect timeout, the server's statement_timeout, and TCP keepalives and tcp_user_timeout for a peer that
+    vanished from the network (libpq has no read timeout of its own)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "mysql":
+        mysql: dict[str, Any] = {
+            "connect_timeout": max(1, round(connect_timeout_s)), "read_timeout": statement_timeout_s,
+            "write_timeout": statement_timeout_s, "init_command": STRICT_SESSION,
+            # row_inserts sends a write's inserts as one query; FOUND_ROWS is SQLAlchemy's own flag, which a
+            # client_flag given here replaces (an UPDATE counts the rows it matched, not only those it changed)
+            "client_flag": CLIENT.MULTI_STATEMENTS | CLIENT.FOUND_ROWS}
+        # pymysql 1.2 tries TLS on every connection nothing configured: it builds an SSL context from the system's
+        # certificates for each (18 ms of CPU here), then encrypts without checking whom it talks to. TLS that
+        # protects is asked for in the URL (ssl_ca=..., read_default_file=...) and is then required.
+        if not any(key.startswith(TLS_QUERY_PREFIXES) for key in parsed.query):
+            mysql["ssl_disabled"] = True
+        return mysql
     statement_ms = int(statement_timeout_s * 1000)
     # standard_conforming_strings (PostgreSQL's default): row_inserts writes text literals by that rule
     options = f"-c statement_timeout={statement_ms} -c standard_conforming_strings=on"
@@ -145,7 +156,7 @@ class Database:
             # error), so the pool's own rollback when a connection comes back would be a wasted round trip.
             pooling = {"pool_size": pool_size, "max_overflow": pool_size, "pool_recycle": 3600,
                        "pool_reset_on_return": None,
-                       "connect_args": _timeouts(self.url, connect_timeout_s, statement_timeout_s)}
+                       "connect_args": _driver_options(self.url, connect_timeout_s, statement_timeout_s)}
             self.engine = create_engine(self.url, isolation_level="REPEATABLE READ", **pooling)
             self._writer = create_engine(self.url, isolation_level="READ COMMITTED", **pooling)
             engines = [self.engine, self._writer]
