@@ -2,16 +2,15 @@
 paths where what the client does next depends on how the metastore refuses."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pyspark
-import pytest
 from hmsclient import hmsclient
 from hmsclient.genthrift.hive_metastore import ttypes as A
 
 from support.hmsproxy_server import start_hmsproxy
+from support.required import installed
 
 # Asks for partitions by expression (any bytes: the server must not get as far as reading them), prints what
 # the client made of the answer, then lists the partition names, which a pruner falls back to.
@@ -40,9 +39,7 @@ def test_hives_partition_pruner_falls_back_to_pruning_names_itself(tmp_path):
     """Hive's PartitionPruner asks get_partitions_by_expr first; hmsproxy does not read Kryo expressions, and
     must refuse the way that sends the client to its fallback (list the names, prune them client-side)
     rather than fail the query."""
-    jshell = shutil.which("jshell")
-    if jshell is None:
-        pytest.skip("no jshell (a JDK) on this machine: Hive's Java client cannot be run")
+    jshell = installed("jshell", "java", "no jshell (a JDK) on this machine: Hive's Java client cannot be run")
     jars = Path(pyspark.__file__).parent / "jars"
     server = start_hmsproxy(tmp_path / "server")
     try:

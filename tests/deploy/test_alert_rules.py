@@ -10,13 +10,19 @@ from pathlib import Path
 import pytest
 
 from deploy.files import ALERTS, PROMETHEUS_CONFIG, load_yaml, yaml_module
+from support.required import installed
 
 PROMTOOL = shutil.which("promtool")
-needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool is not installed (Debian: apt-get install "
-                                                             "prometheus); the structural checks still run")
+needs_promtool = pytest.mark.usefixtures("promtool_installed")
 DURATION = re.compile(r"^(\d+(ms|s|m|h|d|w|y))+$")
 REQUIRED = {"HmsproxyDown", "HmsproxyPrewarmStuck", "HmsproxyCacheHitRatioLow", "HmsproxyNotificationLagHigh",
             "HmsproxyErrorRateHigh"}
+
+
+@pytest.fixture(scope="module")
+def promtool_installed() -> None:
+    installed("promtool", "promtool",
+              "promtool is not installed (Debian: apt-get install prometheus); the structural checks still run")
 
 
 def _rules() -> list[dict]:

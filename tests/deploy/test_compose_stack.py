@@ -23,10 +23,10 @@ from deploy.files import (
     yaml_module,
 )
 from hmsproxy.config import from_environment
+from support.required import installed
 
 COMPOSE = shutil.which("docker-compose")
-needs_compose = pytest.mark.skipif(COMPOSE is None, reason="docker-compose is not installed (CI installs Debian's "
-                                                           "docker-compose; `apt-get install docker-compose`)")
+needs_compose = pytest.mark.usefixtures("compose_installed")
 METRICS_PORT = 9090
 THRIFT_PORT = 9083
 VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-[^}]*)?\}")
@@ -40,6 +40,12 @@ def _config(*args: str, env_file: Path) -> dict:
                             capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
     assert result.returncode == 0, result.stderr
     return yaml_module().safe_load(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def compose_installed() -> None:
+    installed("docker-compose", "docker-compose",
+              "docker-compose is not installed (CI installs Debian's docker-compose; `apt-get install docker-compose`)")
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@ would leave a panel empty and an alert silent, with no error anywhere)."""
 from __future__ import annotations
 
 import copy
-import shutil
 import subprocess
 import urllib.request
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ from deploy.promql import (
 from hmsproxy.config import Settings
 from hmsproxy.server import start
 from support.ports import free_port
+from support.required import installed
 
 
 @pytest.fixture(scope="module")
@@ -122,9 +122,9 @@ def test_dashboard_panels_use_the_datasource_variable():
     assert len(ids) == len(set(ids))
 
 
-@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed (Debian: prometheus)")
 def test_dashboard_expressions_are_valid_promql(tmp_path: Path):
     """Each panel's query, with Grafana's variables given values, as a recording rule promtool parses."""
+    promtool = installed("promtool", "promtool", "promtool is not installed (Debian: apt-get install prometheus)")
     rules = []
     for number, (_, expr) in enumerate(dashboard_expressions(load_dashboard())):
         promql = expr.replace("$__rate_interval", "5m").replace("$instance", ".*")
@@ -132,7 +132,7 @@ def test_dashboard_expressions_are_valid_promql(tmp_path: Path):
         rules.append({"record": f"dashboard:panel_{number}", "expr": promql})
     path = tmp_path / "dashboard_rules.yml"
     path.write_text(yaml_module().safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}))
-    result = subprocess.run(["promtool", "check", "rules", str(path)], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([promtool, "check", "rules", str(path)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"SUCCESS: {len(rules)} rules found" in result.stdout
 

@@ -25,6 +25,7 @@ from support.databases import POSTGRES_ADMIN, fresh_database, postgres_reachable
 from support.hive_schema import load_hive_script, upgrade_with_hives_scripts
 from support.hmsproxy_server import start_hmsproxy
 from support.reference_hms import ON_HIVES_2_3_SCHEMA, start_reference_hms_on_mariadb
+from support.required import missing
 
 PARTITIONS = 40
 COLUMNS = [("id", "bigint"), ("name", "string"), ("price", "double"), ("amount", "decimal(12,2)"), ("day", "date")]
@@ -227,7 +228,7 @@ def test_a_metastore_the_java_hms_wrote_is_served_in_place_then_upgraded_with_th
         backend, upgrader, hive_written, tmp_path):
     urls, hive_answers, java_warehouse = hive_written
     if (backend, upgrader) not in urls:
-        pytest.skip(f"PostgreSQL server not reachable at {POSTGRES_ADMIN}")
+        missing("postgres", f"PostgreSQL server not reachable at {POSTGRES_ADMIN}")
     url = urls[(backend, upgrader)]
     assert len(hive_answers["partitions"]) == PARTITIONS and hive_answers["open transactions"] != []
     for cache in (True, False):

@@ -4,7 +4,6 @@ names (hive.metastore.use.SSL, hive.metastore.keystore.path) turn it on from a h
 made for each run with the openssl command."""
 from __future__ import annotations
 
-import shutil
 import socket
 import ssl
 import subprocess
@@ -19,9 +18,13 @@ from support.cli import run_hmsproxy
 from support.hmsproxy_server import start_hmsproxy
 from support.ports import free_port
 from support.raw_wire import call_frame, closed_within
+from support.required import installed
 from support.scrape import metric
 
-pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="the openssl command makes the certificates")
+
+@pytest.fixture(scope="module", autouse=True)
+def _openssl_installed() -> None:
+    installed("openssl", "openssl", "the openssl command makes the certificates")
 
 
 def _openssl(*args: str, cwd: Path) -> None:

@@ -1,7 +1,8 @@
 """Fresh, empty metastore databases on each backend for a test, dropped afterwards.
 
 MariaDB (127.0.0.1:3306, root) and PostgreSQL (127.0.0.1:5432, trust auth) are used when reachable;
-a test that needs one that is absent is skipped with the reason."""
+a test that needs one that is absent is skipped with the reason, or fails where the run requires that backend
+(support.required)."""
 from __future__ import annotations
 
 import contextlib
@@ -9,8 +10,9 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from sqlalchemy import create_engine, text
+
+from support.required import missing
 
 MARIADB_ADMIN = "mysql+pymysql://root@127.0.0.1:3306/test"
 POSTGRES_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -41,7 +43,7 @@ def fresh_database(backend: str, workdir: Path) -> Iterator[str]:
     admin = MARIADB_ADMIN if backend == "mariadb" else POSTGRES_ADMIN
     problem = _reachable(admin)
     if problem:
-        pytest.skip(f"{backend} server not reachable at {admin}: {problem}")
+        missing(backend, f"{backend} server not reachable at {admin}: {problem}")
     name = f"hmsproxy_test_{uuid.uuid4().hex[:10]}"
     engine = create_engine(admin, isolation_level="AUTOCOMMIT")
     with engine.connect() as conn:

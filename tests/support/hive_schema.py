@@ -2,15 +2,14 @@
 as Hive's schematool would: for tests of what hmsproxy does with the databases Hive creates."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 from itertools import pairwise
 from pathlib import Path
 
-import pytest
 from sqlalchemy import create_engine, inspect, text
 
 from hmsproxy.store.sql.validate import present_keys
+from support.required import installed, missing
 
 HIVE_SCHEMA = Path(__file__).resolve().parents[3] / "shared" / "hive-schema"
 CLIENTS = {"mariadb": "mariadb", "postgres": "psql"}
@@ -42,9 +41,8 @@ def upgrade_with_hives_scripts(backend: str, url: str, version: str, to: str = "
 def _run_script(backend: str, url: str, script: Path) -> None:
     folder = script.parent
     if not script.is_file():
-        pytest.skip(f"Hive's schema scripts are not beside the checkout ({script} missing)")
-    if shutil.which(CLIENTS[backend]) is None:
-        pytest.skip(f"the {CLIENTS[backend]} client is not installed")
+        missing("hive-schema", f"Hive's schema scripts are not beside the checkout ({script} missing)")
+    installed(CLIENTS[backend], backend, f"the {CLIENTS[backend]} client is not installed")
     name = url.rsplit("/", 1)[1]
     if backend == "mariadb":
         command = ["mariadb", "-h", "127.0.0.1", "-u", "root", name]

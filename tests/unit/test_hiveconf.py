@@ -3,14 +3,13 @@ ships (with jshell, from Java 17 which PySpark needs anyway) and compared with t
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
 import pyspark
-import pytest
 
 from hmsproxy.hiveconf import hiveconf_defaults
+from support.required import installed
 
 # Prints [key, default] as JSON for every HiveConf variable whose default is not empty.
 LISTING = r"""
@@ -26,9 +25,7 @@ for (HiveConf.ConfVars v : HiveConf.ConfVars.values()) { String d = v.getDefault
 
 
 def test_the_packaged_defaults_are_hiveconfs(tmp_path):
-    jshell = shutil.which("jshell")
-    if jshell is None:
-        pytest.skip("no jshell (a JDK) on this machine: the defaults cannot be read from the jar")
+    jshell = installed("jshell", "java", "no jshell (a JDK) on this machine: the defaults cannot be read from the jar")
     jars = Path(pyspark.__file__).parent / "jars"
     assert list(jars.glob("hive-common-2.3.*.jar")), "PySpark no longer ships Hive 2.3's hive-common"
     script = tmp_path / "listing.jsh"

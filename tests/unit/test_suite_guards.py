@@ -1,5 +1,6 @@
-"""The suite's own guards (pyproject's pytest settings): a hung test fails with a traceback, and an exception in a
-test's thread fails the test. Each runs an inner pytest with this project's settings on a one-test file."""
+"""The suite's own guards: a hung test fails with a traceback, an exception in a test's thread fails the test
+(pyproject's pytest settings), and a part the run requires fails the tests that find it missing instead of
+skipping them (support.required). Each runs an inner pytest with this project's settings on a one-test file."""
 from __future__ import annotations
 
 import tomllib
@@ -10,12 +11,14 @@ import pytest
 pytest_plugins = ["pytester"]
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+TESTS = PYPROJECT.parent / "tests"
 
 
 def _project_settings(pytester: pytest.Pytester, **overrides: object) -> None:
     """Writes the project's [tool.pytest.ini_options] (with overrides) as the inner run's ini file."""
     options = tomllib.loads(PYPROJECT.read_text())["tool"]["pytest"]["ini_options"]
     options = {key: value for key, value in options.items() if key not in ("testpaths", "pythonpath")}
+    options["pythonpath"] = str(TESTS)
     options.update(overrides)
     lines = ["[pytest]"]
     for key, value in options.items():
@@ -57,3 +60,33 @@ def test_an_exception_in_a_tests_thread_fails_the_test(pytester: pytest.Pytester
     result = pytester.runpytest_subprocess()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*ZeroDivisionError*"])
+
+
+MISSING_DATABASE = """
+    from support.required import missing
+
+    def test_needs_mariadb():
+        missing("mariadb", "mariadb server not reachable")
+"""
+
+
+@pytest.mark.parametrize(("required", "outcome"), [("", {"skipped": 1}), ("postgres", {"skipped": 1}),
+                                                   ("postgres, mariadb", {"failed": 1})])
+def test_a_missing_part_skips_unless_the_run_requires_it(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+                                                         required: str, outcome: dict[str, int]) -> None:
+    _project_settings(pytester)
+    pytester.makepyfile(MISSING_DATABASE)
+    monkeypatch.setenv("HMSPROXY_TEST_REQUIRE", required)
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(**outcome)
+    if "failed" in outcome:
+        result.stdout.fnmatch_lines(["*mariadb is required in this run (HMSPROXY_TEST_REQUIRE)*not reachable*"])
+
+
+def test_an_unknown_required_part_is_an_error(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    _project_settings(pytester)
+    pytester.makepyfile(MISSING_DATABASE)
+    monkeypatch.setenv("HMSPROXY_TEST_REQUIRE", "mariadb,postgress")
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*unknown parts*postgress*"])
