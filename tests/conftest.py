@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from api.builders import connect_hive, connect_thrift
 from support.databases import BACKENDS, fresh_database
@@ -12,6 +13,11 @@ from support.hmsproxy_server import start_hmsproxy
 from support.running import RunningServer
 
 HIVE_SCRIPTS = {"hive4": "4.0.0", "hive31": "3.1.0", "hive23": "2.3.0"}
+
+# Hypothesis' default deadline (200 ms an example) is a wall-clock check: on a shared two-core machine an example
+# that waits for the CPU fails as "too slow". Speed is measured under bench/, not in tests.
+settings.register_profile("hmsproxy", deadline=None)
+settings.load_profile("hmsproxy")
 
 
 @pytest.fixture(scope="module", params=[*BACKENDS, "sqlite-nocache", *(

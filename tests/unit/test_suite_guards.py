@@ -1,4 +1,4 @@
-"""The suite's own guards: a hung test fails with a traceback, an exception in a test's thread fails the test
+"""The suite's own guards: a hung test fails with a traceback, no property test has a wall-clock deadline, an exception in a test's thread fails the test
 (pyproject's pytest settings), and a part the run requires fails the tests that find it missing instead of
 skipping them (support.required). Each runs an inner pytest with this project's settings on a one-test file."""
 from __future__ import annotations
@@ -7,6 +7,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 pytest_plugins = ["pytester"]
 
@@ -32,6 +33,10 @@ def _project_settings(pytester: pytest.Pytester, **overrides: object) -> None:
 def test_the_project_sets_a_per_test_timeout() -> None:
     options = tomllib.loads(PYPROJECT.read_text())["tool"]["pytest"]["ini_options"]
     assert 0 < int(options["timeout"]) <= 900
+
+
+def test_hypothesis_examples_have_no_wall_clock_deadline() -> None:
+    assert settings.default.deadline is None
 
 
 def test_a_hung_test_fails_with_the_stack_where_it_hangs(pytester: pytest.Pytester) -> None:
