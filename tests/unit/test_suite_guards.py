@@ -1,6 +1,7 @@
-"""The suite's own guards: a hung test fails with a traceback, no property test has a wall-clock deadline, an exception in a test's thread fails the test
-(pyproject's pytest settings), and a part the run requires fails the tests that find it missing instead of
-skipping them (support.required). Each runs an inner pytest with this project's settings on a one-test file."""
+"""The suite's own guards: a hung test fails with a traceback, no property test has a wall-clock deadline, an
+exception in a test's thread fails the test (pyproject's pytest settings, the hypothesis profile in conftest), and
+a part the run requires fails the tests that find it missing instead of skipping them (support.required). The
+pytest ones run an inner pytest with this project's settings on a one-test file."""
 from __future__ import annotations
 
 import tomllib
