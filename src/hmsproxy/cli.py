@@ -111,6 +111,8 @@ def _serve_options() -> argparse.ArgumentParser:
                                                        "(default 600s)")
     serve.add_argument("--request-timeout-s", help="a request must arrive whole this long after its first byte, "
                                                    "else the connection is closed (default 30s)")
+    serve.add_argument("--evict-idle-after-s", help="when every connection slot is taken, a new connection closes "
+                                                    "the one idle longest if it has been idle this long (default 5s)")
     serve.add_argument("--max-request-depth", type=int, help="deepest nesting of structs and containers in a "
                                                              "request (default 64)")
     serve.add_argument("--max-request-objects", type=int, help="most values one request may hold, which bounds the "

@@ -83,6 +83,7 @@ class Settings:
     check_lock_wait_s: float = 0.5
     client_idle_timeout_s: float = 600.0
     request_timeout_s: float = 30.0
+    evict_idle_after_s: float = 5.0       # at the cap, a connection idle this long may be closed for a new one
     db_connect_timeout_s: float = 10.0
     db_statement_timeout_s: float = 60.0
     max_request_depth: int = 64
@@ -158,8 +159,8 @@ def _coerce(name: str, value: Any) -> Any:
     if name in ("cache_max_bytes", "cache_hot_bytes", "max_message_bytes"):
         return _size(name, value)
     if name in ("txn_timeout_s", "txn_reaper_interval_s", "check_lock_wait_s", "client_idle_timeout_s",
-                "unlogged_check_s", "request_timeout_s", "db_connect_timeout_s", "db_statement_timeout_s",
-                "upstream_refresh_s", "upstream_call_timeout_s"):
+                "evict_idle_after_s", "unlogged_check_s", "request_timeout_s", "db_connect_timeout_s",
+                "db_statement_timeout_s", "upstream_refresh_s", "upstream_call_timeout_s"):
         return _duration(name, value)
     if field_type == "float":
         try:
@@ -198,9 +199,9 @@ def _size(name: str, value: Any) -> int:
 
 NON_NEGATIVE = frozenset({"remembered_requests"})   # counts where 0 turns the thing off
 
-# Durations where 0 means "not at all" (check_lock answers at once, no look for unlogged writes); every other
-# duration must be positive.
-ZERO_ALLOWED = frozenset({"check_lock_wait_s", "unlogged_check_s"})
+# Durations where 0 means "not at all" (check_lock answers at once, no look for unlogged writes, no idle age
+# needed before an idle connection may be closed for a new one); every other duration must be positive.
+ZERO_ALLOWED = frozenset({"check_lock_wait_s", "unlogged_check_s", "evict_idle_after_s"})
 
 
 def _duration(name: str, value: Any) -> float:
