@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -140,6 +141,15 @@ def _serve_options() -> argparse.ArgumentParser:
     return serve
 
 
+def _warn_of_ignored_environment() -> None:
+    """One line naming the HMSPROXY_* variables that give no setting (their values may be secrets: not shown)."""
+    ignored = config.ignored_environment(os.environ)
+    if ignored:
+        logging.getLogger("hmsproxy").warning(
+            "ignoring environment variables that are not hmsproxy settings (a Kubernetes Service named hmsproxy "
+            "adds HMSPROXY_PORT=tcp://... and the like): %s", ", ".join(ignored))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     flags = {k: v for k, v in vars(args).items() if k not in ("command", "action", "dry_run")}
@@ -149,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"hmsproxy: {exc}", file=sys.stderr)
         return 2
     logs.configure(settings.log_level, settings.log_format)
+    _warn_of_ignored_environment()
     try:
         if args.command == "schema":
             return _schema(args.action, settings, getattr(args, "dry_run", False))
