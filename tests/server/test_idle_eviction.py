@@ -80,10 +80,22 @@ def test_a_new_client_is_served_at_once_when_idle_sockets_hold_every_slot(server
     assert metric(server, EVICTED) == 1
     assert closed_within(holders[0], 5), "the connection idle longest was not closed"
     assert not any(closed_within(holder, 0.2) for holder in holders[1:])
-    log = next(server.workdir.glob("hmsproxy-*.log")).read_text()
-    assert log.count("for a new one") == 1, log[-3000:]
     for holder in holders:
         holder.close()
+
+
+def test_new_connections_close_the_idle_ones_longest_idle_first_logged_once_per_burst(server):
+    holders = [_connected(server) for _ in range(CAP)]
+    newcomers = []
+    for evicted, holder in enumerate(holders, 1):
+        newcomers.append(socket.create_connection((server.host, server.port)))
+        wait_for(lambda count=evicted: metric(server, EVICTED) == count, "a newcomer taking an idle slot")
+        assert closed_within(holder, 5), f"holder {evicted} is not the one closed"
+    assert not any(closed_within(newcomer, 0.2) for newcomer in newcomers)
+    log = next(server.workdir.glob("hmsproxy-*.log")).read_text()
+    assert log.count("for a new one") == 1, log[-3000:]
+    for sock in (*holders, *newcomers):
+        sock.close()
 
 
 def test_a_connection_idle_for_less_than_the_minimum_age_is_not_closed_for_a_new_one(patient_server):
