@@ -47,7 +47,7 @@ class IdleEvicted(TTransportException):
 
     @classmethod
     def after(cls, idle_s: float) -> IdleEvicted:
-        return cls(message=f"idle for {idle_s:.1f} s, closed for a new connection at the connection cap")
+        return cls(message=f"idle for {idle_s:.1f} s, and every connection slot taken")
 
 
 class Incomplete(Exception):

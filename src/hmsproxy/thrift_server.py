@@ -121,8 +121,8 @@ class ThriftServer:
                 pass
 
     def accepted(self, client: socket.socket, address: Any) -> Connection | None:
-        """A new connection, to be served by the loop; None when it is closed at once (the cap is reached) or
-        served on a thread of its own (TLS)."""
+        """A new connection, to be served by the loop; None when it is closed at once (the cap is reached and no
+        connection has been idle long enough to give up its slot) or served on a thread of its own (TLS)."""
         if not self._slots.acquire(blocking=False) and not self._slot_of_idlest():
             self._metrics.refused.inc()
             self._refusals.happened(self._max_connections)
