@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -111,6 +112,8 @@ def _serve_options() -> argparse.ArgumentParser:
                                                        "(default 600s)")
     serve.add_argument("--request-timeout-s", help="a request must arrive whole this long after its first byte, "
                                                    "else the connection is closed (default 30s)")
+    serve.add_argument("--evict-idle-after-s", help="when every connection slot is taken, a new connection closes "
+                                                    "the one idle longest if it has been idle this long (default 5s)")
     serve.add_argument("--max-request-depth", type=int, help="deepest nesting of structs and containers in a "
                                                              "request (default 64)")
     serve.add_argument("--max-request-objects", type=int, help="most values one request may hold, which bounds the "
@@ -138,6 +141,15 @@ def _serve_options() -> argparse.ArgumentParser:
     return serve
 
 
+def _warn_of_ignored_environment() -> None:
+    """One line naming the HMSPROXY_* variables that give no setting (their values may be secrets: not shown)."""
+    ignored = config.ignored_environment(os.environ)
+    if ignored:
+        logging.getLogger("hmsproxy").warning(
+            "ignoring environment variables that are not hmsproxy settings (a Kubernetes Service named hmsproxy "
+            "adds HMSPROXY_PORT=tcp://... and the like): %s", ", ".join(ignored))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     flags = {k: v for k, v in vars(args).items() if k not in ("command", "action", "dry_run")}
@@ -147,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"hmsproxy: {exc}", file=sys.stderr)
         return 2
     logs.configure(settings.log_level, settings.log_format)
+    _warn_of_ignored_environment()
     try:
         if args.command == "schema":
             return _schema(args.action, settings, getattr(args, "dry_run", False))

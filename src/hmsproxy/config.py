@@ -1,6 +1,9 @@
 """One Settings object, resolved as: command-line flags > HMSPROXY_* environment > config file >
 hive-site.xml > defaults.
 
+An unknown flag or config-file key is refused, but an unknown HMSPROXY_* variable is ignored (the command warns,
+naming it): a flag or key was written for this server, while the environment also holds what others put there.
+
 The config file is TOML. Keys may be our own names (`port`, `db`, ...) or the Hive key names operators
 already know, in either of Hive's forms (`metastore.thrift.port` or `hive.metastore.thrift.port`).
 """
@@ -83,6 +86,7 @@ class Settings:
     check_lock_wait_s: float = 0.5
     client_idle_timeout_s: float = 600.0
     request_timeout_s: float = 30.0
+    evict_idle_after_s: float = 5.0       # at the cap, a connection idle this long may be closed for a new one
     db_connect_timeout_s: float = 10.0
     db_statement_timeout_s: float = 60.0
     max_request_depth: int = 64
@@ -158,8 +162,8 @@ def _coerce(name: str, value: Any) -> Any:
     if name in ("cache_max_bytes", "cache_hot_bytes", "max_message_bytes"):
         return _size(name, value)
     if name in ("txn_timeout_s", "txn_reaper_interval_s", "check_lock_wait_s", "client_idle_timeout_s",
-                "unlogged_check_s", "request_timeout_s", "db_connect_timeout_s", "db_statement_timeout_s",
-                "upstream_refresh_s", "upstream_call_timeout_s"):
+                "evict_idle_after_s", "unlogged_check_s", "request_timeout_s", "db_connect_timeout_s",
+                "db_statement_timeout_s", "upstream_refresh_s", "upstream_call_timeout_s"):
         return _duration(name, value)
     if field_type == "float":
         try:
@@ -198,9 +202,9 @@ def _size(name: str, value: Any) -> int:
 
 NON_NEGATIVE = frozenset({"remembered_requests"})   # counts where 0 turns the thing off
 
-# Durations where 0 means "not at all" (check_lock answers at once, no look for unlogged writes); every other
-# duration must be positive.
-ZERO_ALLOWED = frozenset({"check_lock_wait_s", "unlogged_check_s"})
+# Durations where 0 means "not at all" (check_lock answers at once, no look for unlogged writes, no idle age
+# needed before an idle connection may be closed for a new one); every other duration must be positive.
+ZERO_ALLOWED = frozenset({"check_lock_wait_s", "unlogged_check_s", "evict_idle_after_s"})
 
 
 def _duration(name: str, value: Any) -> float:
@@ -230,11 +234,39 @@ def load_file(path: str | Path) -> dict[str, Any]:
     return _normalise_keys(flat, str(path))
 
 
+ENV_PREFIX = "HMSPROXY_"
+FILE_VARIABLES = ("HMSPROXY_CONFIG", "HMSPROXY_HIVE_SITE")   # name the files settings come from
+# The value Kubernetes gives <SERVICE>_PORT for a Service's link: a Service named hmsproxy sets HMSPROXY_PORT.
+SERVICE_LINK = re.compile(r"(tcp|udp|sctp)://\S+:\d+")
+
+
+def _environment_settings(environ: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The HMSPROXY_* variables that give a setting, by its name, and the names of the others. The environment
+    holds variables nobody meant for this server (a Kubernetes Service's links, a compose file's own variables
+    left in a shell), so those are not settings; a port setting whose value is a Service link is one of them."""
+    known = {f.name for f in fields(Settings)}
+    given: dict[str, str] = {}
+    others: list[str] = []
+    for variable, value in environ.items():
+        if not variable.startswith(ENV_PREFIX) or variable in FILE_VARIABLES:
+            continue
+        name = variable[len(ENV_PREFIX):].lower()
+        if name in known and not (name.endswith("port") and SERVICE_LINK.fullmatch(value)):
+            given[name] = value
+        else:
+            others.append(variable)
+    return given, sorted(others)
+
+
 def from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
-    prefix = "HMSPROXY_"
-    raw = {k[len(prefix):]: v for k, v in environ.items()
-           if k.startswith(prefix) and k not in ("HMSPROXY_CONFIG", "HMSPROXY_HIVE_SITE")}
-    return _normalise_keys(raw, "environment")
+    """The settings the environment gives; a bad value of one is refused, variables that give none are left out
+    (`ignored_environment`)."""
+    return _normalise_keys(_environment_settings(environ)[0], "environment")
+
+
+def ignored_environment(environ: Mapping[str, str]) -> list[str]:
+    """The HMSPROXY_* variables that give no setting, for the warning that names them."""
+    return _environment_settings(environ)[1]
 
 
 def resolve(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:

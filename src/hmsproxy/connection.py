@@ -42,6 +42,14 @@ class ClientTooSlow(TTransportException):
         return cls(message=f"request not complete within {request_timeout_s:g} s")
 
 
+class IdleEvicted(TTransportException):
+    """Closed for a new connection while every slot was taken: it had been idle longest."""
+
+    @classmethod
+    def after(cls, idle_s: float) -> IdleEvicted:
+        return cls(message=f"idle for {idle_s:.1f} s, and every connection slot taken")
+
+
 class Incomplete(Exception):
     """The buffered bytes end before the request does."""
 

@@ -9,7 +9,9 @@ handed with its connection to a worker thread (`Owner.hand_off`), which reads an
 the connection back.
 
 The loop enforces the same limits as the workers: the idle timeout, the request timeout from a request's first
-byte, the request size and shape (read_request), and the size up to which it buffers a request itself.
+byte, the request size and shape (read_request), and the size up to which it buffers a request itself. It knows
+which connections are idle (waiting in it with no byte of a request received), so it is the one that picks a
+connection to close for a new one when every slot is taken (`evict_idlest`).
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from hmsproxy.connection import (
     RECV_BYTES,
     ClientTooSlow,
     Connection,
+    IdleEvicted,
     Incomplete,
     MessageTooLarge,
 )
@@ -52,13 +55,14 @@ class Owner(Protocol):
 
 class ConnectionLoop:
     def __init__(self, owner: Owner, listener: socket.socket, check: MessageCheck, framed: bool,
-                 idle_timeout_s: float, request_timeout_s: float) -> None:
+                 idle_timeout_s: float, request_timeout_s: float, evict_idle_after_s: float) -> None:
         self._owner = owner
         self._listener = listener
         self._check = check
         self._framed = framed
         self._idle_timeout_s = idle_timeout_s
         self._request_timeout_s = request_timeout_s
+        self._evict_idle_after_s = evict_idle_after_s
         self._selector = selectors.DefaultSelector()
         self._incoming: queue.SimpleQueue[Connection] = queue.SimpleQueue()
         self._wake_read, self._wake_write = socket.socketpair()
@@ -222,6 +226,21 @@ class ConnectionLoop:
             self._selector.unregister(connection.sock)
         self._owner.close(connection, reason)
 
+    def evict_idlest(self) -> bool:
+        """Closes the connection idle longest, if it has been idle `evict_idle_after_s` or more, so that a new one
+        can have its slot; True if it closed one. Only a connection waiting here with no byte of a request received
+        (none buffered, none arrived unread) is idle: one whose request a worker is reading or answering is not
+        here. On the loop's thread (it accepts)."""
+        now = time.monotonic()
+        watched = [key.data for key in self._selector.get_map().values() if isinstance(key.data, Connection)]
+        idle = [connection for connection in watched
+                if connection.first_byte_at is None and now - connection.idle_since >= self._evict_idle_after_s]
+        for connection in sorted(idle, key=lambda connection: connection.idle_since):
+            if _nothing_arrived(connection.sock):
+                self._release(connection, IdleEvicted.after(now - connection.idle_since))
+                return True
+        return False
+
     def _sweep(self, now: float) -> None:
         for key in list(self._selector.get_map().values()):
             connection = key.data
@@ -231,3 +250,15 @@ class ConnectionLoop:
                 self._release(connection, ClientTooSlow.request(self._request_timeout_s))
             elif connection.first_byte_at is None and now - connection.idle_since > self._idle_timeout_s:
                 self._release(connection, ClientTooSlow.idle(self._idle_timeout_s))
+
+
+def _nothing_arrived(sock: socket.socket) -> bool:
+    """Whether the client has sent nothing the loop has not read yet (its socket is not readable): a request that
+    has begun, or a close, is in the socket for the loop's next wakeup. Peeks, reading nothing."""
+    try:
+        sock.recv(1, socket.MSG_PEEK)
+    except (BlockingIOError, InterruptedError):
+        return True
+    except OSError:
+        pass
+    return False

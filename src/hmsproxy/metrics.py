@@ -32,6 +32,8 @@ class Metrics:
                                  registry=self.registry)
         self.refused = Counter("hmsproxy_refused_connections", "Connections refused because the cap was reached",
                                registry=self.registry)
+        self.evicted = Counter("hmsproxy_evicted_idle_connections", "Idle connections closed to admit a new one "
+                               "when every slot was taken", registry=self.registry)
         self.refused_messages = Counter("hmsproxy_refused_messages", "Requests or replies refused for exceeding "
                                         "the maximum message size", registry=self.registry)
         self.tls_failures = Counter("hmsproxy_tls_handshake_failures", "Connections closed because their TLS "

@@ -160,6 +160,7 @@ def _thrift_server(settings: Settings, handler: Any, metrics: Metrics, audit: Au
                         settings.port, framed=settings.framed, max_connections=settings.max_connections,
                         max_message_bytes=settings.max_message_bytes, metrics=metrics,
                         idle_timeout_s=settings.client_idle_timeout_s, request_timeout_s=settings.request_timeout_s,
+                        evict_idle_after_s=settings.evict_idle_after_s,
                         max_depth=settings.max_request_depth, max_objects=settings.max_request_objects,
                         max_large_requests=settings.max_large_requests,
                         tls=server_context(settings.tls_cert, settings.tls_key, settings.tls_client_ca)

@@ -2,8 +2,11 @@
 
 Built here instead of thriftpy2's make_server because that one reads strictly (drops non-strict clients),
 closes idle connections after 3 s (Spark keeps them idle for long), sets no TCP_NODELAY on accepted
-sockets and starts unbounded threads. Beyond `max_connections` a new connection is accepted and closed at
-once, and that is logged once per burst: a client then sees a clean close instead of a hang.
+sockets and starts unbounded threads. When all `max_connections` slots are taken, a new connection takes the
+slot of the connection idle longest, if that one has been idle `evict_idle_after_s` or more (Hive's and Spark's
+clients reconnect when their pooled connection was closed); otherwise it is accepted and closed at once. Either is
+logged once per burst: a client sees a clean close instead of a hang, and idle sockets cannot keep new clients
+out until the idle timeout.
 
 The connection loop (connection_loop.py) accepts connections; plain ones wait for their requests in it, which
 answers what the cache holds ready itself and hands every other request to a worker thread; TLS connections
@@ -32,6 +35,7 @@ from hmsproxy.connection import (
     LARGE_REQUEST_VALUES,
     ClientTooSlow,
     Connection,
+    IdleEvicted,
     MessageTooLarge,
     SocketReader,
     SocketWriter,
@@ -73,8 +77,8 @@ class WorkerPool:
 class ThriftServer:
     def __init__(self, processor_factory: Callable[[str], Any], host: str, port: int, *, framed: bool,
                  max_connections: int, max_message_bytes: int, metrics: Metrics, idle_timeout_s: float = 600.0,
-                 request_timeout_s: float = 30.0, max_depth: int = 64, max_objects: int = 1_000_000,
-                 max_large_requests: int = 4, tls: ssl.SSLContext | None = None) -> None:
+                 request_timeout_s: float = 30.0, evict_idle_after_s: float = 5.0, max_depth: int = 64,
+                 max_objects: int = 1_000_000, max_large_requests: int = 4, tls: ssl.SSLContext | None = None) -> None:
         self._processor_factory = processor_factory
         self._tls = tls
         self._tls_failures = BurstLog("closing connection from %s: TLS handshake failed: %s", REFUSAL_LOG_INTERVAL_S,
@@ -83,6 +87,7 @@ class ThriftServer:
         self._idle_timeout_s = idle_timeout_s
         self._request_timeout_s = request_timeout_s
         self._refusals = BurstLog("refusing a connection: %d connections already open", REFUSAL_LOG_INTERVAL_S, log)
+        self._evictions = BurstLog("closing connection from %s for a new one: %s", REFUSAL_LOG_INTERVAL_S, log)
         self._message_check = MessageCheck(max_message_bytes, max_depth, max_objects)
         self._large_requests = threading.BoundedSemaphore(max_large_requests)
         self._malformed = BurstLog("closing connection from %s after a malformed request: %s", REFUSAL_LOG_INTERVAL_S,
@@ -97,7 +102,8 @@ class ThriftServer:
             listener = socket.create_server((host, port), backlog=128, reuse_port=False)
         self.host, self.port = listener.getsockname()[:2]
         self._workers = WorkerPool()
-        self._loop = ConnectionLoop(self, listener, self._message_check, framed, idle_timeout_s, request_timeout_s)
+        self._loop = ConnectionLoop(self, listener, self._message_check, framed, idle_timeout_s, request_timeout_s,
+                                    evict_idle_after_s)
 
     def start(self) -> None:
         self._loop.start()
@@ -115,9 +121,9 @@ class ThriftServer:
                 pass
 
     def accepted(self, client: socket.socket, address: Any) -> Connection | None:
-        """A new connection, to be served by the loop; None when it is closed at once (the cap is reached) or
-        served on a thread of its own (TLS)."""
-        if not self._slots.acquire(blocking=False):
+        """A new connection, to be served by the loop; None when it is closed at once (the cap is reached and no
+        connection has been idle long enough to give up its slot) or served on a thread of its own (TLS)."""
+        if not self._slots.acquire(blocking=False) and not self._slot_of_idlest():
             self._metrics.refused.inc()
             self._refusals.happened(self._max_connections)
             client.close()
@@ -133,6 +139,11 @@ class ThriftServer:
                              daemon=True).start()
             return None
         return self._connection(client, address)
+
+    def _slot_of_idlest(self) -> bool:
+        """Takes the slot of the connection idle longest, which the loop closes if it has been idle long enough.
+        Slots are only taken on the loop's thread (it accepts), so the one freed cannot go to another."""
+        return self._loop.evict_idlest() and self._slots.acquire(blocking=False)
 
     def _connection(self, sock: socket.socket, address: Any) -> Connection:
         return Connection(sock, address, self._processor_factory(str(address[0])),   # one processor per connection
@@ -202,6 +213,9 @@ class ThriftServer:
         elif isinstance(reason, MessageTooLarge):
             self._metrics.refused_messages.inc()
             log.warning("closing connection from %s: %s", address, reason.message)
+        elif isinstance(reason, IdleEvicted):
+            self._metrics.evicted.inc()
+            self._evictions.happened(address, reason.message)
         elif isinstance(reason, ClientTooSlow):
             self._metrics.slow_clients.inc()
             log.info("closing connection from %s: %s", address, reason.message)

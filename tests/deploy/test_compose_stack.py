@@ -22,7 +22,7 @@ from deploy.files import (
     load_yaml,
     yaml_module,
 )
-from hmsproxy.config import from_environment
+from hmsproxy.config import from_environment, ignored_environment
 from support.required import installed
 
 COMPOSE = shutil.which("docker-compose")
@@ -99,8 +99,9 @@ def test_the_database_url_is_the_mariadb_service_credentials(empty_env, env_file
         assert (url.get_backend_name(), url.host, url.port) == ("mysql", "mariadb", 3306), name
         assert (url.username, url.password, url.database) == (
             database["MARIADB_USER"], database["MARIADB_PASSWORD"], database["MARIADB_DATABASE"]), name
-        settings = from_environment({k: str(v) for k, v in service["environment"].items()
-                                     if k.startswith("HMSPROXY_")})
+        given = {k: str(v) for k, v in service["environment"].items()}
+        assert ignored_environment(given) == [], name
+        settings = from_environment(given)
         assert settings["metrics_port"] == METRICS_PORT
 
 
@@ -184,6 +185,13 @@ def test_no_password_in_the_compose_file():
 def test_env_example_declares_every_variable():
     used = {match.group(1) for line in _lines_without_comments(COMPOSE_FILE) for match in VARIABLE.finditer(line)}
     assert used and used == set(_env_example())
+
+
+def test_env_example_names_only_settings_with_the_servers_prefix():
+    """A shell that sources .env.example gives hmsproxy every HMSPROXY_* variable in it: the compose file's own
+    variables (host ports) are named otherwise."""
+    assert ignored_environment(_env_example()) == []
+    assert from_environment(_env_example())
 
 
 def _env_example() -> dict[str, str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from deploy.files import KUBERNETES, load_yaml, load_yaml_documents
-from hmsproxy.config import from_environment
+from hmsproxy.config import from_environment, ignored_environment
 
 MIB = 1 << 20
 # Measured (deploy/README.md, "Memory"): an idle server's RSS, the RSS a cached partition costs relative to the
@@ -95,7 +95,8 @@ def test_no_credentials_in_the_config_map(objects):
 
 
 def test_the_server_accepts_the_settings(settings_env, container):
-    """hmsproxy refuses to start on an HMSPROXY_* variable it does not know or cannot read."""
+    """hmsproxy refuses to start on an HMSPROXY_* setting it cannot read, and ignores a variable that is none."""
+    assert ignored_environment(settings_env) == []
     settings = from_environment(settings_env)
     assert _container_port(container, "thrift") == settings["port"]
     assert _container_port(container, "metrics") == settings["metrics_port"]
@@ -105,10 +106,11 @@ def test_the_server_accepts_the_settings(settings_env, container):
 
 def test_no_service_links_in_the_environment(deployment):
     """Service links would add HMSPROXY_SERVICE_HOST and HMSPROXY_PORT=tcp://... (the Service is named
-    hmsproxy), which the server refuses as settings."""
+    hmsproxy): the server ignores them, but warns of them at every start."""
     assert deployment["spec"]["template"]["spec"]["enableServiceLinks"] is False
-    with pytest.raises(ValueError):
-        from_environment({"HMSPROXY_SERVICE_HOST": "10.0.0.1"})
+    links = {"HMSPROXY_SERVICE_HOST": "10.0.0.1", "HMSPROXY_PORT": "tcp://10.0.0.1:9083"}
+    assert from_environment(links) == {}
+    assert ignored_environment(links) == sorted(links)
 
 
 def test_probes_on_the_metrics_port(container, settings_env):

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from hmsproxy.config import Settings
@@ -28,14 +29,16 @@ def start_hmsproxy(workdir: Path, db_url: str | None = None, **overrides) -> Run
 
 
 def start_hmsproxy_process(workdir: Path, db_url: str, *extra_args: str, attempts: int = 3,
-                           ports: tuple[int, int] | None = None) -> RunningServer:
+                           ports: tuple[int, int] | None = None,
+                           environment: Mapping[str, str] | None = None) -> RunningServer:
     """`hmsproxy serve` as its own process (for several instances on one database); stopped with SIGTERM.
     The metrics port is in `metrics_port` on the returned server. Started when the server says it serves:
     a port that merely accepts may be another process's. Started again on other ports when one of the two
     free ports it picked was taken before the server could bind it; `ports` (Thrift, metrics) starts it on
-    those (a restart where the last one ran), once."""
+    those (a restart where the last one ran), once. The process gets none of this one's HMSPROXY_* variables,
+    only `environment`'s."""
     workdir.mkdir(parents=True, exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HMSPROXY_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HMSPROXY_")} | dict(environment or {})
     for attempt in range(1 if ports else attempts):
         port, metrics_port = ports or free_ports(2)
         log_path = workdir / f"hmsproxy-{port}.log"

@@ -1,7 +1,7 @@
 """Settings precedence: flags > HMSPROXY_* environment > TOML file > defaults; Hive key names accepted."""
 import pytest
 
-from hmsproxy.config import Settings, resolve
+from hmsproxy.config import Settings, ignored_environment, resolve
 
 
 def test_defaults_when_nothing_is_given():
@@ -31,7 +31,7 @@ def test_hive_key_names_are_accepted_in_the_file(tmp_path):
 @pytest.mark.parametrize("environ, message", [
     ({"HMSPROXY_PORT": "nine"}, "expected an integer"),
     ({"HMSPROXY_FRAMED": "maybe"}, "expected a boolean"),
-    ({"HMSPROXY_NO_SUCH_THING": "1"}, "unknown setting"),
+    ({"HMSPROXY_PORT": "tcp://10.0.0.1:port"}, "expected an integer"),
     ({"HMSPROXY_TXN_TIMEOUT_S": "0"}, "expected a positive duration"),
     ({"HMSPROXY_UPSTREAM": "thrift://hms:9083", "HMSPROXY_CACHE": "false"}, "cannot be combined with --no-cache"),
     ({"HMSPROXY_UPSTREAM_REFRESH_S": "0"}, "expected a positive duration"),
@@ -40,6 +40,23 @@ def test_hive_key_names_are_accepted_in_the_file(tmp_path):
 def test_bad_values_are_refused_with_a_clear_message(environ, message):
     with pytest.raises(ValueError, match=message):
         resolve({}, environ=environ)
+
+
+def test_environment_variables_that_are_not_settings_are_ignored_and_named():
+    """Kubernetes' links of a Service named hmsproxy (HMSPROXY_PORT among them, as tcp://host:port) and what
+    else put HMSPROXY_* into the environment; the settings beside them still count."""
+    others = {"HMSPROXY_PORT": "tcp://10.0.0.1:9083", "HMSPROXY_SERVICE_HOST": "10.0.0.1",
+              "HMSPROXY_METRICS_PORT": "udp://[fd00::1]:9090", "HMSPROXY_NO_SUCH_THING": "1"}
+    environ = others | {"HMSPROXY_MAX_CONNECTIONS": "8", "HMSPROXY_CONFIG": "", "OTHER_PORT": "tcp://x:1"}
+    assert resolve({}, environ=environ) == Settings(max_connections=8)
+    assert ignored_environment(environ) == sorted(others)
+
+
+def test_an_unknown_key_of_the_config_file_is_refused(tmp_path):
+    config = tmp_path / "hmsproxy.toml"
+    config.write_text("max_conections = 8\n")
+    with pytest.raises(ValueError, match="unknown setting 'max_conections'"):
+        resolve({"config": str(config)}, environ={})
 
 
 def test_zero_turns_off_the_check_lock_hold():
