@@ -32,7 +32,8 @@ from thriftpy2.thrift import TProcessor, TType
 from thriftpy2.transport.memory import TCyMemoryBuffer
 from thriftpy2.utils import deserialize, serialize
 
-from hmsproxy.idl import hms
+from hmsproxy.dispatch import encoded_reply
+from hmsproxy.idl import LEGACY_CONTAINER_KINDS, hms
 
 SERVICE = hms.ThriftHiveMetastore
 FACTORIES = [TCyBinaryProtocolFactory(), PyBinaryFactory()]
@@ -41,7 +42,8 @@ FACTORY_IDS = ["cybin", "pure-python"]
 # Places where Hive itself changed the wire contract after 2.3. Ours follows Hive 4.
 #   key: (struct or "method_args"/"method_result", field id) -> what hmsclient (2.3) has.
 KNOWN_HIVE_CHANGES: dict[tuple[str, int], str] = {
-    # Hive 3.0 changed set<i64> to list<i64> (comment in Hive's IDL).
+    # Hive 3.0 changed set<i64> to list<i64> (comment in Hive's IDL): written both ways, read either way
+    # (LEGACY_CONTAINER_KINDS, checked below).
     ("GetOpenTxnsResponse", 2): "2.3: set<i64> open_txns",
     # Renamed isAcid -> isTransactional; same id and type, so the same wire format.
     ("LockComponent", 7): "2.3: bool isAcid",
@@ -414,3 +416,106 @@ def test_fast_path_untouched_for_reads() -> None:
     assert SERVICE.get_table_req_args.read is TPayload.read
     assert SERVICE.create_table_args.read is not TPayload.read
     assert hms.Partition.read is not TPayload.read
+
+
+# --- container kinds Hive changed after 2.3 (a set there, a list since) --------------------
+
+def _as_lists(shape: Shape) -> Shape:
+    """The shape with every set a list."""
+    if isinstance(shape, tuple) and shape[0] in (TType.LIST, TType.SET):
+        return (TType.LIST, _as_lists(shape[1]))
+    if isinstance(shape, tuple) and shape[0] == TType.MAP:
+        return (TType.MAP, _as_lists(shape[1]), _as_lists(shape[2]))
+    return shape
+
+
+def _shared_classes() -> list[tuple[str, type, type]]:
+    """(label, ours, hmsclient's) of every struct and method args/result both IDLs have."""
+    shared = [(name, getattr(hms, name), cls) for name, cls in apache_structs().items() if hasattr(hms, name)]
+    for method in apache_methods():
+        for suffix in ("_args", "_result"):
+            theirs = apache_method_class(method, suffix)
+            if method in SERVICE.thrift_services and theirs is not None:
+                shared.append((method + suffix, getattr(SERVICE, method + suffix), theirs))
+    return shared
+
+
+def container_kind_changes() -> dict[tuple[str, int], tuple[Shape, Shape]]:
+    """The fields that differ between hmsclient (Hive 2.3) and ours only in a set being a list or the other way
+    round: (label, id) -> (ours, theirs)."""
+    changes = {}
+    for label, ours_cls, theirs_cls in _shared_classes():
+        ours, theirs = ours_fields(ours_cls), apache_fields(theirs_cls)
+        for fid in ours.keys() & theirs.keys():
+            mine, old = ours[fid][1], theirs[fid][1]
+            if mine != old and _as_lists(mine) == _as_lists(old):
+                changes[(label, fid)] = (mine, old)
+    return changes
+
+
+def test_every_container_kind_change_is_written_both_ways() -> None:
+    """LEGACY_CONTAINER_KINDS (what the server writes twice and reads either way) is exactly the set of fields
+    whose container kind Hive changed, and each changed only in its own kind (not in a nested one)."""
+    changes = container_kind_changes()
+    assert set(changes) >= {("GetOpenTxnsResponse", 2)}, "the comparison missed the change it must find"
+    assert {key: old[0] for key, (_, old) in changes.items()} == {
+        (name, fid): kind for name, fields in LEGACY_CONTAINER_KINDS.items() for fid, kind in fields.items()}
+    for mine, old in changes.values():
+        assert mine[1] == old[1], f"a nested container kind changed: {mine} vs {old}"
+
+
+def _struct_classes(spec: Any) -> list[type]:
+    if isinstance(spec, type):
+        return [spec]
+    if isinstance(spec, tuple):
+        return [cls for part in spec for cls in _struct_classes(part)]
+    return []
+
+
+def test_structs_with_a_changed_kind_travel_only_as_answers() -> None:
+    """The server writes the second kind for a call's `success` (dispatch.encoded_reply): such a struct inside
+    another struct or in a request would need more than that."""
+    meta = hms.__thrift_meta__
+    calls = [getattr(SERVICE, name + suffix) for name in SERVICE.thrift_services for suffix in ("_args", "_result")]
+    holders = [*meta["structs"], *meta["unions"], *meta["exceptions"], *calls]
+    places = [(holder.__name__, fid) for holder in holders for fid, field in holder.thrift_spec.items()
+              if len(field) > 3 and any(c.__name__ in LEGACY_CONTAINER_KINDS for c in _struct_classes(field[2]))]
+    assert places, "no place found: the walk is broken"
+    assert all(name.endswith("_result") and fid == 0 for name, fid in places), places
+
+
+def open_txns_answer() -> Any:
+    return hms.GetOpenTxnsResponse(txn_high_water_mark=9, open_txns=[3, 5, 8], min_open_txn=3, abortedBits=b"\x02")
+
+
+@pytest.mark.parametrize("accelerated", [False, True], ids=["python", "accelerated"])
+def test_our_open_txns_answer_reads_in_hive_2_3(accelerated: bool) -> None:
+    pieces, size = encoded_reply(open_txns_answer())
+    data = b"".join(pieces)
+    assert len(data) == size
+    decoded = apache_decode(ApacheHMS.get_open_txns_result(), data, accelerated)
+    assert decoded.success == A.GetOpenTxnsResponse(txn_high_water_mark=9, open_txns={3, 5, 8}, min_open_txn=3)
+
+
+@pytest.mark.parametrize("factory", FACTORIES, ids=FACTORY_IDS)
+def test_our_open_txns_answer_reads_in_our_idl(factory: Any) -> None:
+    pieces, _ = encoded_reply(open_txns_answer())
+    decoded = deserialize(SERVICE.get_open_txns_result(), b"".join(pieces), factory)
+    assert decoded.success == open_txns_answer()
+
+
+@pytest.mark.parametrize("factory", FACTORIES, ids=FACTORY_IDS)
+def test_a_hive_2_3_open_txns_answer_reads_in_our_idl(factory: Any) -> None:
+    """A Hive 2.3 server sends the set alone: our reader takes it for the list."""
+    theirs = A.GetOpenTxnsResponse(txn_high_water_mark=9, open_txns={3, 5, 8}, min_open_txn=3)
+    decoded = deserialize(SERVICE.get_open_txns_result(),
+                          apache_encode(ApacheHMS.get_open_txns_result(success=theirs)), factory)
+    assert sorted(decoded.success.open_txns) == [3, 5, 8]
+    assert (decoded.success.txn_high_water_mark, decoded.success.min_open_txn) == (9, 3)
+
+
+@pytest.mark.parametrize("factory", FACTORIES, ids=FACTORY_IDS)
+def test_a_hive_4_open_txns_answer_reads_in_our_idl(factory: Any) -> None:
+    """A Hive 3/4 server sends the list alone."""
+    data = serialize(SERVICE.get_open_txns_result(success=open_txns_answer()), TCyBinaryProtocolFactory())
+    assert deserialize(SERVICE.get_open_txns_result(), data, factory).success == open_txns_answer()

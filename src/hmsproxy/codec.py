@@ -5,20 +5,45 @@ garbage collector) and the server can send such a list without building objects:
 """
 from __future__ import annotations
 
+import io
 import struct
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
+
+from thriftpy2.protocol.binary import write_val
 
 # From the compiled modules themselves: they have no type stubs, so to mypy these classes are Any.
 from thriftpy2.protocol.cybin.cybin import TCyBinaryProtocol
 from thriftpy2.thrift import TType
 from thriftpy2.transport.memory.cymemory import TCyMemoryBuffer
 
+from hmsproxy.idl import LEGACY_CONTAINER_KINDS
+
 
 def encode(obj: Any) -> bytes:
     buffer = TCyMemoryBuffer()
     TCyBinaryProtocol(buffer).write_struct(obj)
     return buffer.getvalue()
+
+
+def has_legacy_kinds(obj: Any) -> bool:
+    """Whether `obj` is a struct with a field Hive 2.3 declared as another container kind (a set where ours has a
+    list): encode_for_every_hive writes it."""
+    return type(obj).__name__ in LEGACY_CONTAINER_KINDS
+
+
+def encode_for_every_hive(obj: Any) -> bytes:
+    """encode(obj), with each LEGACY_CONTAINER_KINDS field of it written a second time in Hive 2.3's kind: a Thrift
+    reader skips a field whose type is not the one its IDL declares, so a Hive 2.3 reader keeps the set and a Hive
+    3/4 one the list, and each finds its required field."""
+    copies = io.BytesIO()
+    for fid, kind in LEGACY_CONTAINER_KINDS[type(obj).__name__].items():
+        _, name, spec, _ = obj.thrift_spec[fid]
+        value = getattr(obj, name)
+        if value is not None:
+            copies.write(struct.pack("!bh", kind, fid))
+            write_val(copies, kind, value, spec)
+    return encode(obj)[:-1] + copies.getvalue() + b"\x00"
 
 
 def decode(cls: type, data: bytes, tolerant: bool = False) -> Any:

@@ -25,7 +25,7 @@ from thriftpy2.transport.memory.cymemory import TCyMemoryBuffer
 
 from hmsproxy.audit import AuditLog
 from hmsproxy.burst_log import BurstLog
-from hmsproxy.codec import EncodedList, encode
+from hmsproxy.codec import EncodedList, encode, encode_for_every_hive, has_legacy_kinds
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
 from hmsproxy.repeated_requests import Repeat, RepeatedRequests
@@ -123,10 +123,14 @@ _SUCCESS_STRUCT = struct.pack("!bh", TType.STRUCT, 0)   # a result's field 0 hol
 
 
 def encoded_reply(success: Any) -> tuple[list[bytes], int] | None:
-    """The result struct of a call as byte pieces, and their size, when the answer holds pre-encoded lists (field
-    0 is `success`); None when it holds none and ordinary serialization applies."""
+    """The result struct of a call as byte pieces, and their size, when the answer holds pre-encoded lists or a
+    field Hive 2.3 declared as another container kind (field 0 is `success`); None when ordinary serialization
+    applies."""
     if type(success) is EncodedList:
         return _encoded_list_bytes(0, success) + [b"\x00"], _LIST_HEADER_BYTES + success.byte_size() + 1
+    if has_legacy_kinds(success):
+        body = encode_for_every_hive(success)
+        return [_SUCCESS_STRUCT, body, b"\x00"], len(_SUCCESS_STRUCT) + len(body) + 1
     if not hasattr(success, "thrift_spec"):
         return None
     lists = {fid: value for fid, name in _list_fields(success.__class__)

@@ -38,6 +38,17 @@ Result: such maps round-trip, with keys as tuples of strings, e.g.
 ``{("a", "1"): "hdfs://.../a=1"}``. Code that builds a SkewedInfo must use tuple keys.
 Code that decodes bytes itself must call ``obj.read(protocol)`` (not
 ``protocol.read_struct(obj)``) to get the fix.
+
+The second fix-up (a field that is a set in Hive 2.3 and a list since)
+----------------------------------------------------------------------
+Hive 3 turned ``GetOpenTxnsResponse.open_txns`` (field 2) from ``set<i64>`` into
+``list<i64>`` (:data:`LEGACY_CONTAINER_KINDS` lists every such field; tests/test_idl_wire.py
+checks the list against Hive 2.3's IDL). Both decoders skip a field whose wire type is not
+the declared one, so a Hive 2.3 server's answer would lose the field. Reading: the
+pure-Python ``read_struct`` is replaced by one that also reads a list field sent as a set
+and a set field sent as a list (the two are encoded alike after the type byte), and the
+classes that can carry such a field decode through it, as above. Writing: the server sends
+such a field in both kinds (dispatch.py), so Hive 2.3 and Hive 3/4 clients each read one.
 """
 
 from __future__ import annotations
@@ -59,11 +70,15 @@ try:  # the compiled protocol is optional in thriftpy2 (absent on some platforms
 except ImportError:  # pragma: no cover - always present in our venv
     TCyBinaryProtocol = None
 
-__all__ = ["MODULE_NAME", "THRIFT_DIR", "fb303", "hms"]
+__all__ = ["LEGACY_CONTAINER_KINDS", "MODULE_NAME", "THRIFT_DIR", "fb303", "hms"]
 
 MODULE_NAME = "hive_metastore_thrift"
 
 _CONTAINER_TYPES = (TType.LIST, TType.SET)
+
+#: Fields whose container kind Hive changed after 2.3: struct name -> field id -> the kind Hive 2.3 declares
+#: (ours follows Hive 4). Written in both kinds, read in either (module docstring).
+LEGACY_CONTAINER_KINDS: dict[str, dict[int, int]] = {"GetOpenTxnsResponse": {2: TType.SET}}
 
 
 def _find_thrift_dir() -> Path:
@@ -134,9 +149,43 @@ def _read_val(inbuf: Any, ttype: int, spec: Any = None, decode_response: bool = 
 
 _read_val.hmsproxy_original = _original_read_val  # type: ignore[attr-defined]
 
+_read_field_begin: Callable[[Any], tuple[int, int]] = _pybinary.read_field_begin
+
+
+def _read_as(wire_type: int, declared: int) -> int | None:
+    """The type a field sent as `wire_type` is read as (its declared one), or None: it is skipped.
+    thriftpy2 reads string/binary as whatever was declared; a list and a set are encoded alike after the type
+    byte, so each is read as the other too."""
+    if wire_type == declared or wire_type in _pybinary.BIN_TYPES:
+        return declared
+    if wire_type in _CONTAINER_TYPES and declared in _CONTAINER_TYPES:
+        return declared
+    return None
+
+
+def _read_struct(inbuf: Any, obj: Any, decode_response: bool = True, strict_decode: bool = False,
+                 budget: int = _pybinary.DEFAULT_MAX_DEPTH) -> None:
+    """Drop-in for thriftpy2.protocol.binary.read_struct that reads a list field sent as a set and the other way
+    round (Hive 2.3 <-> 3+, see LEGACY_CONTAINER_KINDS)."""
+    _check_depth(budget, " while reading a Thrift struct")
+    budget -= 1
+    fields = obj.thrift_spec
+    while True:
+        wire_type, fid = _read_field_begin(inbuf)
+        if wire_type == TType.STOP:
+            return
+        field = fields.get(fid)
+        read_type = None if field is None else _read_as(wire_type, field[0])
+        if read_type is None:
+            _skip(inbuf, wire_type, budget)
+            continue
+        spec = field[2] if len(field) > 3 else None
+        setattr(obj, field[1], _pybinary.read_val(inbuf, read_type, spec, decode_response, strict_decode, budget))
+
 
 def _tolerant_read(self: TPayload, iprot: Any) -> None:
-    """TPayload.read that avoids the compiled decoder (it cannot build list-keyed maps)."""
+    """TPayload.read that avoids the compiled decoder (it cannot build list-keyed maps, nor read a list field
+    sent as a set)."""
     if TCyBinaryProtocol is not None and isinstance(iprot, TCyBinaryProtocol):
         proto: TProtocolBase = TBinaryProtocol(  # type: ignore[no-untyped-call]  # thriftpy2 leaves it unannotated
             iprot.trans, strict_read=iprot.strict_read, decode_response=iprot.decode_response,
@@ -199,14 +248,20 @@ def _direct_fields(cls: type) -> list[tuple[int, Any]]:
             for f in getattr(cls, "thrift_spec", {}).values()]
 
 
+def _compiled_decoder_fails(cls: type) -> bool:
+    """True if the compiled decoder cannot read one of the class's own fields (both fix-ups)."""
+    return (cls.__name__ in LEGACY_CONTAINER_KINDS
+            or any(_has_container_keyed_map(f) for f in _direct_fields(cls)))
+
+
 def _classes_needing_fix(classes: list[type[TPayload]]) -> list[type[TPayload]]:
-    """Classes whose decoding can meet a list/set-keyed map, directly or through fields.
+    """Classes whose decoding can meet a list/set-keyed map or a LEGACY_CONTAINER_KINDS field, directly or
+    through fields.
 
     A fixed-point iteration, so reference cycles (Table -> CreationMetadata -> SourceTable
     -> Table) need no special care.
     """
-    bad = {cls for cls in classes
-           if any(_has_container_keyed_map(f) for f in _direct_fields(cls))}
+    bad = {cls for cls in classes if _compiled_decoder_fails(cls)}
     grew = True
     while grew:
         grew = False
@@ -218,9 +273,10 @@ def _classes_needing_fix(classes: list[type[TPayload]]) -> list[type[TPayload]]:
     return [cls for cls in classes if cls in bad]
 
 
-def _install_skewed_map_fix(module: ModuleType) -> list[type[TPayload]]:
-    """Apply the fix described in the module docstring; returns the classes it changed."""
+def _install_decoding_fixes(module: ModuleType) -> list[type[TPayload]]:
+    """Apply the fix-ups described in the module docstring; returns the classes it changed."""
     _pybinary.read_val = _read_val
+    _pybinary.read_struct = _read_struct
     changed = _classes_needing_fix(_generated_classes(module))
     for cls in changed:
         cls.read = _tolerant_read  # type: ignore[method-assign]
@@ -230,7 +286,7 @@ def _install_skewed_map_fix(module: ModuleType) -> list[type[TPayload]]:
 def _load() -> ModuleType:
     module = thriftpy2.load(str(THRIFT_DIR / "hive_metastore.thrift"),
                             module_name=MODULE_NAME, include_dirs=[str(THRIFT_DIR)])
-    _install_skewed_map_fix(module)
+    _install_decoding_fixes(module)
     return module
 
 

@@ -7,7 +7,7 @@ API Spark speaks), and must give the same answers. Normalised, because they must
   appearance on each server (inside exception messages too): Hive spends a lock id on some failed requests;
 - timestamps: a non-zero time becomes "<time>" (0 stays 0; unset fields are left out);
 - TApplicationException: its type only (Hive says "Internal error processing <call>", hmsproxy names the cause).
-get_open_txns is asked through our own IDL on hmsproxy: Hive 3 made its set<i64> open_txns a list<i64>.
+get_open_txns too: Hive 3 made its set<i64> open_txns a list<i64>, and hmsproxy answers both kinds.
 
 Where hmsproxy follows Hive 4 on purpose, the test pins both answers instead (the `on_purpose` tables).
 """
@@ -25,7 +25,7 @@ import pytest
 from hmsclient.genthrift.hive_metastore import ttypes as A
 from thrift.Thrift import TApplicationException, TException
 
-from api.builders import connect_hive, connect_thrift
+from api.builders import connect_hive
 from support.hmsproxy_server import start_hmsproxy
 from support.reference_hms import start_reference_hms
 
@@ -45,7 +45,6 @@ class Side:
 
     name: str
     client: Any  # hmsclient, Hive 2.3's IDL
-    get_open_txns: Callable[[], Any]
     first_ids: tuple[list[int], list[int]]
     names: dict[tuple[str, int], str] = field(default_factory=dict)
 
@@ -99,12 +98,6 @@ class Script:
     def show_locks(self, label: str, request: A.ShowLocksRequest, dbs: set[str]) -> None:
         """show_locks, keeping only the locks on `dbs` (other tests' locks live on the same servers)."""
         self.call(label, "show_locks", request, post=lambda r: [e for e in r.locks if e.dbname in dbs])
-
-    def open_txns_state(self, label: str) -> None:
-        assert label not in self.answers, f"duplicate label {label!r}"
-        r = self.side.get_open_txns()
-        self.answers[label] = self._norm({"txn_high_water_mark": r.txn_high_water_mark,
-                                          "open_txns": sorted(r.open_txns), "min_open_txn": r.min_open_txn})
 
     def _message(self, message: str) -> str:
         return ID_IN_MESSAGE.sub(
@@ -181,9 +174,8 @@ def pair(tmp_path_factory) -> Iterator[Pair]:
         stack.enter_context(reference)
         ours = stack.enter_context(start_hmsproxy(tmp_path_factory.mktemp("hmsproxy")))
         hive_client, our_client = (stack.enter_context(closing(connect_hive(server))) for server in (reference, ours))
-        own_idl = stack.enter_context(closing(connect_thrift(ours)))
-        yield Pair(Side("hive", hive_client, hive_client.get_open_txns, _probe_first_ids(hive_client)),
-                   Side("hmsproxy", our_client, own_idl.get_open_txns, _probe_first_ids(our_client)))
+        yield Pair(Side("hive", hive_client, _probe_first_ids(hive_client)),
+                   Side("hmsproxy", our_client, _probe_first_ids(our_client)))
 
 
 def _c(kind: int, db: str, table: str | None = None, partition: str | None = None,
@@ -325,7 +317,7 @@ def test_transactions_and_their_locks(pair):
 
     def scenario(s: Script) -> None:
         t1, t2, t3 = s.open_txns("open_txns 3", 3)
-        s.open_txns_state("get_open_txns: three open")
+        s.call("get_open_txns: three open", "get_open_txns")
         s.call("get_open_txns_info: three open", "get_open_txns_info")
         w1 = s.lock("txn 1: SHARED_WRITE w (insert)", _c(LT.SHARED_WRITE, d, "w", op=OP.INSERT), txnid=t1)
         x2 = s.lock("txn 2: EXCLUSIVE w waits", _c(LT.EXCLUSIVE, d, "w"), txnid=t2)
@@ -343,7 +335,7 @@ def test_transactions_and_their_locks(pair):
         s.call("commit aborted txn 2", "commit_txn", A.CommitTxnRequest(txnid=t2))
         s.call("check_lock of aborted txn 2's lock", "check_lock", A.CheckLockRequest(lockid=x2))
         s.call("heartbeat_txn_range txn 1..3", "heartbeat_txn_range", A.HeartbeatTxnRangeRequest(min=t1, max=t3))
-        s.open_txns_state("get_open_txns: txn 2 aborted")
+        s.call("get_open_txns: txn 2 aborted", "get_open_txns")
         s.call("get_open_txns_info: txn 2 aborted", "get_open_txns_info")
         s.call("commit txn 1", "commit_txn", A.CommitTxnRequest(txnid=t1))
         s.call("commit committed txn 1", "commit_txn", A.CommitTxnRequest(txnid=t1))
@@ -359,7 +351,7 @@ def test_transactions_and_their_locks(pair):
         s.lock("lock in an unknown txn", _c(LT.SHARED_READ, d), txnid=UNKNOWN)
         s.call("abort_txns txn 3 and an unknown one", "abort_txns", A.AbortTxnsRequest(txn_ids=[t3, UNKNOWN]))
         s.call("abort txn 3", "abort_txn", A.AbortTxnRequest(txnid=t3))  # the same state on both servers again
-        s.open_txns_state("get_open_txns at the end")
+        s.call("get_open_txns at the end", "get_open_txns")
         s.call("get_open_txns_info at the end", "get_open_txns_info")
         s.show_locks("show_locks at the end", A.ShowLocksRequest(dbname=d), {d})
 

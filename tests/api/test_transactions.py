@@ -46,6 +46,19 @@ def test_open_commit_abort_and_the_open_list(client):
     client.commit_txn(hms.CommitTxnRequest(txnid=t3))
 
 
+def test_hive_2_3_and_hive_4_clients_read_the_same_open_transactions(client, hclient):
+    """Hive 2.3's IDL declares open_txns a set<i64>, Hive 3+'s a list<i64>: the answer carries both, so hmsclient
+    (2.3) and our client (Hive 4's IDL) read the same ids."""
+    t1, t2, t3 = _open(client, 3)
+    client.commit_txn(hms.CommitTxnRequest(txnid=t1))
+    client.abort_txn(hms.AbortTxnRequest(txnid=t2))
+    ours, theirs = client.get_open_txns(), hclient.get_open_txns()
+    assert isinstance(theirs.open_txns, set) and {t2, t3} <= theirs.open_txns and t1 not in theirs.open_txns
+    assert theirs.open_txns == set(ours.open_txns)
+    assert (theirs.txn_high_water_mark, theirs.min_open_txn) == (ours.txn_high_water_mark, ours.min_open_txn)
+    client.commit_txn(hms.CommitTxnRequest(txnid=t3))
+
+
 def test_write_ids_and_valid_write_id_lists(client, db, backend_server):
     table = f"{db}.acid"
     if backend_server.hive_schema == "2.3.0":  # its layout has no write ids: refused, declared

@@ -13,7 +13,7 @@ import signal
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import closing
+from contextlib import ExitStack, closing
 from pathlib import Path
 
 import pytest
@@ -269,6 +269,28 @@ def test_transactions_are_the_upstreams(via_front, direct):
     assert opened[0] not in states and states.get(opened[1]) == hms.TxnState.ABORTED
     with pytest.raises(hms.NoSuchTxnException):
         via_front.commit_txn(hms.CommitTxnRequest(txnid=max(opened) + 1000))
+
+
+def test_open_transactions_read_alike_in_hive_2_3_and_4_clients_direct_and_through_the_front(front, hive):
+    """Hive 2.3's IDL declares GetOpenTxnsResponse.open_txns a set<i64>, Hive 3+'s (ours) a list<i64>. The Java HMS
+    2.3 answers the set, which our client and the front (a client of it) read as the list; the front answers both
+    kinds. So hmsclient (Hive 2.3's IDL) and our client read the same ids from the Java HMS and through the front."""
+    with ExitStack() as stack:
+        clients = [stack.enter_context(closing(connect(server)))
+                   for connect in (connect_hive, connect_thrift) for server in (hive, front.server)]
+        direct = connect_thrift(hive)
+        stack.enter_context(closing(direct))
+        first, aborted, last = direct.open_txns(hms.OpenTxnRequest(num_txns=3, user="u", hostname="h")).txn_ids
+        direct.abort_txn(hms.AbortTxnRequest(txnid=aborted))
+        info = direct.get_open_txns_info().open_txns
+        expected = {t.id for t in info}                             # the open ones and the aborted ones
+        assert {first, aborted, last} <= expected
+        min_open = min(t.id for t in info if t.state == hms.TxnState.OPEN)
+        for answer in [client.get_open_txns() for client in clients]:
+            assert answer.open_txns is not None and set(answer.open_txns) == expected
+            assert (answer.txn_high_water_mark, answer.min_open_txn) == (last, min_open)
+        for txn in (first, last):
+            direct.commit_txn(hms.CommitTxnRequest(txnid=txn))
 
 
 def test_an_unreachable_upstream_leaves_cached_reads_and_fails_writes_within_the_bound(hive, tmp_path):

@@ -437,8 +437,7 @@ class UpstreamStore:
         return []
 
     def get_open_txns(self) -> tuple[int, list[TxnInfo]]:
-        """From get_open_txns_info: Hive 2.3's get_open_txns sends its ids as a set where newer IDLs (ours) have a
-        list, so they would be lost, and says nothing of which are aborted."""
+        """From get_open_txns_info: Hive 2.3's get_open_txns says nothing of which transactions are aborted."""
         info = self.upstream.call("get_open_txns_info")
         high = info.txn_high_water_mark
         return high, sorted((t for t in info.open_txns or [] if t.id <= high), key=lambda t: t.id)
