@@ -219,35 +219,51 @@ def test_replies_the_client_does_not_take_at_once_all_arrive_in_order(served):
     assert seqids == list(range(count))
 
 
-def _read_versions(host: str, port: int, framed: bool, calls: int, results) -> None:
+def _read_versions(host: str, port: int, framed: bool, start, done, results) -> None:
+    """Reads the table's version from the moment every reader and the writer pass `start` until the writer is
+    done, then once more."""
     client = thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, host, port, timeout=60000,
                                        trans_factory=_transport_factory(framed))
-    results.put([int(client.get_table(DB, "counted").parameters["v"]) for _ in range(calls)])
+    start.wait(60)
+    versions = []
+    while True:
+        last = done.is_set()
+        versions.append(int(client.get_table(DB, "counted").parameters["v"]))
+        if last:
+            break
     client.close()
+    results.put(versions)
 
 
 def test_readers_in_other_processes_never_see_a_write_undone(served):
     """Four processes read one table through the loop while this one alters it 60 times: each reader's versions
-    never go down, and the answer after the last alter is the last version."""
+    never go down, and the answer after the last alter is the last version. The readers and the writer start
+    together and the readers read until the writer is done, and some reader must have seen a version between the
+    first and the last: the reads overlapped the writes."""
     client = served.client()
     client.create_table(_table("counted", {"v": "0"}))
     context = multiprocessing.get_context("spawn")
-    results = context.Queue()
+    start, done, results = context.Barrier(5), context.Event(), context.Queue()
     readers = [context.Process(target=_read_versions, args=(served.server.host, served.server.port, served.framed,
-                                                            400, results)) for _ in range(4)]
+                                                            start, done, results)) for _ in range(4)]
     for reader in readers:
         reader.start()
-    for version in range(1, 61):
-        table = client.get_table(DB, "counted")
-        table.parameters["v"] = str(version)
-        client.alter_table(DB, "counted", table)
+    try:
+        start.wait(60)
+        for version in range(1, 61):
+            table = client.get_table(DB, "counted")
+            table.parameters["v"] = str(version)
+            client.alter_table(DB, "counted", table)
+    finally:
+        done.set()
     seen = [results.get(timeout=120) for _ in readers]
     for reader in readers:
-        reader.join()
+        reader.join(60)
     assert int(client.get_table(DB, "counted").parameters["v"]) == 60
     client.close()
     for versions in seen:
-        assert versions == sorted(versions)
+        assert versions == sorted(versions) and versions[-1] == 60
+    assert any(0 < version < 60 for versions in seen for version in versions), "no read overlapped the writes"
 
 
 def test_list_keyed_skew_maps_are_read_by_the_tolerant_decoder_and_the_rest_by_the_compiled_one(served):

@@ -189,11 +189,12 @@ def test_a_repeated_filter_is_answered_new_after_a_partition_it_matches_is_added
         "ds=2024-01-03/hr=0", "ds=2024-01-03/hr=5", "ds=2024-01-03/hr=6"]
 
 
-def _read_while_written(host: str, port: int, framed: bool, acknowledged, done, results) -> None:
-    """Filters the growing table until the writer is done, then once more: (partitions acknowledged before the
-    call, partitions answered) per call."""
+def _read_while_written(host: str, port: int, framed: bool, start, acknowledged, done, results) -> None:
+    """Filters the growing table from the moment every reader and the writer pass `start` until the writer is
+    done, then once more: (partitions acknowledged before the call, partitions answered) per call."""
     transport = TFramedTransportFactory() if framed else TBufferedTransportFactory()
     client = thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, host, port, timeout=60000, trans_factory=transport)
+    start.wait(60)
     seen = []
     while True:
         last = done.is_set()
@@ -208,24 +209,29 @@ def _read_while_written(host: str, port: int, framed: bool, acknowledged, done, 
 def test_readers_in_other_processes_see_every_acknowledged_add_and_never_one_undone(served):
     """Four processes filter a table through the loop (ready answers and repeats of them) while this one adds 60
     partitions to it: no answer misses a partition whose add was acknowledged before the call began, no reader's
-    count goes down, and each reader's last answer has all 60."""
+    count goes down, and each reader's last answer has all 60. They start together, and some answer must hold a
+    count between the first and the last: the reads overlapped the adds."""
     served, client = served
     client.call.create_table(_table("grow", {}))
     client.call.add_partition(_partition("grow", "x", 0))
     context = multiprocessing.get_context("spawn")
-    acknowledged, done, results = context.Value("i", 1), context.Event(), context.Queue()
+    start, acknowledged, done, results = context.Barrier(5), context.Value("i", 1), context.Event(), context.Queue()
     readers = [context.Process(target=_read_while_written, args=(
-        served.server.host, served.server.port, served.framed, acknowledged, done, results)) for _ in range(4)]
+        served.server.host, served.server.port, served.framed, start, acknowledged, done, results)) for _ in range(4)]
     before = served.ready_answers()
     for reader in readers:
         reader.start()
-    for hr in range(1, 60):
-        client.call.add_partition(_partition("grow", "x", hr))
-        acknowledged.value = hr + 1
-    done.set()
+    try:
+        start.wait(60)
+        for hr in range(1, 60):
+            client.call.add_partition(_partition("grow", "x", hr))
+            acknowledged.value = hr + 1
+    finally:
+        done.set()
     seen = [results.get(timeout=120) for _ in readers]
     for reader in readers:
-        reader.join()
+        reader.join(60)
+    assert any(1 < count < 60 for answers in seen for _, count in answers), "no read overlapped the adds"
     for answers in seen:
         assert all(count >= acked for acked, count in answers), "an acknowledged add missing from an answer"
         counts = [count for _, count in answers]
