@@ -12,7 +12,11 @@ import pytest
 from hmsproxy.idl import hms
 from support.instances import connect, instances_on_one_database
 
-TIMEOUT_S = 2.0
+TIMEOUT_S = 2.0  # where the test waits for the reaper: short, so that it does not wait long
+# Where a live client must keep its lock: a timeout a machine stall cannot reach between two heartbeats, watched
+# for longer than the timeout so that only the heartbeats can have kept the lock.
+LIVE_TIMEOUT_S = 8.0
+HEARTBEAT_EVERY_S = 0.25
 REAPER_INTERVAL_S = 0.25
 BOUND_S = 30.0  # only bounds a broken test
 
@@ -82,17 +86,17 @@ def test_a_killed_clients_lock_and_transaction_are_reaped(backend, tmp_path):
 
 
 def test_heartbeats_keep_a_lock_past_the_timeout(tmp_path):
-    args = ("--txn-timeout-s", str(TIMEOUT_S), "--txn-reaper-interval-s", str(REAPER_INTERVAL_S))
+    args = ("--txn-timeout-s", str(LIVE_TIMEOUT_S), "--txn-reaper-interval-s", str(REAPER_INTERVAL_S))
     with instances_on_one_database("sqlite", tmp_path, 1, *args) as (_, (server,)):
         client = connect(server)
         client.create_database(hms.Database(name="d", parameters={}))
         lock = client.lock(_exclusive("d", "t"))
         [txn] = client.open_txns(hms.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids
-        until = time.monotonic() + 3 * TIMEOUT_S
+        until = time.monotonic() + 1.5 * LIVE_TIMEOUT_S
         while time.monotonic() < until:  # a live client: heartbeats well within the timeout
             client.heartbeat(hms.HeartbeatRequest(lockid=lock.lockid))
             client.heartbeat(hms.HeartbeatRequest(txnid=txn))
-            time.sleep(TIMEOUT_S / 4)
+            time.sleep(HEARTBEAT_EVERY_S)
         [held] = client.show_locks(hms.ShowLocksRequest(dbname="d")).locks
         assert (held.lockid, held.state) == (lock.lockid, hms.LockState.ACQUIRED)
         assert {t.id: t.state for t in client.get_open_txns_info().open_txns}[txn] == hms.TxnState.OPEN
@@ -106,7 +110,7 @@ def test_polling_check_lock_keeps_waiting_locks_alive(backend, tmp_path):
     waiting lock and its transaction alive, even though polls of an unchanged lock are answered by a read
     and heartbeat only now and then; the lock is granted at the first poll after the holder lets go."""
     # a WAITING poll is held for --check-lock-wait-s: short, so one round of the loop stays well within the timeout
-    args = ("--txn-timeout-s", str(TIMEOUT_S), "--txn-reaper-interval-s", str(REAPER_INTERVAL_S),
+    args = ("--txn-timeout-s", str(LIVE_TIMEOUT_S), "--txn-reaper-interval-s", str(REAPER_INTERVAL_S),
             "--check-lock-wait-s", "0.1")
     with instances_on_one_database(backend, tmp_path, 2, *args) as (_, (a, b)):
         holder, waiter = connect(a), connect(b)
@@ -118,13 +122,13 @@ def test_polling_check_lock_keeps_waiting_locks_alive(backend, tmp_path):
         [txn] = waiter.open_txns(hms.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids
         in_txn = waiter.lock(hms.LockRequest(component=_exclusive(db, "acid").component, txnid=txn,
                                              user="u", hostname="h"))
-        until = time.monotonic() + 3 * TIMEOUT_S
+        until = time.monotonic() + 1.5 * LIVE_TIMEOUT_S
         while time.monotonic() < until:
             for lock in (plain, in_txn):
                 for mine in held:  # the holder stays alive throughout
                     holder.heartbeat(hms.HeartbeatRequest(lockid=mine.lockid))
                 assert waiter.check_lock(hms.CheckLockRequest(lockid=lock.lockid)).state == hms.LockState.WAITING
-            time.sleep(TIMEOUT_S / 8)  # the clients' polling interval
+            time.sleep(HEARTBEAT_EVERY_S)  # the clients' polling interval
         assert {t.id: t.state for t in waiter.get_open_txns_info().open_txns}[txn] == hms.TxnState.OPEN
         for lock in held:
             holder.unlock(hms.UnlockRequest(lockid=lock.lockid))
