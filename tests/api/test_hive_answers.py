@@ -11,7 +11,7 @@ import string
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -33,11 +33,25 @@ from support.running import RunningServer
 TIME_FIELDS = {"createTime", "lastAccessTime", "lastAnalyzed"}
 
 
-@pytest.fixture(scope="module")
-def hive(tmp_path_factory) -> Iterator[RunningServer]:
+def _java_present() -> None:
     if shutil.which("java") is None or subprocess.run(["java", "-version"], capture_output=True).returncode:
         pytest.skip("the reference Hive Metastore needs Java 17 (`java` is not on PATH)")
+
+
+@pytest.fixture(scope="module")
+def hive(tmp_path_factory) -> Iterator[RunningServer]:
+    _java_present()
     with start_reference_hms(tmp_path_factory.mktemp("hive-ref")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def hive_computing(tmp_path_factory) -> Iterator[RunningServer]:
+    """The reference without Hive 2.3's aggregate-statistics cache (on by default, off by default in Hive 3+),
+    which answers get_aggr_stats_for with an earlier aggregate of other partitions: what Hive computes."""
+    _java_present()
+    props = "<property><name>hive.metastore.aggregate.stats.cache.enabled</name><value>false</value></property>"
+    with start_reference_hms(tmp_path_factory.mktemp("hive-computing"), env={"REF_HMS_PROPS": props}) as server:
         yield server
 
 
@@ -626,6 +640,53 @@ def test_aggregate_statistics_cap_distinct_counts_and_name_columns_as_asked(serv
     one, _twice, missing = same_answer(servers, calls)
     assert [o["statsData"]["longStats"]["numDVs"] for o in one["colStats"][:1]] == [6]
     assert missing[0] == "NoSuchObjectException"
+
+
+def _bigint_partitions_with_statistics(client: Any, db: str, with_stats: Sequence[int]) -> list[str]:
+    """Issue 52's case: partitions k=0..k=7 of a bigint column, those in `with_stats` (at i) with low -(i+1),
+    high 100(i+1), i+1 nulls and 10(i+1) distinct values; the names of all eight."""
+    _partitioned_table(client, db, values=tuple(str(i) for i in range(8)))
+    for i in with_stats:
+        client.update_partition_column_statistics(A.ColumnStatistics(
+            statsDesc=A.ColumnStatisticsDesc(isTblLevel=False, dbName=db, tableName="t", partName=f"k={i}"),
+            statsObj=[A.ColumnStatisticsObj(colName="a", colType="bigint", statsData=A.ColumnStatisticsData(
+                longStats=A.LongColumnStatsData(lowValue=-(i + 1), highValue=100 * (i + 1), numNulls=i + 1,
+                                                numDVs=10 * (i + 1))))]))
+    return [f"k={i}" for i in range(8)]
+
+
+def _aggregate_of_a(client: Any, db: str, names: Sequence[str]) -> tuple[int, list[int]]:
+    """partsFound, and column a's low, high, nulls and distinct values over the partitions named."""
+    aggr = client.get_aggr_stats_for(A.PartitionsStatsRequest(dbName=db, tblName="t", colNames=["a"],
+                                                              partNames=list(names)))
+    stats = aggr.colStats[0].statsData.longStats
+    return aggr.partsFound, [stats.lowValue, stats.highValue, stats.numNulls, stats.numDVs]
+
+
+def _three_then_eight(client: Any, db: str) -> list[tuple[int, list[int]]]:
+    """The three partitions with statistics asked first, then all eight (five without)."""
+    names = _bigint_partitions_with_statistics(client, db, (0, 1, 2))
+    return [_aggregate_of_a(client, db, names[:3]), _aggregate_of_a(client, db, names)]
+
+
+def test_an_aggregate_over_partitions_some_without_statistics_is_hives_extrapolation(servers, hive_computing):
+    """Issue 52: 8 partitions asked, 5 without statistics. Hive (2.3 without its aggregate cache, and Hive 4)
+    extrapolates each field along the request: low -8, high 800, 80 distinct values, whatever was asked before."""
+    def calls(client, db):
+        spread = _bigint_partitions_with_statistics(client, f"{db}s", (0, 3, 6))
+        return _three_then_eight(client, db), _aggregate_of_a(client, f"{db}s", spread)
+    (three, eight), spread = same_answer((hive_computing, servers[1]), calls)
+    assert three == [3, [-3, 300, 6, 30]] and eight == [3, [-8, 800, 16, 80]]
+    assert spread == [3, [-8, 800, 32, 80]]
+
+
+def test_hive_2_3s_aggregate_cache_answers_an_earlier_aggregate(servers):
+    """What the issue saw (low -3, high 300, 30 distinct values for the eight): Hive 2.3's aggregate-statistics
+    cache, on by default, returns the aggregate of the three asked before. hmsproxy computes every call."""
+    hive, ours = servers
+    db = f"d{uuid.uuid4().hex[:8]}"
+    assert _answer(hive, _three_then_eight, db) == [[3, [-3, 300, 6, 30]], [3, [-3, 300, 6, 30]]]
+    assert _answer(ours, _three_then_eight, db) == [[3, [-3, 300, 6, 30]], [3, [-8, 800, 16, 80]]]
 
 
 def _tour(client: Any, db: str) -> dict[str, Any]:
