@@ -66,7 +66,7 @@ def update_altered_partition_stats(warehouse: Warehouse, old_params: Mapping[str
     listed from the directory again (a missing one: zero files)."""
     if not _require_cal_stats(old_params, new_params, env):
         return
-    if fast_stats_same(old_params, new_params):
+    if _fast_stats_same(old_params, new_params):
         update_basic_state(new_params, env)
     else:
         update_quick_stats(warehouse, new_params, location, new_dir=False, force=True, env=env)
@@ -79,10 +79,10 @@ def _require_cal_stats(old_params: Mapping[str, str], new_params: Mapping[str, s
         return False
     if not all(key in new_params for key in FAST_STATS) or env.get(STATS_GENERATED) in ("TASK", "USER"):
         return True
-    return not fast_stats_same(old_params, new_params)
+    return not _fast_stats_same(old_params, new_params)
 
 
-def fast_stats_same(old_params: Mapping[str, str], new_params: Mapping[str, str]) -> bool:
+def _fast_stats_same(old_params: Mapping[str, str], new_params: Mapping[str, str]) -> bool:
     """Hive's isFastStatsSame: both carry every fast stat with the same number ("01" is 1). A value that is not
     a Java long refuses the call with Hive's MetaException, as Long.parseLong does."""
     for key in FAST_STATS:
