@@ -10,6 +10,9 @@ name asked twice); counts are scaled as `sum / k * n` in integer arithmetic; a m
 line through the partitions holding its smallest and largest value, out to the first or last position
 (any partition lacking the field makes it null). Integer fields use Java's integer division, decimals go
 through a double and its Java text. Long, date and timestamp distinct counts never exceed high - low + 1.
+
+This is what Hive computes (2.3 with its aggregate-statistics cache off, and Hive 4 by default): that cache,
+on by default in 2.3, may answer with an earlier aggregate of other partitions (README), which no one can rely on.
 """
 from __future__ import annotations
 

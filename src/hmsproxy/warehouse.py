@@ -193,15 +193,18 @@ class Warehouse:
         """The directory work of one write, to be undone if the write fails (see DirectoryWork)."""
         return DirectoryWork(self)
 
-    def quick_stats(self, location: str | None) -> dict[str, str] | None:
+    def quick_stats(self, location: str | None, *, missing_is_new: bool = False) -> dict[str, str] | None:
         """numFiles / totalSize of the data files under a directory (hidden `_`/`.` files skipped), as HMS
         computes them; None when the directory cannot be read, or holds more than `quick_stats_max_files`
         entries (a table placed over a huge tree, such as `file:/`, would hold the call for minutes; HMS
         lists it all). What cannot be stat'ed (a dangling symlink, a file deleted meanwhile) is skipped: a
-        write never fails for the sake of these figures."""
+        write never fails for the sake of these figures. A directory that does not exist holds no files, as
+        HMS lists it; unless `missing_is_new`: the caller makes it next, and a new directory gets no stats."""
         path = local_path(location)
-        if path is None or not path.is_dir():
+        if path is None:
             return None
+        if not path.is_dir():
+            return None if missing_is_new or path.exists() else {"numFiles": "0", "totalSize": "0"}
         files = 0
         size = 0
         visited = 0

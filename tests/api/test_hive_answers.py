@@ -11,7 +11,7 @@ import string
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -33,11 +33,25 @@ from support.running import RunningServer
 TIME_FIELDS = {"createTime", "lastAccessTime", "lastAnalyzed"}
 
 
-@pytest.fixture(scope="module")
-def hive(tmp_path_factory) -> Iterator[RunningServer]:
+def _java_present() -> None:
     if shutil.which("java") is None or subprocess.run(["java", "-version"], capture_output=True).returncode:
         pytest.skip("the reference Hive Metastore needs Java 17 (`java` is not on PATH)")
+
+
+@pytest.fixture(scope="module")
+def hive(tmp_path_factory) -> Iterator[RunningServer]:
+    _java_present()
     with start_reference_hms(tmp_path_factory.mktemp("hive-ref")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def hive_computing(tmp_path_factory) -> Iterator[RunningServer]:
+    """The reference without Hive 2.3's aggregate-statistics cache (on by default, off by default in Hive 3+),
+    which answers get_aggr_stats_for with an earlier aggregate of other partitions: what Hive computes."""
+    _java_present()
+    props = "<property><name>hive.metastore.aggregate.stats.cache.enabled</name><value>false</value></property>"
+    with start_reference_hms(tmp_path_factory.mktemp("hive-computing"), env={"REF_HMS_PROPS": props}) as server:
         yield server
 
 
@@ -392,6 +406,123 @@ def test_a_renamed_partition_gets_true_quick_stats(servers):
     assert _answer(ours, calls, db) == {"numFiles": "1", "totalSize": "4"}
 
 
+STATS_KEYS = (*FAST_STATS, "DO_NOT_UPDATE_STATS")
+ACCURATE = '{"BASIC_STATS":"true","COLUMN_STATS":{"a":"true"}}'
+
+
+def _stats_params(params: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in params.items() if k in STATS_KEYS}
+
+
+def _alter_partition(client: Any, db: str, value: str, env: dict[str, str] | None = None, **params: str) -> Any:
+    """Alters partition `value` of db.t with these parameters set, through alter_partition_with_environment_context
+    when `env`; its stats parameters afterwards, or the refusal."""
+    part = client.get_partition(db, "t", [value])
+    part.parameters.update(params)
+    if env is None:
+        alter = _answer_or_refusal(lambda: client.alter_partition(db, "t", part))
+    else:
+        alter = _answer_or_refusal(lambda: client.alter_partition_with_environment_context(
+            db, "t", part, A.EnvironmentContext(properties=env)))
+    return alter or _stats_params(client.get_partition(db, "t", [value]).parameters)
+
+
+def test_an_altered_partition_gets_the_quick_stats_hive_gives_it(servers):
+    """HiveAlterHandler.alterPartition(s) of Hive 2.3: lists the directory again unless told not to (exactly
+    DO_NOT_UPDATE_STATS=true) or given the stored numbers (compared as numbers); STATS_GENERATED=TASK marks the
+    basic stats accurate (also when the numbers are kept), USER and nothing drop the marker; a DO_NOT_UPDATE_STATS
+    parameter means nothing to a partition; a missing directory holds 0 files; a DDL time of 0 is replaced; a
+    number that is not one refuses the call as Java's parseLong does."""
+    def calls(client, db):
+        values = [f"p{i}" for i in range(15)]
+        _partitioned_table(client, db, values=tuple(values))
+        for value in values:
+            _put_file(client.get_partition(db, "t", [value]).sd.location, "f", "abcdefg")
+        seen = {"plain": _alter_partition(client, db, "p0"),
+                "TASK": _alter_partition(client, db, "p1", {"STATS_GENERATED": "TASK"}),
+                "TASK, columns marked": _alter_partition(client, db, "p2", {"STATS_GENERATED": "TASK"},
+                                                         COLUMN_STATS_ACCURATE='{"COLUMN_STATS":{"a":"true"}}'),
+                "TASK, old marker": _alter_partition(client, db, "p3", {"STATS_GENERATED": "TASK"},
+                                                     COLUMN_STATS_ACCURATE="true"),
+                "USER": _alter_partition(client, db, "p4", {"STATS_GENERATED": "USER"}, COLUMN_STATS_ACCURATE=ACCURATE),
+                "DO_NOT_UPDATE_STATS=TRUE": _alter_partition(client, db, "p5", {"DO_NOT_UPDATE_STATS": "TRUE"}),
+                "marker parameter": _alter_partition(client, db, "p6", DO_NOT_UPDATE_STATS="true"),
+                "not a number": _alter_partition(client, db, "p7", {"STATS_GENERATED": "TASK"}, numFiles="x",
+                                                 totalSize="1")}
+        for value in ("p8", "p9", "p10"):   # stored numbers that are not the directory's
+            _alter_partition(client, db, value, {"DO_NOT_UPDATE_STATS": "true"}, numFiles="5", totalSize="50",
+                             COLUMN_STATS_ACCURATE=ACCURATE)
+        seen["same numbers"] = _alter_partition(client, db, "p8", numFiles="05")
+        seen["same numbers, TASK"] = _alter_partition(client, db, "p9", {"STATS_GENERATED": "TASK"},
+                                                      COLUMN_STATS_ACCURATE='{"COLUMN_STATS":{"a":"true"}}')
+        seen["same numbers, USER"] = _alter_partition(client, db, "p10", {"STATS_GENERATED": "USER"})
+        seen["not a number, no context"] = _alter_partition(client, db, "p10", numFiles="y")
+        shutil.rmtree(client.get_partition(db, "t", ["p11"]).sd.location.removeprefix("file:"))
+        seen["directory missing"] = _alter_partition(client, db, "p11")
+        _alter_partition(client, db, "p12", transient_lastDdlTime="0")
+        seen["DDL time 0 replaced"] = client.get_partition(db, "t", ["p12"]).parameters["transient_lastDdlTime"] != "0"
+        parts = [client.get_partition(db, "t", [value]) for value in ("p13", "p14")]
+        parts[1].parameters.update(numFiles="3", totalSize="30")
+        client.alter_partitions_with_environment_context(db, "t", parts,
+                                                         A.EnvironmentContext(properties={"STATS_GENERATED": "TASK"}))
+        seen["alter_partitions, TASK"] = [_stats_params(client.get_partition(db, "t", [value]).parameters)
+                                          for value in ("p13", "p14")]
+        return seen
+    seen = same_answer(servers, calls)
+    listed = {"numFiles": "1", "totalSize": "7"}
+    assert seen["TASK"] == {**listed, "COLUMN_STATS_ACCURATE": '{"BASIC_STATS":"true"}'}
+    assert seen["same numbers, TASK"] == {"numFiles": "5", "totalSize": "50", "COLUMN_STATS_ACCURATE": ACCURATE}
+    assert seen["directory missing"] == {"numFiles": "0", "totalSize": "0"} and seen["DDL time 0 replaced"]
+    assert seen["marker parameter"] == {**listed, "DO_NOT_UPDATE_STATS": "true"}
+    assert seen["not a number, no context"] == ["MetaException",
+                                                'java.lang.NumberFormatException: For input string: "y"']
+
+
+def test_tables_and_added_partitions_get_the_quick_stats_hive_gives_them(servers, tmp_path):
+    """create_table and alter_table of Hive 2.3 honour STATS_GENERATED=TASK; alter_table lists a missing directory
+    as 0 files and skips only for exactly DO_NOT_UPDATE_STATS=true in the context, create_table only for the
+    parameter. Adding a partition lists its directory whatever the context or that parameter say (kept)."""
+    def data() -> A.StorageDescriptor:
+        directory = tmp_path / uuid.uuid4().hex   # existing data, a directory for each server
+        directory.mkdir()
+        (directory / "f").write_text("xyz")
+        return sd(A, [("a", "int")], f"file:{directory}", serde_params={})
+
+    def calls(client, db):
+        seen = {}
+        client.create_database(A.Database(name=db, parameters={}))
+        for name, env in (("task", {"STATS_GENERATED": "TASK"}), ("dnus", {"DO_NOT_UPDATE_STATS": "true"})):
+            client.create_table_with_environment_context(
+                A.Table(tableName=name, dbName=db, sd=data(), parameters={"COLUMN_STATS_ACCURATE": ACCURATE},
+                        partitionKeys=[], tableType="MANAGED_TABLE"), A.EnvironmentContext(properties=env))
+            seen[f"created with {env}"] = _stats_params(client.get_table(db, name).parameters)
+        for name, env in (("task", {"STATS_GENERATED": "TASK"}), ("dnus", {"DO_NOT_UPDATE_STATS": "TRUE"})):
+            table = client.get_table(db, name)
+            _put_file(table.sd.location, "g", "more")
+            table.parameters.pop("COLUMN_STATS_ACCURATE", None)
+            client.alter_table_with_environment_context(db, name, table, A.EnvironmentContext(properties=env))
+            seen[f"altered with {env}"] = _stats_params(client.get_table(db, name).parameters)
+        table = client.get_table(db, "task")
+        table.sd.location = f"file:{tmp_path / uuid.uuid4().hex}"
+        client.alter_table(db, "task", table)
+        seen["altered onto a missing directory"] = _stats_params(client.get_table(db, "task").parameters)
+        _partitioned_table(client, f"{db}p", values=("x",))
+        client.add_partition_with_environment_context(
+            A.Partition(dbName=f"{db}p", tableName="t", values=["a"], sd=data(),
+                        parameters={"COLUMN_STATS_ACCURATE": ACCURATE}),
+            A.EnvironmentContext(properties={"STATS_GENERATED": "TASK", "DO_NOT_UPDATE_STATS": "true"}))
+        client.add_partitions([A.Partition(dbName=f"{db}p", tableName="t", values=["b"], sd=data(),
+                                           parameters={"DO_NOT_UPDATE_STATS": "true"})])
+        seen["added"] = [_stats_params(client.get_partition(f"{db}p", "t", [v]).parameters) for v in ("a", "b")]
+        return seen
+    seen = same_answer(servers, calls)
+    assert seen["altered with {'STATS_GENERATED': 'TASK'}"] == {"numFiles": "2", "totalSize": "7",
+                                                                "COLUMN_STATS_ACCURATE": '{"BASIC_STATS":"true"}'}
+    assert seen["altered onto a missing directory"] == {"numFiles": "0", "totalSize": "0"}
+    assert seen["added"] == [{"numFiles": "1", "totalSize": "3"},
+                             {"numFiles": "1", "totalSize": "3", "DO_NOT_UPDATE_STATS": "true"}]
+
+
 @pytest.mark.parametrize("pattern", ["t[ab]", "t.", "t.*", "t*", "T*", "t_x", "t\\.y", "ta|tb", "(ta)", "t.?", "t+",
                                      "a.c", "t[0-9]", "t_.", "*b*", "(?i)TA", "  ta | tb "])
 def test_name_patterns_mean_what_they_mean_to_hive(servers, pattern):
@@ -509,6 +640,53 @@ def test_aggregate_statistics_cap_distinct_counts_and_name_columns_as_asked(serv
     one, _twice, missing = same_answer(servers, calls)
     assert [o["statsData"]["longStats"]["numDVs"] for o in one["colStats"][:1]] == [6]
     assert missing[0] == "NoSuchObjectException"
+
+
+def _bigint_partitions_with_statistics(client: Any, db: str, with_stats: Sequence[int]) -> list[str]:
+    """Issue 52's case: partitions k=0..k=7 of a bigint column, those in `with_stats` (at i) with low -(i+1),
+    high 100(i+1), i+1 nulls and 10(i+1) distinct values; the names of all eight."""
+    _partitioned_table(client, db, values=tuple(str(i) for i in range(8)))
+    for i in with_stats:
+        client.update_partition_column_statistics(A.ColumnStatistics(
+            statsDesc=A.ColumnStatisticsDesc(isTblLevel=False, dbName=db, tableName="t", partName=f"k={i}"),
+            statsObj=[A.ColumnStatisticsObj(colName="a", colType="bigint", statsData=A.ColumnStatisticsData(
+                longStats=A.LongColumnStatsData(lowValue=-(i + 1), highValue=100 * (i + 1), numNulls=i + 1,
+                                                numDVs=10 * (i + 1))))]))
+    return [f"k={i}" for i in range(8)]
+
+
+def _aggregate_of_a(client: Any, db: str, names: Sequence[str]) -> tuple[int, list[int]]:
+    """partsFound, and column a's low, high, nulls and distinct values over the partitions named."""
+    aggr = client.get_aggr_stats_for(A.PartitionsStatsRequest(dbName=db, tblName="t", colNames=["a"],
+                                                              partNames=list(names)))
+    stats = aggr.colStats[0].statsData.longStats
+    return aggr.partsFound, [stats.lowValue, stats.highValue, stats.numNulls, stats.numDVs]
+
+
+def _three_then_eight(client: Any, db: str) -> list[tuple[int, list[int]]]:
+    """The three partitions with statistics asked first, then all eight (five without)."""
+    names = _bigint_partitions_with_statistics(client, db, (0, 1, 2))
+    return [_aggregate_of_a(client, db, names[:3]), _aggregate_of_a(client, db, names)]
+
+
+def test_an_aggregate_over_partitions_some_without_statistics_is_hives_extrapolation(servers, hive_computing):
+    """Issue 52: 8 partitions asked, 5 without statistics. Hive (2.3 without its aggregate cache, and Hive 4)
+    extrapolates each field along the request: low -8, high 800, 80 distinct values, whatever was asked before."""
+    def calls(client, db):
+        spread = _bigint_partitions_with_statistics(client, f"{db}s", (0, 3, 6))
+        return _three_then_eight(client, db), _aggregate_of_a(client, f"{db}s", spread)
+    (three, eight), spread = same_answer((hive_computing, servers[1]), calls)
+    assert three == [3, [-3, 300, 6, 30]] and eight == [3, [-8, 800, 16, 80]]
+    assert spread == [3, [-8, 800, 32, 80]]
+
+
+def test_hive_2_3s_aggregate_cache_answers_an_earlier_aggregate(servers):
+    """What the issue saw (low -3, high 300, 30 distinct values for the eight): Hive 2.3's aggregate-statistics
+    cache, on by default, returns the aggregate of the three asked before. hmsproxy computes every call."""
+    hive, ours = servers
+    db = f"d{uuid.uuid4().hex[:8]}"
+    assert _answer(hive, _three_then_eight, db) == [[3, [-3, 300, 6, 30]], [3, [-3, 300, 6, 30]]]
+    assert _answer(ours, _three_then_eight, db) == [[3, [-3, 300, 6, 30]], [3, [-8, 800, 16, 80]]]
 
 
 def _tour(client: Any, db: str) -> dict[str, Any]:

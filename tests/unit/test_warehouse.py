@@ -38,7 +38,15 @@ def test_quick_stats_skip_hidden_files(tmp_path):
     (tmp_path / "_SUCCESS").write_bytes(b"")
     (tmp_path / ".part-0.crc").write_bytes(b"zz")
     assert Warehouse(tmp_path / "wh").quick_stats(f"file:{tmp_path}") == {"numFiles": "2", "totalSize": "15"}
-    assert Warehouse(tmp_path / "wh").quick_stats(f"file:{tmp_path}/missing") is None
+
+
+def test_a_missing_directory_holds_no_files_unless_it_is_about_to_be_made(tmp_path):
+    """An alter lists what is there (HMS records 0 and 0); an add or create makes the directory: a new one."""
+    warehouse = Warehouse(tmp_path / "wh")
+    assert warehouse.quick_stats(f"file:{tmp_path}/missing") == {"numFiles": "0", "totalSize": "0"}
+    assert warehouse.quick_stats(f"file:{tmp_path}/missing", missing_is_new=True) is None
+    (tmp_path / "a-file").write_bytes(b"x")
+    assert warehouse.quick_stats(f"file:{tmp_path}/a-file") is None
 
 
 def test_move_refuses_to_overwrite(tmp_path):

@@ -22,13 +22,7 @@ from hmsproxy.handler.common import (
     split_catalog,
     with_snapshot,
 )
-from hmsproxy.handler.quick_stats import (
-    DO_NOT_UPDATE_STATS,
-    FAST_STATS,
-    STATS_GENERATED,
-    strip_marker,
-    update_quick_stats,
-)
+from hmsproxy.handler.quick_stats import update_altered_partition_stats, update_quick_stats
 from hmsproxy.handler.tables import is_external, is_view
 from hmsproxy.idl import hms
 from hmsproxy.names import (
@@ -46,6 +40,7 @@ from hmsproxy.warehouse import DirectoryWork, join
 
 MAX_BATCH_SIZE = 10_000
 PATH_COMPONENT = re.compile(r"([^/]+)=([^/]+)")  # key=value; the key runs to the last '='
+ZERO = re.compile(r"[+-]?0+")  # a DDL time Hive reads as 0 (Integer.parseInt), so replaces with the time of the alter
 
 
 def _limit(items: list[Any], max_parts: int | None) -> list[Any]:
@@ -90,7 +85,7 @@ class PartitionCalls(Calls):
 
     # ---- add ---------------------------------------------------------------------------------------
 
-    def _prepare_partition(self, table: Any, part: Any, env: dict[str, str], work: DirectoryWork) -> Any:
+    def _prepare_partition(self, table: Any, part: Any, work: DirectoryWork) -> Any:
         """Fills defaults (location, SD, times), plans the directory, computes quick stats; returns the partition
         to store. Only the partition and its storage descriptor are copied, the two objects changed here (a deep
         copy of each partition was a sixth of adding a thousand; copy.copy costs three times shallow_copy)."""
@@ -106,15 +101,14 @@ class PartitionCalls(Calls):
         part.createTime = now()
         part.lastAccessTime = part.lastAccessTime or 0
         part.parameters.setdefault(DDL_TIME, str(part.createTime))
-        if not is_view(table):   # quick stats of a directory that does not exist yet are none, as of a new one
+        if not is_view(table):   # Hive 2.3 lists it whatever the context or a DO_NOT_UPDATE_STATS parameter say
             update_quick_stats(self.ctx.warehouse, part.parameters, part.sd.location, new_dir=False, force=False,
-                               env=env)
+                               env={}, made_if_missing=True)
             work.plan_mkdirs(part.sd.location)
-        strip_marker(part.parameters)
         return part
 
-    def _add_partitions(self, db: str, tbl: str, cat: str | None, parts: Sequence[Any], if_not_exists: bool,
-                        env: Any = None) -> list[Any]:
+    def _add_partitions(self, db: str, tbl: str, cat: str | None, parts: Sequence[Any],
+                        if_not_exists: bool) -> list[Any]:
         try:
             catalog, db_name, table = self._table(db, tbl, cat)
         except hms.NoSuchObjectException:
@@ -130,7 +124,6 @@ class PartitionCalls(Calls):
                 raise hms.MetaException(
                     message=f"Partition does not belong to target table {db_name}.{table.tableName}: "
                             f"{part.dbName}.{part.tableName}")
-        props = env_properties(env)
         names = [self._name(table, check_partition_values(table, p.values)) for p in parts]
         # Without if_not_exists an existing partition fails the call, which the store's transaction finds (and the
         # directories made meanwhile are removed): asking first would cost a read of the table on every add. A
@@ -140,7 +133,7 @@ class PartitionCalls(Calls):
         check_new_and_distinct(names, parts, existing, if_not_exists)
         try:
             with self.ctx.warehouse.changes() as work:
-                prepared = [self._prepare_partition(table, part, props, work)
+                prepared = [self._prepare_partition(table, part, work)
                             for name, part in zip(names, parts) if name not in existing]
                 work.start_planned()   # made while the event is built and the rows are written
                 # With if_not_exists the store announces what it adds: another writer may add some meanwhile.
@@ -160,15 +153,15 @@ class PartitionCalls(Calls):
         return {self._name(table, p.values) for p in found}
 
     def add_partition(self, new_part: Any) -> Any:
-        return self._add_one(new_part, None)
+        return self._add_one(new_part)
 
     def add_partition_with_environment_context(self, new_part: Any, environment_context: Any) -> Any:
-        return self._add_one(new_part, environment_context)
+        return self._add_one(new_part)   # Hive 2.3 adds as add_partition does, whatever the context says
 
-    def _add_one(self, part: Any, env: Any) -> Any:
+    def _add_one(self, part: Any) -> Any:
         if part is None:
             raise hms.InvalidObjectException(message="partition must not be null")
-        added = self._add_partitions(part.dbName or "", part.tableName or "", part.catName, [part], False, env)
+        added = self._add_partitions(part.dbName or "", part.tableName or "", part.catName, [part], False)
         return added[0]
 
     def add_partitions(self, new_parts: Sequence[Any]) -> int:
@@ -418,11 +411,11 @@ class PartitionCalls(Calls):
             part.createTime = old.createTime
             part.sd.location = checked_location(part.sd.location, hms.InvalidOperationException) or old.sd.location
             part.parameters = dict(part.parameters or {})
-            part.parameters.setdefault(DDL_TIME, str(now()))
-            if _stats_need_update(old.parameters, part.parameters, props):
-                update_quick_stats(self.ctx.warehouse, part.parameters, part.sd.location, new_dir=False, force=True,
-                                   env=props)
-            strip_marker(part.parameters)
+            if ZERO.fullmatch(part.parameters.get(DDL_TIME, "0")):
+                part.parameters[DDL_TIME] = str(now())
+            if not is_view(table):
+                update_altered_partition_stats(self.ctx.warehouse, old.parameters or {}, part.parameters,
+                                               part.sd.location, props)
             prepared.append(part)
         events = [messages.alter_partition(table, old, new) for (_, old), new in zip(olds, prepared)]
         self.ctx.store.alter_partitions(catalog, db, table.tableName, prepared, journal=Journal(events))
@@ -572,13 +565,3 @@ class PartitionCalls(Calls):
                 spec[unescape_path_name(match.group(1))] = unescape_path_name(match.group(2))
         return spec
 
-
-def _stats_need_update(old_params: dict[str, str] | None, new_params: dict[str, str], env: dict[str, str]) -> bool:
-    """Hive's requireCalStats for an altered partition: unless told not to, recompute when the new partition
-    lacks fast stats, when a stats task or user asks, or when old and new fast stats are not the same."""
-    if env.get(DO_NOT_UPDATE_STATS, "").lower() == "true":
-        return False
-    if not all(key in new_params for key in FAST_STATS) or env.get(STATS_GENERATED) in ("TASK", "USER"):
-        return True
-    old_params = old_params or {}
-    return not all(key in old_params and old_params[key] == new_params[key] for key in FAST_STATS)

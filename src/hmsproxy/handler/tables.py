@@ -22,7 +22,7 @@ from hmsproxy.handler.common import (
     split_catalog,
     with_snapshot,
 )
-from hmsproxy.handler.quick_stats import DO_NOT_UPDATE_STATS, strip_marker, update_quick_stats
+from hmsproxy.handler.quick_stats import strip_marker, told_not_to_update, update_quick_stats
 from hmsproxy.idl import hms
 from hmsproxy.names import filter_by_pattern
 from hmsproxy.partition_filter import FilterError
@@ -124,10 +124,9 @@ class TableCalls(Calls):
                 table.sd.location = checked_location(table.sd.location, hms.InvalidObjectException) or \
                     Warehouse.default_table_location(database.locationUri, table.tableName)
                 made = work.mkdirs(table.sd.location)
-                if not table.partitionKeys:
+                if not strip_marker(table.parameters) and not table.partitionKeys:
                     update_quick_stats(self.ctx.warehouse, table.parameters, table.sd.location, new_dir=made,
                                        force=False, env=env_properties(env))
-                strip_marker(table.parameters)
             self.ctx.store.create_table(table, journal=Journal.of(messages.create_table(table)))
 
     # ---- read --------------------------------------------------------------------------------------
@@ -294,8 +293,8 @@ class TableCalls(Calls):
             props = env_properties(env)
             expected = _expected_parameter(props, table)
             # HiveAlterHandler computes them on a plain alter, never on a rename
-            if not renamed and not is_view(table) and not table.partitionKeys \
-                    and props.get(DO_NOT_UPDATE_STATS, "").lower() != "true":
+            if not renamed and not is_view(table) and not table.partitionKeys and not told_not_to_update(props) \
+                    and not strip_marker(table.parameters):
                 update_quick_stats(self.ctx.warehouse, table.parameters, table.sd.location, new_dir=False, force=True,
                                    env=props)
             strip_marker(table.parameters)

@@ -26,7 +26,8 @@ from hmsproxy.store.sql.tables import current_columns
 ACCURATE = "COLUMN_STATS_ACCURATE"
 
 
-def mark_columns_accurate(current: str | None, columns: Sequence[str]) -> str:
+def _accuracy(current: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The COLUMN_STATS_ACCURATE state and its COLUMN_STATS part; what is not that JSON reads as nothing marked."""
     try:
         state = json.loads(current) if current else {}
     except ValueError:
@@ -34,10 +35,23 @@ def mark_columns_accurate(current: str | None, columns: Sequence[str]) -> str:
     if not isinstance(state, dict):
         state = {}
     column_state = state.get("COLUMN_STATS")
-    if not isinstance(column_state, dict):
-        column_state = {}
+    return state, column_state if isinstance(column_state, dict) else {}
+
+
+def mark_columns_accurate(current: str | None, columns: Sequence[str]) -> str:
+    state, column_state = _accuracy(current)
     column_state.update({c: "true" for c in columns})
     state["COLUMN_STATS"] = dict(sorted(column_state.items()))
+    return json.dumps(state, separators=(",", ":"))
+
+
+def mark_basic_stats_accurate(current: str | None) -> str:
+    """COLUMN_STATS_ACCURATE once a stats task has computed the basic stats: BASIC_STATS true, the columns marked
+    before kept, written as Hive 2.3 writes it (BASIC_STATS first; COLUMN_STATS only when some are marked)."""
+    _, column_state = _accuracy(current)
+    state: dict[str, Any] = {"BASIC_STATS": "true"}
+    if column_state:
+        state["COLUMN_STATS"] = dict(sorted(column_state.items()))
     return json.dumps(state, separators=(",", ":"))
 
 
