@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+import pymysql
 from hmsclient import hmsclient
 
 MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
@@ -28,11 +29,39 @@ TXN_TABLES_MARKER = ".txn-tables"  # in the work directory once Hive has created
 
 @dataclass(frozen=True)
 class JdbcDatabase:
-    """A MariaDB database for the Java HMS instead of its embedded Derby one."""
+    """A MariaDB database for the Java HMS instead of its embedded Derby one (created if it does not exist)."""
 
-    url: str  # jdbc:mysql://HOST:PORT/NAME
-    user: str
+    host: str
+    port: int
+    name: str
+    user: str  # reaches the server over TCP and may create the database
     password: str  # not empty: Hive replaces an empty password with its own default
+
+    @property
+    def url(self) -> str:
+        """As MariaDB's JDBC driver takes it, told to call itself MySQL: the product Hive 2.3 knows how to talk to."""
+        return f"jdbc:mysql://{self.host}:{self.port}/{self.name}?useMysqlMetadata=true"
+
+    def execute(self, statement: str, *, inside: bool = True) -> None:
+        """Runs one statement as the Java HMS's user, in the database (`inside`) or on the server."""
+        connection = pymysql.connect(host=self.host, port=self.port, user=self.user, password=self.password,
+                                     database=self.name if inside else None, autocommit=True)
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(statement)
+        finally:
+            connection.close()
+
+    def create(self) -> None:
+        """The database, latin1 as Hive 2.3's MySQL schema is, unless it exists (with a schema Hive's script laid
+        out, or none, which DataNucleus then creates)."""
+        self.execute(f"CREATE DATABASE IF NOT EXISTS `{self.name}` CHARACTER SET latin1", inside=False)
+
+    def create_mutex_table(self) -> None:
+        """AUX_TABLE, the row lock Hive 2.3's lock calls take on MySQL; its test mode creates the other
+        transaction tables but skips this one."""
+        self.execute("CREATE TABLE IF NOT EXISTS AUX_TABLE (MT_KEY1 varchar(128) NOT NULL, MT_KEY2 bigint NOT NULL,"
+                     " MT_COMMENT varchar(255), PRIMARY KEY (MT_KEY1, MT_KEY2)) ENGINE=InnoDB DEFAULT CHARSET=latin1")
 
 
 def pyspark_jars() -> Path | None:
@@ -72,7 +101,7 @@ def site_properties(workdir: Path, *, txn: bool, database: JdbcDatabase | None,
         "datanucleus.connectionPoolingType": "HikariCP",
     }
     if database is not None:
-        properties |= {"javax.jdo.option.ConnectionURL": _with_mysql_metadata(database.url),
+        properties |= {"javax.jdo.option.ConnectionURL": database.url,
                        "javax.jdo.option.ConnectionDriverName": "org.mariadb.jdbc.Driver",
                        "javax.jdo.option.ConnectionUserName": database.user,
                        "javax.jdo.option.ConnectionPassword": database.password}
@@ -80,13 +109,6 @@ def site_properties(workdir: Path, *, txn: bool, database: JdbcDatabase | None,
         properties |= {"hive.support.concurrency": "true",
                        "hive.txn.manager": "org.apache.hadoop.hive.ql.lockmgr.DbTxnManager"}
     return properties | extra
-
-
-def _with_mysql_metadata(url: str) -> str:
-    """The JDBC URL with MariaDB's driver told to call itself MySQL, the product Hive 2.3 knows how to talk to."""
-    if "useMysqlMetadata=" in url:
-        return url
-    return f"{url}{'&' if '?' in url else '?'}useMysqlMetadata=true"
 
 
 def write_hive_site(conf: Path, properties: dict[str, str]) -> None:
@@ -162,7 +184,8 @@ def stop(process: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
         process.wait()
 
 
-def create_txn_tables(workdir: Path, port: int, properties: dict[str, str], timeout: float) -> None:
+def create_txn_tables(workdir: Path, port: int, properties: dict[str, str], database: JdbcDatabase | None,
+                      timeout: float) -> None:
     """Has Hive create its transaction and lock tables in the database: Hive 2.3 does so only in test mode, on the
     first transaction call, and its lock calls misbehave in test mode, so this runs a server for that one call."""
     process = launch(workdir, port, properties | {"hive.in.test": "true"}, timeout)
@@ -175,18 +198,22 @@ def create_txn_tables(workdir: Path, port: int, properties: dict[str, str], time
             client.close()
     finally:
         stop(process)
+    if database is not None:
+        database.create_mutex_table()
     (workdir / TXN_TABLES_MARKER).touch()
 
 
 def start_java_hms(workdir: Path, port: int, *, txn: bool, database: JdbcDatabase | None,
                    properties: dict[str, str], timeout: float) -> subprocess.Popen[bytes]:
     """The Java HMS serving on 127.0.0.1:`port` from `workdir` (with Hive's transaction and lock tables when
-    `txn`, created on first start; on `database` instead of Derby when given, whose transaction tables, if any,
-    Hive's own script made; `properties` added to its hive-site.xml)."""
+    `txn`, created on first start; on `database` instead of Derby when given; `properties` added to its
+    hive-site.xml)."""
     (workdir / "conf").mkdir(parents=True, exist_ok=True)
     (workdir / "warehouse").mkdir(exist_ok=True)
     write_log4j2(workdir / "conf", workdir)
     site = site_properties(workdir, txn=txn, database=database, extra=properties)
+    if database is not None:
+        database.create()
     if txn and not (workdir / TXN_TABLES_MARKER).exists():
-        create_txn_tables(workdir, port, site, timeout)
+        create_txn_tables(workdir, port, site, database, timeout)
     return launch(workdir, port, site, timeout)

@@ -63,7 +63,7 @@ def start_reference_hms_on_mariadb(workdir: Path, url: str, properties: dict[str
         conn.execute(text(f"CREATE USER IF NOT EXISTS '{JAVA_DB_USER}'@'127.0.0.1' IDENTIFIED BY '{JAVA_DB_USER}'"))
         conn.execute(text(f"GRANT ALL PRIVILEGES ON `{name}`.* TO '{JAVA_DB_USER}'@'127.0.0.1'"))
     admin.dispose()
-    database = JdbcDatabase(url=f"jdbc:mysql://127.0.0.1:3306/{name}", user=JAVA_DB_USER, password=JAVA_DB_USER)
+    database = JdbcDatabase(host="127.0.0.1", port=3306, name=name, user=JAVA_DB_USER, password=JAVA_DB_USER)
     return start_reference_hms(workdir, database=database, properties=properties, attempts=1, timeout=300)
 
 
