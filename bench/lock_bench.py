@@ -86,18 +86,10 @@ def connect(server: RunningServer) -> Any:
 
 
 def server_pid(server: RunningServer) -> int:
-    """The server's process: hms.pid for the reference HMS, else the `hmsproxy serve` process on its port."""
-    pid_file = server.workdir / "hms.pid" if server.workdir else None
-    if pid_file and pid_file.is_file():
-        return int(pid_file.read_text().strip())
-    for proc in Path("/proc").iterdir():
-        try:
-            args = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"hmsproxy.cli" in args and str(server.port).encode() in args:
-            return int(proc.name)
-    raise LookupError(f"no server process on port {server.port}")
+    """The server's process (both the reference HMS and `hmsproxy serve` run in one the bench started)."""
+    if server.pid is None:
+        raise LookupError(f"no server process on port {server.port}")
+    return server.pid
 
 
 def mariadb_pid() -> int | None:

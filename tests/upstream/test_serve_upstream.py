@@ -349,7 +349,8 @@ def test_the_java_hms_killed_and_restarted_is_used_again_by_itself(tmp_path):
         try:
             db, cached = front.new_cached_table(client, "java_killed")
 
-            os.kill(int((tmp_path / "java" / "hms.pid").read_text()), signal.SIGKILL)
+            assert java.pid is not None
+            os.kill(java.pid, signal.SIGKILL)
             assert client.get_table(db, "t") == cached
             with pytest.raises(hms.MetaException, match="upstream"):
                 client.create_table(table(hms, db, "refused"))
