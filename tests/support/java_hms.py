@@ -17,6 +17,7 @@ from xml.sax.saxutils import escape
 
 import pymysql
 from hmsclient import hmsclient
+from thrift.Thrift import TApplicationException
 
 MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 MARIADB_JDBC_JAR = Path("/usr/share/java/mariadb-java-client.jar")  # Debian's libmariadb-java
@@ -194,6 +195,11 @@ def create_txn_tables(workdir: Path, port: int, properties: dict[str, str], data
         client.open()
         try:
             client.get_open_txns()
+        except TApplicationException:
+            if database is None:
+                raise
+            # on MySQL, test mode's setup (written for Derby) fails at the compaction tables, which come after the
+            # transaction and lock tables: those are made, and the call's answer is of no use anyway
         finally:
             client.close()
     finally:
