@@ -66,12 +66,12 @@ class JdbcDatabase:
 
 
 def pyspark_jars() -> Path | None:
-    """PySpark's jars folder (Hive 2.3.10's metastore and everything it needs), or None without pyspark."""
+    """PySpark's jars folder (Hive 2.3's metastore and everything it needs), or None without pyspark."""
     spec = importlib.util.find_spec("pyspark")
     if spec is None or not spec.submodule_search_locations:
         return None
     jars = Path(next(iter(spec.submodule_search_locations))) / "jars"
-    return jars if (jars / "hive-metastore-2.3.10.jar").is_file() else None
+    return jars if any(jars.glob("hive-metastore-2.3.*.jar")) else None
 
 
 def missing_prerequisite(database: JdbcDatabase | None = None) -> str | None:
@@ -79,7 +79,7 @@ def missing_prerequisite(database: JdbcDatabase | None = None) -> str | None:
     if shutil.which("java") is None or subprocess.run(["java", "-version"], capture_output=True).returncode:
         return "the reference Hive Metastore needs Java 17 (`java` is not on PATH or does not run)"
     if pyspark_jars() is None:
-        return "the reference Hive Metastore runs from PySpark's jars (pyspark with Hive 2.3.10's is not installed)"
+        return "the reference Hive Metastore runs from PySpark's jars (pyspark with Hive 2.3's is not installed)"
     if shutil.which("gcc") is None:
         return "the reference Hive Metastore needs gcc to build the shim that keeps it on 127.0.0.1"
     if database is not None and not MARIADB_JDBC_JAR.is_file():
