@@ -87,6 +87,7 @@ from lock_bench import (  # noqa: E402
 )
 from upstream_bench import MARIADB, DelayedRelay, select_1_ms  # noqa: E402
 
+from support.java_hms import JdbcDatabase  # noqa: E402
 from support.reference_hms import start_reference_hms  # noqa: E402
 from support.running import RunningServer  # noqa: E402
 
@@ -194,11 +195,10 @@ def start_java(workdir: Path, relay_port: int, database: str) -> tuple[RunningSe
     if not Path("/usr/share/java/mariadb-java-client.jar").is_file():
         raise RuntimeError("the Java HMS on MariaDB needs Debian's libmariadb-java (apt-get install libmariadb-java)")
     java_user()
-    xml = "".join(f"<property><name>{k}</name><value>{v}</value></property>" for k, v in JAVA_PROPERTIES.items())
-    server = start_reference_hms(workdir, attempts=1, timeout=600, env={
-        "REF_HMS_JDBC": f"jdbc:mysql://127.0.0.1:{relay_port}/{database}", "REF_HMS_USER": JAVA_USER,
-        "REF_HMS_PASS": JAVA_PASS, "REF_HMS_PROPS": xml})
-    return server, Target("java", server.port, int((workdir / "hms.pid").read_text()))
+    jdbc = JdbcDatabase(host="127.0.0.1", port=relay_port, name=database, user=JAVA_USER, password=JAVA_PASS)
+    server = start_reference_hms(workdir, attempts=1, timeout=600, database=jdbc, properties=JAVA_PROPERTIES)
+    assert server.pid is not None
+    return server, Target("java", server.port, server.pid)
 
 
 # ---------------------------------------------------------------------------------------------------- data

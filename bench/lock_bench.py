@@ -4,8 +4,8 @@
                                [--out-dir bench/results] [--skip-java] [--skip-iceberg]
 
 Both servers run at once, each on its own fresh MariaDB database (127.0.0.1:3306, root): hmsproxy as an
-`hmsproxy serve` process with the cache on, the reference HMS (shared/reference-hms/start.sh) with Hive's
-transaction and lock tables (REF_HMS_TXN=1) through a TCP user `hmsbench` created here. Every measurement
+`hmsproxy serve` process with the cache on, the reference HMS (tests/support/reference_hms.py) with Hive's
+transaction and lock tables (txn=True) through a TCP user `hmsbench` created here. Every measurement
 runs on one server and then on the other, `--repeats` times; the table gives the median over repeats of the
 throughput and the median latency over all round trips.
 
@@ -50,6 +50,7 @@ for extra in (ROOT / "tests", HERE):  # support.* (server processes), iceberg_wo
 
 from hmsproxy.idl import hms  # noqa: E402
 from support.hmsproxy_server import start_hmsproxy_process  # noqa: E402
+from support.java_hms import JdbcDatabase  # noqa: E402
 from support.reference_hms import start_reference_hms  # noqa: E402
 from support.running import RunningServer  # noqa: E402
 
@@ -85,18 +86,10 @@ def connect(server: RunningServer) -> Any:
 
 
 def server_pid(server: RunningServer) -> int:
-    """The server's process: hms.pid for the reference HMS, else the `hmsproxy serve` process on its port."""
-    pid_file = server.workdir / "hms.pid" if server.workdir else None
-    if pid_file and pid_file.is_file():
-        return int(pid_file.read_text().strip())
-    for proc in Path("/proc").iterdir():
-        try:
-            args = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"hmsproxy.cli" in args and str(server.port).encode() in args:
-            return int(proc.name)
-    raise LookupError(f"no server process on port {server.port}")
+    """The server's process (both the reference HMS and `hmsproxy serve` run in one the bench started)."""
+    if server.pid is None:
+        raise LookupError(f"no server process on port {server.port}")
+    return server.pid
 
 
 def mariadb_pid() -> int | None:
@@ -167,13 +160,8 @@ def start_java(workdir: Path, db_name: str) -> RunningServer:
         raise RuntimeError("the reference HMS on MariaDB needs Debian's libmariadb-java "
                            "(apt-get install libmariadb-java)")
     java_user()
-    os.environ.update(REF_HMS_JDBC=f"jdbc:mysql://127.0.0.1:3306/{db_name}", REF_HMS_USER=JAVA_USER,
-                      REF_HMS_PASS=JAVA_PASS)
-    try:
-        return start_reference_hms(workdir, txn=True, attempts=1, timeout=300)
-    finally:
-        for key in ("REF_HMS_JDBC", "REF_HMS_USER", "REF_HMS_PASS"):
-            os.environ.pop(key, None)
+    database = JdbcDatabase(host="127.0.0.1", port=3306, name=db_name, user=JAVA_USER, password=JAVA_PASS)
+    return start_reference_hms(workdir, txn=True, database=database, attempts=1, timeout=300)
 
 
 def prepare(server: RunningServer, tables: int) -> None:

@@ -3,7 +3,7 @@
     python bench/upstream_bench.py [--db-latency-ms 1] [--calls 2000] [--tables 50] [--partitions 1000]
                                    [--spark-repeats 10] [--skip-spark] [--out-dir bench/results]
 
-The Java HMS (shared/reference-hms/start.sh) runs on a fresh MariaDB database `hmsbench_upstream` that it reaches
+The Java HMS (tests/support/reference_hms.py) runs on a fresh MariaDB database `hmsbench_upstream` that it reaches
 through a relay in this benchmark holding every chunk for half of --db-latency-ms in each direction, so that each
 round trip to the database pays the delay (a database that far away). The metastore database `upstream_bench` is
 filled through the Java HMS: --tables small tables and the table `big` partitioned by (p1 string, p2 int) with
@@ -51,6 +51,7 @@ from lock_bench import JAVA_PASS, JAVA_USER, drop_databases, java_user, source_v
 
 from api.builders import connect_thrift, database, partition, table  # noqa: E402
 from hmsproxy.idl import hms  # noqa: E402
+from support.java_hms import JdbcDatabase  # noqa: E402
 from support.ports import free_port  # noqa: E402
 from support.reference_hms import start_reference_hms  # noqa: E402
 from support.running import RunningServer  # noqa: E402
@@ -155,10 +156,9 @@ def select_1_ms(port: int, repeats: int = 200) -> float:
 
 
 def start_java(workdir: Path, relay_port: int) -> RunningServer:
-    """The Java HMS on MariaDB through the relay (start.sh creates the database, DataNucleus its schema)."""
-    env = {"REF_HMS_JDBC": f"jdbc:mysql://127.0.0.1:{relay_port}/{MARIADB_DB}", "REF_HMS_USER": JAVA_USER,
-           "REF_HMS_PASS": JAVA_PASS}
-    return start_reference_hms(workdir, env=env, attempts=1, timeout=900)
+    """The Java HMS on MariaDB through the relay (the launcher creates the database, DataNucleus its schema)."""
+    database = JdbcDatabase(host="127.0.0.1", port=relay_port, name=MARIADB_DB, user=JAVA_USER, password=JAVA_PASS)
+    return start_reference_hms(workdir, database=database, attempts=1, timeout=900)
 
 
 def _terminate(process: subprocess.Popen[bytes]) -> None:

@@ -1,6 +1,6 @@
 """Locks and transactions, call by call, against the real Hive Metastore 2.3.10 (issue 10).
 
-The reference (shared/reference-hms on Derby, with Hive's transaction and lock tables) and hmsproxy (SQLite)
+The reference (support/reference_hms.py on Derby, with Hive's transaction and lock tables) and hmsproxy (SQLite)
 get the same calls from the same client, hmsclient (Apache Thrift code generated from Hive 2.3's IDL, the
 API Spark speaks), and must give the same answers. Normalised, because they must differ:
 - lock and transaction ids that lock/open_txns returned become L1, L2... and T1, T2..., numbered in order of
@@ -14,8 +14,6 @@ Where hmsproxy follows Hive 4 on purpose, the test pins both answers instead (th
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, closing
 from dataclasses import dataclass, field
@@ -27,7 +25,7 @@ from thrift.Thrift import TApplicationException, TException
 
 from api.builders import connect_hive
 from support.hmsproxy_server import start_hmsproxy
-from support.reference_hms import start_reference_hms
+from support.reference_hms import reference_hms
 
 LT, LL, LS, OP = A.LockType, A.LockLevel, A.LockState, A.DataOperationType
 UNKNOWN = 10**12  # a lock or transaction id neither server handed out
@@ -164,14 +162,8 @@ def _probe_first_ids(client: Any) -> tuple[list[int], list[int]]:
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory) -> Iterator[Pair]:
-    if shutil.which("java") is None:
-        pytest.skip("the reference Hive Metastore needs Java, and there is none on PATH")
-    try:
-        reference = start_reference_hms(tmp_path_factory.mktemp("reference-hms"), txn=True)
-    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
-        pytest.skip(f"the reference Hive Metastore did not start: {exc}")
     with ExitStack() as stack:
-        stack.enter_context(reference)
+        reference = stack.enter_context(reference_hms(tmp_path_factory.mktemp("reference-hms"), txn=True))
         ours = stack.enter_context(start_hmsproxy(tmp_path_factory.mktemp("hmsproxy")))
         hive_client, our_client = (stack.enter_context(closing(connect_hive(server))) for server in (reference, ours))
         yield Pair(Side("hive", hive_client, _probe_first_ids(hive_client)),

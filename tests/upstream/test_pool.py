@@ -14,7 +14,7 @@ from hmsproxy.idl import hms
 from hmsproxy.upstream import pool as pool_module
 from hmsproxy.upstream.pool import UpstreamPool, UpstreamUnavailable
 from support.ports import free_port
-from support.reference_hms import reference_hms_or_skip
+from support.reference_hms import reference_hms
 from support.running import RunningServer
 from support.tcp_proxy import TcpProxy
 
@@ -23,7 +23,7 @@ SLACK_S = 1.5   # scheduling and a connect or two on loopback, on top of a time 
 
 @pytest.fixture(scope="module")
 def hive(tmp_path_factory) -> Iterator[RunningServer]:
-    with reference_hms_or_skip(tmp_path_factory.mktemp("upstream-hive")) as server:
+    with reference_hms(tmp_path_factory.mktemp("upstream-hive")) as server:
         yield server
 
 

@@ -27,7 +27,7 @@ from hmsproxy.config import Settings
 from hmsproxy.idl import hms
 from support.hmsproxy_server import start_hmsproxy_process
 from support.ports import free_port
-from support.reference_hms import reference_hms_or_skip, start_reference_hms
+from support.reference_hms import reference_hms, start_reference_hms
 from support.running import RunningServer
 from support.scrape import metric, wait_for
 from support.tcp_proxy import TcpProxy
@@ -74,7 +74,7 @@ class Front:
 
 @pytest.fixture(scope="module")
 def hive(tmp_path_factory) -> Iterator[RunningServer]:
-    with reference_hms_or_skip(tmp_path_factory.mktemp("front-hive"), txn=True) as server:
+    with reference_hms(tmp_path_factory.mktemp("front-hive"), txn=True) as server:
         yield server
 
 
@@ -364,14 +364,15 @@ def test_a_write_whose_acknowledgement_is_lost_leaves_no_stale_entry(hive, tmp_p
 def test_the_java_hms_killed_and_restarted_is_used_again_by_itself(tmp_path):
     """The process is killed (SIGKILL, no goodbye) and started again on its Derby database; the relay stands for
     the address clients keep using."""
-    with reference_hms_or_skip(tmp_path / "java", txn=True) as java:
+    with reference_hms(tmp_path / "java", txn=True) as java:
         relay = TcpProxy(java.port)
         front = Front(tmp_path / "front", f"thrift://127.0.0.1:{relay.port}", upstream_refresh_s=REFRESH_S)
         client = connect_thrift(front.server)
         try:
             db, cached = front.new_cached_table(client, "java_killed")
 
-            os.kill(int((tmp_path / "java" / "hms.pid").read_text()), signal.SIGKILL)
+            assert java.pid is not None
+            os.kill(java.pid, signal.SIGKILL)
             assert client.get_table(db, "t") == cached
             with pytest.raises(hms.MetaException, match="upstream"):
                 client.create_table(table(hms, db, "refused"))

@@ -18,7 +18,7 @@ from hmsproxy.upstream import store as store_module
 from hmsproxy.upstream.pool import UpstreamPool
 from hmsproxy.upstream.store import UpstreamStore, upstream_store
 from support.hmsproxy_server import start_hmsproxy
-from support.reference_hms import reference_hms_or_skip
+from support.reference_hms import reference_hms
 from support.running import RunningServer
 from support.tcp_proxy import TcpProxy
 
@@ -31,7 +31,7 @@ SLACK_S = 1.5   # scheduling and a connect or two on loopback, on top of a time 
 
 @pytest.fixture(scope="module")
 def hive(tmp_path_factory) -> Iterator[RunningServer]:
-    with reference_hms_or_skip(tmp_path_factory.mktemp("upstream-store-hive"), txn=True) as server:
+    with reference_hms(tmp_path_factory.mktemp("upstream-store-hive"), txn=True) as server:
         yield server
 
 
