@@ -13,6 +13,7 @@ from hmsproxy.idl import hms
 from support.hmsproxy_server import start_hmsproxy_process
 from support.raw_wire import call_frame, closed_within, serves
 from support.running import RunningServer
+from support.scrape import metric, wait_for
 
 CAP = 4
 
@@ -51,7 +52,7 @@ def test_a_request_sent_a_byte_at_a_time_is_cut_off(server):
 
 def test_slots_held_by_idle_sockets_come_back_and_refusals_are_logged_once_per_burst(server):
     holders = [socket.create_connection((server.host, server.port)) for _ in range(CAP)]
-    time.sleep(0.2)  # lets the server accept the holders before the burst (ordering of the test, not a result)
+    wait_for(lambda: metric(server, "hmsproxy_open_connections") == CAP, "the server accepted the holders")
     refused = []
     for _ in range(20):
         extra = socket.create_connection((server.host, server.port))
