@@ -14,6 +14,8 @@ SEQUENCE_TABLE for a moment.
 Conflicts the database resolves by failing one side (deadlocks, lock wait timeouts, serialization
 failures, SQLite's "database is locked", a unique key taken by a concurrent insert) are retried by
 `retrying_conflicts` with backoff: a call sees them only when they persist.
+
+Creating or upgrading the schema is serialised across processes by `schema_lock`.
 """
 from __future__ import annotations
 
@@ -68,6 +70,14 @@ POSTGRES_WAIT_MARGIN_S = 2.0  # a client-side wait outlasts the server's stateme
 MYSQL_CONFLICTS = {1213: "deadlock", 1205: "lock wait timeout", 1020: "write conflict"}
 # PostgreSQL SQLSTATEs: serialization failure, deadlock detected.
 POSTGRES_CONFLICTS = {"40001": "serialization failure", "40P01": "deadlock"}
+SQLITE_BUSY_TIMEOUT_S = 30   # how long an SQLite statement waits for another process's write to end
+# The schema lock (schema_lock). MySQL's GET_LOCK names are server-wide: this one is the database's own.
+MYSQL_TAKE = text("SELECT GET_LOCK(CONCAT('hmsproxy.schema.', MD5(DATABASE())), :wait)")
+MYSQL_RELEASE = text("SELECT RELEASE_LOCK(CONCAT('hmsproxy.schema.', MD5(DATABASE())))")
+# PostgreSQL's advisory locks are per database already; the key is ours ("hmsschem" as a number)
+POSTGRES_TAKE = text(f"SELECT pg_advisory_xact_lock({int.from_bytes(b'hmsschem', 'big')})")
+POSTGRES_LOCK_NOT_AVAILABLE = "55P03"
+DEFAULT_SCHEMA_WAIT_S = 300.0   # config.Settings.db_schema_wait_s
 log = logging.getLogger(__name__)
 
 def normalise_url(url: str) -> str:
@@ -145,8 +155,10 @@ class Database:
         self.url = normalise_url(url)
         self.is_sqlite = self.url.startswith("sqlite")
         self.conflict_retries = conflict_retries
+        self.statement_timeout_s = statement_timeout_s
         if self.is_sqlite:
-            self.engine: Engine = create_engine(self.url, connect_args={"check_same_thread": False, "timeout": 30})
+            self.engine: Engine = create_engine(self.url, connect_args={"check_same_thread": False,
+                                                                   "timeout": SQLITE_BUSY_TIMEOUT_S})
             event.listen(self.engine, "connect", _sqlite_pragmas)
             event.listen(self.engine, "begin", _sqlite_begin)
             self._writer: Engine = self.engine.execution_options(sqlite_begin="BEGIN IMMEDIATE")
@@ -398,15 +410,101 @@ class SchemaRefused(Exception):
     """The database holds a metastore schema hmsproxy does not serve: it is left exactly as it is."""
 
 
+@contextlib.contextmanager
+def schema_lock(db: Database, wait_s: float = DEFAULT_SCHEMA_WAIT_S) -> Iterator[Connection]:
+    """Serialises creating and upgrading the schema across processes: instances started together on an empty
+    database would otherwise each find it empty and create it, and all but one fail. The others wait (at most
+    `wait_s`, then SchemaRefused) and then find the schema there. Yields the connection that holds the lock, in
+    a transaction, to do the work on: on SQLite the lock is that transaction (BEGIN EXCLUSIVE), so no other
+    connection could write; on PostgreSQL it is a transaction-level advisory lock, and the work done in that
+    transaction is atomic (its DDL is transactional); on MySQL/MariaDB it is the session's GET_LOCK (the server
+    commits each DDL statement on its own)."""
+    with db._writer.connect() as conn:
+        if conn.dialect.name == "mysql":
+            _wait_for(lambda seconds: conn.execute(MYSQL_TAKE, {"wait": seconds}).scalar() == 1, db, wait_s)
+            conn.commit()
+            try:
+                with conn.begin():
+                    yield conn
+            finally:
+                if not conn.invalidated:   # a lost session released its lock with it
+                    conn.execute(MYSQL_RELEASE)
+                    conn.commit()
+        elif conn.dialect.name == "postgresql":
+            with conn.begin():
+                _wait_for(lambda seconds: _postgres_lock(conn, seconds), db, wait_s)
+                yield conn
+        else:
+            _wait_for(lambda seconds: _sqlite_exclusive(conn, seconds), db, wait_s)
+            exclusive = conn.get_transaction()
+            assert exclusive is not None
+            with exclusive:
+                yield conn
+
+
+def _wait_for(take: Callable[[float], bool], db: Database, wait_s: float) -> None:
+    """Takes the schema lock with `take(seconds)` (True once held), saying so when another process holds it.
+    Waits in slices shorter than the statement timeout, which would otherwise end a long wait as a lost
+    database."""
+    if take(0):
+        return
+    log.info("waiting for another instance to create or upgrade the schema of this database (at most %g s, "
+             "--db-schema-wait-s)", wait_s)
+    deadline = time.monotonic() + wait_s
+    while (left := deadline - time.monotonic()) > 0:
+        if take(min(left, db.statement_timeout_s / 2)):
+            log.info("the schema lock is ours: going on")
+            return
+    raise SchemaRefused(f"another hmsproxy (or `hmsproxy schema upgrade`) held this database's schema lock for more "
+                        f"than {wait_s:g} s while creating or upgrading the schema; nothing was changed. Start again "
+                        "once it is done, or give it longer with --db-schema-wait-s.")
+
+
+def _postgres_lock(conn: Connection, wait_s: float) -> bool:
+    """One try at the transaction's advisory lock, waiting at most `wait_s` (in a savepoint, so that a wait
+    that ran out leaves the transaction usable)."""
+    try:
+        with conn.begin_nested():
+            conn.exec_driver_sql(f"SET LOCAL lock_timeout = {max(1, int(wait_s * 1000))}")
+            conn.execute(POSTGRES_TAKE)
+    except sa_exc.OperationalError as exc:
+        if getattr(exc.orig, "sqlstate", None) != POSTGRES_LOCK_NOT_AVAILABLE:
+            raise
+        return False
+    conn.exec_driver_sql("SET LOCAL lock_timeout = DEFAULT")   # the schema work waits on other locks as usual
+    return True
+
+
+def _sqlite_exclusive(conn: Connection, wait_s: float) -> bool:
+    """One try at BEGIN EXCLUSIVE, waiting at most `wait_s` for the writer in another process to finish."""
+    driver: Any = conn.connection.dbapi_connection
+    driver.execute(f"PRAGMA busy_timeout = {int(wait_s * 1000)}")
+    try:
+        conn.execution_options(sqlite_begin="BEGIN EXCLUSIVE").begin()
+    except sa_exc.OperationalError as exc:
+        if "locked" not in str(exc.orig):
+            raise
+        return False
+    finally:
+        driver.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_S * 1000}")
+    return True
+
+
 def check_servable(db: Database) -> str:
+    """What the database holds (servable_layout)."""
+    with db.engine.connect() as conn:
+        return servable_layout(conn)
+
+
+def servable_layout(conn: Connection) -> str:
     """What the database holds: "empty"; "hive-4" (Hive 4.0.0's schema, as Hive's schematool and hmsproxy
     create it: served as it is); "hive-3.1" or "hive-2.3" (Hive 3.1.0's or 2.3.0's, served as they are:
     store/sql/layout.py); or "legacy" (the schema an older hmsproxy created, with transaction ids from
     NEXT_TXN_ID: brought up to date at start). Anything else is refused before a thing is written, so that
     hmsproxy never creates tables in a Hive database: another VERSION, or Hive's tables without one."""
-    tables = set(inspect(db.engine).get_table_names())
+    tables = set(inspect(conn).get_table_names())
     tables |= stored_lower_case(tables)
-    version = schema_version(db) if "VERSION" in tables else None
+    version = _stored_version(conn) if "VERSION" in tables else None
     if version is None and not tables & {"DBS", "TBLS"}:
         return "empty"
     if version == s.SCHEMA_VERSION and "NEXT_TXN_ID" in tables:
@@ -421,28 +519,27 @@ def check_servable(db: Database) -> str:
     if version in UPGRADABLE_FROM:
         raise SchemaRefused(
             f"{needed}. Stop every metastore that uses it, back it up, then upgrade it with: hmsproxy schema upgrade "
-            f"--db '{make_url(db.url).render_as_string(hide_password=True)}' (--dry-run prints the SQL first). "
+            f"--db '{conn.engine.url.render_as_string(hide_password=True)}' (--dry-run prints the SQL first). "
             "Nothing was changed.")
     raise SchemaRefused(f"{needed} (as Hive's schematool or hmsproxy creates it) and upgrades Hive "
                         f"{', '.join(UPGRADABLE_FROM[:-1])}. Nothing was changed.")
 
 
-def _add_new_columns(db: Database) -> list[str]:
+def _add_new_columns(conn: Connection) -> list[str]:
     """Adds the columns a newer hmsproxy declares to the tables of a schema an older one created (create_all
     adds only whole tables). Such columns are nullable or have a default, so existing rows need nothing."""
-    preparer = db.engine.dialect.identifier_preparer
+    preparer = conn.dialect.identifier_preparer
     added = []
-    with db.engine.begin() as conn:
-        present = column_names(conn)
-        for table in s.metadata.sorted_tables:
-            have = present.get(table.name, set())
-            for column in table.columns:
-                if column.name in have:
-                    continue
-                assert column.nullable or column.server_default is not None, f"{table.name}.{column.name}"
-                ddl = CreateColumn(column).compile(dialect=db.engine.dialect)
-                conn.execute(text(f"ALTER TABLE {preparer.format_table(table)} ADD COLUMN {ddl}"))
-                added.append(f"{table.name}.{column.name}")
+    present = column_names(conn)
+    for table in s.metadata.sorted_tables:
+        have = present.get(table.name, set())
+        for column in table.columns:
+            if column.name in have:
+                continue
+            assert column.nullable or column.server_default is not None, f"{table.name}.{column.name}"
+            ddl = CreateColumn(column).compile(dialect=conn.dialect)
+            conn.execute(text(f"ALTER TABLE {preparer.format_table(table)} ADD COLUMN {ddl}"))
+            added.append(f"{table.name}.{column.name}")
     return added
 
 
@@ -450,43 +547,49 @@ def schema_version(db: Database) -> str | None:
     if not schema_exists(db):
         return None
     with db.transaction() as conn:
-        return conn.execute(select(s.VERSION.c.SCHEMA_VERSION)).scalar_one_or_none()
+        return _stored_version(conn)
 
 
-def init_schema(db: Database, default_catalog_location: str) -> bool:
+def _stored_version(conn: Connection) -> str | None:
+    return conn.execute(select(s.VERSION.c.SCHEMA_VERSION)).scalar_one_or_none()
+
+
+def init_schema(db: Database, default_catalog_location: str, wait_s: float = DEFAULT_SCHEMA_WAIT_S) -> bool:
+    """prepare_schema under the schema lock (schema_lock): instances started together create it once."""
+    with schema_lock(db, wait_s) as conn:
+        return prepare_schema(conn, default_catalog_location)
+
+
+def prepare_schema(conn: Connection, default_catalog_location: str) -> bool:
     """Creates Hive 4.0.0's schema with the rows Hive's script inserts and the default catalog; False if it
     was already there. A Hive 4.0.0 schema is served as it is: only a default catalog whose location Hive's
     script left to the metastore ('TBD') gets the warehouse, as the Java HMS does at its start. A schema an
     older hmsproxy created gets the tables and columns it lacks. Any other schema is refused before anything
-    is written (check_servable)."""
-    layout = check_servable(db)
+    is written (servable_layout)."""
+    layout = servable_layout(conn)
     if layout == "hive-2.3":  # no catalogs to locate: the default one is implied (store/sql/databases.py)
-        with db.transaction() as conn:  # Hive 2.3 leaves the event counter's row to the first event's writer
-            conn.execute(single_row_statement(s.NOTIFICATION_SEQUENCE))
+        conn.execute(single_row_statement(s.NOTIFICATION_SEQUENCE))  # Hive 2.3 leaves it to the first event's writer
         return False
     if layout in ("hive-4", "hive-3.1"):
-        with db.transaction() as conn:
-            conn.execute(update(s.CTLGS).where(s.CTLGS.c.NAME == "hive", s.CTLGS.c.LOCATION_URI == "TBD")
-                         .values(LOCATION_URI=default_catalog_location))
+        conn.execute(update(s.CTLGS).where(s.CTLGS.c.NAME == "hive", s.CTLGS.c.LOCATION_URI == "TBD")
+                     .values(LOCATION_URI=default_catalog_location))
         return False
     created = layout == "empty"
-    s.metadata.create_all(db.engine)
+    s.metadata.create_all(conn)
     if not created:
-        for column in _add_new_columns(db):
+        for column in _add_new_columns(conn):
             log.info("added column %s, which this hmsproxy declares and the schema lacked", column)
-        with db.transaction() as conn:
-            for model in catch_up_sequences(conn):
-                log.info("moved the %s id counter past the ids in use", model)
-    with db.transaction() as conn:
-        if created:
-            conn.execute(insert(s.VERSION).values(VER_ID=1, SCHEMA_VERSION=s.SCHEMA_VERSION,
-                                                  VERSION_COMMENT="Hive release version " + s.SCHEMA_VERSION))
-            conn.execute(insert(s.SEQUENCE_TABLE), [
-                {"SEQUENCE_NAME": MODEL_PREFIX + model, "NEXT_VAL": 1} for model in ID_COLUMNS
-            ])
-            ctlg_id = reserve(conn, "MCatalog", 1)
-            conn.execute(insert(s.CTLGS).values(CTLG_ID=ctlg_id, NAME="hive", DESC="Default catalog for Hive",
-                                                LOCATION_URI=default_catalog_location))
-        for statement in single_row_statements():
-            conn.execute(statement)
+        for model in catch_up_sequences(conn):
+            log.info("moved the %s id counter past the ids in use", model)
+    if created:
+        conn.execute(insert(s.VERSION).values(VER_ID=1, SCHEMA_VERSION=s.SCHEMA_VERSION,
+                                              VERSION_COMMENT="Hive release version " + s.SCHEMA_VERSION))
+        conn.execute(insert(s.SEQUENCE_TABLE), [
+            {"SEQUENCE_NAME": MODEL_PREFIX + model, "NEXT_VAL": 1} for model in ID_COLUMNS
+        ])
+        ctlg_id = reserve(conn, "MCatalog", 1)
+        conn.execute(insert(s.CTLGS).values(CTLG_ID=ctlg_id, NAME="hive", DESC="Default catalog for Hive",
+                                            LOCATION_URI=default_catalog_location))
+    for statement in single_row_statements():
+        conn.execute(statement)
     return created
