@@ -13,7 +13,8 @@ SEQUENCE_TABLE for a moment.
 
 Conflicts the database resolves by failing one side (deadlocks, lock wait timeouts, serialization
 failures, SQLite's "database is locked", a unique key taken by a concurrent insert) are retried by
-`retrying_conflicts` with backoff: a call sees them only when they persist.
+`retrying_conflicts` with backoff: a call sees them only when they persist. All the waits of one such store call
+on the database, its retries included, share one deadline, the statement timeout (`wait_bound_s`).
 
 Creating or upgrading the schema is serialised across processes by `schema_lock`.
 """
@@ -23,6 +24,7 @@ import contextlib
 import functools
 import itertools
 import logging
+import math
 import random
 import sqlite3
 import threading
@@ -66,6 +68,7 @@ RETRY_BASE_S, RETRY_MAX_S = 0.005, 0.5
 # call once, and SQLAlchemy then replaces every connection of the pool.
 PING_IDLE_S = 1.0
 POSTGRES_WAIT_MARGIN_S = 2.0  # a client-side wait outlasts the server's statement_timeout, which answers first
+LAST_WAIT_S = 0.1   # what a commit or rollback due after a store call's deadline may still wait (wait_bound_s)
 # MySQL/MariaDB error codes: 1213 deadlock, 1205 lock wait timeout, 1020 record changed since last read.
 MYSQL_CONFLICTS = {1213: "deadlock", 1205: "lock wait timeout", 1020: "write conflict"}
 # PostgreSQL SQLSTATEs: serialization failure, deadlock detected.
@@ -178,9 +181,10 @@ class Database:
                 for engine in engines:
                     read_every_result(engine)
                     skip_commits_sent(engine)
+                    _bound_mysql_waits(engine, self)
             if self.engine.dialect.name == "postgresql":
                 for engine in engines:
-                    _bound_postgres_waits(engine, statement_timeout_s + POSTGRES_WAIT_MARGIN_S)
+                    _bound_postgres_waits(engine, self)
         self.engines = engines   # every pool this database talks through
         self.layout = FULL  # until adopt()
         self._sqlite_lock = threading.RLock()
@@ -284,10 +288,12 @@ class Database:
     def retrying_conflicts(self, call: Callable[[], T], what: str) -> T:
         """Runs `call` (whole database transactions), again with backoff while the database fails it with a
         conflict; a conflict that persists becomes a MetaException saying so. A call nested in another
-        retried call runs once: the outer one repeats the whole."""
+        retried call runs once: the outer one repeats the whole. The whole has one deadline, the statement
+        timeout from its start (wait_bound_s): no attempt begins after it."""
         if getattr(self._retrying, "active", False):
             return call()
         self._retrying.active = True
+        self._retrying.deadline = time.monotonic() + self.statement_timeout_s
         try:
             for attempt in range(1, self.conflict_retries + 1):
                 try:
@@ -296,15 +302,35 @@ class Database:
                     conflict = conflict_kind(exc)
                     if conflict is None:
                         raise
-                    if attempt == self.conflict_retries:
+                    backoff = random.uniform(0.5, 1.0) * min(RETRY_BASE_S * 2 ** attempt, RETRY_MAX_S)
+                    if attempt == self.conflict_retries or time.monotonic() + backoff >= self._retrying.deadline:
                         log.warning("%s: %s persisted after %d attempts", what, conflict, attempt)
                         raise hms.MetaException(
                             message=f"{what} failed: the metastore database reported a {conflict} with concurrent "
                                     f"changes {attempt} times in a row; nothing was changed, try again") from None
-                    time.sleep(random.uniform(0.5, 1.0) * min(RETRY_BASE_S * 2 ** attempt, RETRY_MAX_S))
+                    time.sleep(backoff)
             raise AssertionError("unreachable")
         finally:
             self._retrying.active = False
+            self._retrying.deadline = None
+
+    def wait_bound_s(self) -> float:
+        """How long the next wait for the database may take: the statement timeout; within a store call
+        (retrying_conflicts) what is left of the call's, so that the call as a whole (its statements, commit,
+        id reservations, pings, new connections and retries) ends by one deadline instead of each wait taking
+        the full timeout in turn. A commit or rollback due after the deadline still gets LAST_WAIT_S."""
+        deadline = getattr(self._retrying, "deadline", None)
+        if deadline is None:
+            return self.statement_timeout_s
+        return max(deadline - time.monotonic(), LAST_WAIT_S)
+
+    def check_time_left(self) -> None:
+        """Refuses to send a statement or open a connection once the store call's deadline has passed: the
+        database that made it late would keep it waiting still."""
+        deadline = getattr(self._retrying, "deadline", None)
+        if deadline is not None and time.monotonic() >= deadline:
+            raise self.engine.dialect.loaded_dbapi.OperationalError(
+                f"the metastore database did not answer within {self.statement_timeout_s:g} s")
 
     def dispose(self) -> None:
         for engine in self.engines:
@@ -367,24 +393,63 @@ def _add_round_trip_latency(engine: Engine, seconds: float) -> None:
     event.listen(engine, "commit", wait_unless_sent)
 
 
-def _bound_postgres_waits(engine: Engine, timeout_s: float) -> None:
-    """Gives every wait for a PostgreSQL answer a deadline. libpq has no read timeout: a database that
-    takes the bytes and never answers (a stalled proxy, a half-dead peer that still acknowledges) would
+def _bound_mysql_waits(engine: Engine, db: Database) -> None:
+    """Bounds each wait for a MySQL/MariaDB answer by db.wait_bound_s: pymysql's read and write timeouts
+    (attributes it reads at every packet; it takes them only as connect arguments otherwise) are set before
+    each thing that waits, a new connection's handshake, a pooled one's ping, a statement, a commit, a rollback.
+    A statement or connection due after the store call's deadline is refused (check_time_left)."""
+    def bound(driver: Any) -> None:
+        driver._read_timeout = driver._write_timeout = db.wait_bound_s()
+
+    @event.listens_for(engine, "do_connect")
+    def connect(dialect: Any, record: Any, cargs: Any, cparams: Any) -> None:
+        db.check_time_left()
+        cparams["read_timeout"] = cparams["write_timeout"] = db.wait_bound_s()
+        cparams["connect_timeout"] = min(cparams["connect_timeout"], cparams["read_timeout"])
+
+    @event.listens_for(engine, "checkout", insert=True)   # before _ping_when_idle's ping
+    def checked_out(driver: Any, _record: Any, _proxy: Any) -> None:
+        bound(driver)
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def executing(conn: Connection, *_args: Any) -> None:
+        db.check_time_left()
+        bound(conn.connection.dbapi_connection)
+
+    @event.listens_for(engine, "commit")
+    @event.listens_for(engine, "rollback")
+    def ending(conn: Connection) -> None:
+        if not (conn.closed or conn.invalidated) and conn.connection.dbapi_connection is not None:
+            bound(conn.connection.dbapi_connection)
+
+
+def _bound_postgres_waits(engine: Engine, db: Database) -> None:
+    """Gives every wait for a PostgreSQL answer a deadline: db.wait_bound_s, and POSTGRES_WAIT_MARGIN_S more,
+    so that the server's statement_timeout answers first where it can. libpq has no read timeout: a database
+    that takes the bytes and never answers (a stalled proxy, a half-dead peer that still acknowledges) would
     hold a call for ever, where statement_timeout (the server's) and TCP's timeouts see nothing. A
-    connection whose wait expired is closed, so the pool drops it and the call fails as a lost database."""
+    connection whose wait expired is closed, so the pool drops it and the call fails as a lost database. A
+    statement or connection due after the store call's deadline is refused (check_time_left)."""
     import psycopg
 
     class BoundedWaits(psycopg.Connection):
         def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
+            bound = db.wait_bound_s() + POSTGRES_WAIT_MARGIN_S if timeout is None else timeout
             try:
-                return super().wait(gen, interval=interval, timeout=timeout_s if timeout is None else timeout)
+                return super().wait(gen, interval=interval, timeout=bound)
             except psycopg.errors._WaitTimeout:  # psycopg's own signal that the deadline passed
                 self.close()
                 raise
 
     @event.listens_for(engine, "do_connect")
     def connect(dialect: Any, record: Any, cargs: Any, cparams: Any) -> Any:
+        db.check_time_left()
+        cparams["connect_timeout"] = max(1, math.ceil(min(cparams["connect_timeout"], db.wait_bound_s())))
         return BoundedWaits.connect(*cargs, **cparams)
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def executing(*_args: Any) -> None:
+        db.check_time_left()
 
 
 def _sqlite_pragmas(dbapi_conn: sqlite3.Connection, _record: ConnectionPoolEntry) -> None:
