@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from hmsproxy.config import Settings
@@ -28,47 +29,56 @@ def start_hmsproxy(workdir: Path, db_url: str | None = None, **overrides) -> Run
 
 
 def start_hmsproxy_process(workdir: Path, db_url: str, *extra_args: str, attempts: int = 3,
-                           ports: tuple[int, int] | None = None) -> RunningServer:
+                           ports: tuple[int, int] | None = None,
+                           environment: Mapping[str, str] | None = None) -> RunningServer:
     """`hmsproxy serve` as its own process (for several instances on one database); stopped with SIGTERM.
     The metrics port is in `metrics_port` on the returned server. Started when the server says it serves:
     a port that merely accepts may be another process's. Started again on other ports when one of the two
     free ports it picked was taken before the server could bind it; `ports` (Thrift, metrics) starts it on
-    those (a restart where the last one ran), once."""
-    return start_hmsproxy_processes([workdir], db_url, *extra_args, attempts=attempts, ports=ports)[0]
+    those (a restart where the last one ran), once. The process gets none of this one's HMSPROXY_* variables,
+    only `environment`'s."""
+    return start_hmsproxy_processes([workdir], db_url, *extra_args, attempts=attempts, ports=ports,
+                                    environment=environment)[0]
 
 
 def start_hmsproxy_processes(workdirs: list[Path], db_url: str, *extra_args: str, attempts: int = 3,
-                             ports: tuple[int, int] | None = None) -> list[RunningServer]:
+                             ports: tuple[int, int] | None = None,
+                             environment: Mapping[str, str] | None = None) -> list[RunningServer]:
     """One `hmsproxy serve` process per workdir, all launched before any is waited for (instances that start
     at one moment, as a scaled deployment's do), as start_hmsproxy_process starts one. Raises with the log of
     the first that did not come up, once the others are stopped."""
-    launched = [_Launch(workdir, db_url, extra_args, ports) for workdir in workdirs]
-    for attempt in range(1 if ports else attempts):
-        for launch in launched:
-            launch.wait()
-        clashed = [launch for launch in launched if launch.clashed()]
-        if not clashed or attempt == attempts - 1 or ports:
-            break
-        for launch in clashed:
-            launch.start()
-    failed = next((launch for launch in launched if launch.process.poll() is not None), None)
-    if failed is not None:
+    launched = [_Launch(workdir, db_url, extra_args, ports, environment) for workdir in workdirs]
+    try:
+        for attempt in range(1 if ports else attempts):
+            for launch in launched:
+                launch.wait()
+            clashed = [launch for launch in launched if launch.clashed()]
+            if not clashed or attempt == attempts - 1 or ports:
+                break
+            for launch in clashed:
+                launch.start()
+        failed = next((launch for launch in launched if launch.process.poll() is not None), None)
+        if failed is not None:
+            raise RuntimeError(f"hmsproxy did not start: {failed.log_path.read_text()[-2000:]}")
+    except BaseException:
         for launch in launched:
             launch.stop()
-        raise RuntimeError(f"hmsproxy did not start: {failed.log_path.read_text()[-2000:]}")
+        raise
     return [launch.server() for launch in launched]
 
 
 class _Launch:
     """One `hmsproxy serve` process, launched at once and waited for later."""
 
-    def __init__(self, workdir: Path, db_url: str, extra_args: tuple[str, ...], ports: tuple[int, int] | None):
+    def __init__(self, workdir: Path, db_url: str, extra_args: tuple[str, ...], ports: tuple[int, int] | None,
+                 environment: Mapping[str, str] | None):
         workdir.mkdir(parents=True, exist_ok=True)
         self.workdir, self.db_url, self.extra_args, self.ports = workdir, db_url, extra_args, ports
+        self.environment = dict(environment or {})
         self.start()
 
     def start(self) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("HMSPROXY_")}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HMSPROXY_")} | self.environment
         self.port, self.metrics_port = self.ports or free_ports(2)
         self.log_path = self.workdir / f"hmsproxy-{self.port}.log"
         with open(self.log_path, "w") as log:  # the child writes to its own copy of the file descriptor
