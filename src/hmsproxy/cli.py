@@ -131,9 +131,9 @@ def _serve_options() -> argparse.ArgumentParser:
                                                                "that a repeat is answered without decoding it "
                                                                "(default 1024; 0: none)")
     serve.add_argument("--db-connect-timeout-s", help="longest wait for a database connection (default 10s)")
-    serve.add_argument("--db-statement-timeout-s", help="longest wait for one database statement's answer; "
-                                                        "a database that stops answering fails calls after it "
-                                                        "(default 60s)")
+    serve.add_argument("--db-statement-timeout-s", help="longest one call waits on the database, its statements "
+                                                        "and retries together; a database that stops answering "
+                                                        "fails calls after it (default 60s)")
     serve.add_argument("--db-schema-wait-s", help="longest a start waits for another instance (or `hmsproxy schema "
                                                   "upgrade`) creating or upgrading the schema (default 300s)")
     serve.add_argument("--upstream", help="serve in front of an existing HMS instead of a database: its Thrift URIs, "
