@@ -13,7 +13,15 @@ from hmsproxy import config, doctor, logs
 from hmsproxy.listening import PortRefused
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql import upgrade
-from hmsproxy.store.sql.database import Database, SchemaRefused, check_servable, init_schema, schema_version
+from hmsproxy.store.sql.database import (
+    Database,
+    SchemaRefused,
+    check_servable,
+    prepare_schema,
+    schema_lock,
+    schema_version,
+    servable_layout,
+)
 from hmsproxy.store.sql.hive_versions import SERVED_VERSIONS
 from hmsproxy.store.sql.upgrade import UpgradeRefused
 from hmsproxy.store.sql.validate import schema_differences, schema_report
@@ -48,6 +56,8 @@ def _parser() -> argparse.ArgumentParser:
     schema.add_argument("--db", help="SQLAlchemy URL of the metastore database")
     schema.add_argument("--db-password-file", help="the database password, read from the first line of this file")
     schema.add_argument("--warehouse", help="warehouse root, for the default catalog's location")
+    schema.add_argument("--db-schema-wait-s", help="longest init and upgrade wait for another process creating or "
+                                                   "upgrading the schema (default 300s)")
     schema.add_argument("--config", help="TOML config file")
     schema.add_argument("--hive-site", help="hive-site.xml of a Java HMS (its database)")
     return parser
@@ -124,9 +134,11 @@ def _serve_options() -> argparse.ArgumentParser:
                                                                "that a repeat is answered without decoding it "
                                                                "(default 1024; 0: none)")
     serve.add_argument("--db-connect-timeout-s", help="longest wait for a database connection (default 10s)")
-    serve.add_argument("--db-statement-timeout-s", help="longest wait for one database statement's answer; "
-                                                        "a database that stops answering fails calls after it "
-                                                        "(default 60s)")
+    serve.add_argument("--db-statement-timeout-s", help="longest one call waits on the database, its statements "
+                                                        "and retries together; a database that stops answering "
+                                                        "fails calls after it (default 60s)")
+    serve.add_argument("--db-schema-wait-s", help="longest a start waits for another instance (or `hmsproxy schema "
+                                                  "upgrade`) creating or upgrading the schema (default 300s)")
     serve.add_argument("--upstream", help="serve in front of an existing HMS instead of a database: its Thrift URIs, "
                                           "comma-separated for failover (thrift://host:9083,thrift://host2:9083)")
     serve.add_argument("--upstream-framed", action="store_const", const=True,
@@ -200,13 +212,16 @@ def _schema(action: str, settings: config.Settings, dry_run: bool) -> int:
     db = Database(settings.db)
     try:
         if action == "upgrade":
-            return _upgrade(db, dry_run)
+            upgrade.refuse_sqlite(db.engine)   # before the lock, which would create the file
+            with schema_lock(db, settings.db_schema_wait_s):   # no instance creates or upgrades it meanwhile
+                return _upgrade(db, dry_run)
         if action == "init":
-            if check_servable(db) != "empty":  # as Hive's schematool: init is for an empty database
-                raise SchemaRefused(f"this database already holds Hive metastore schema {schema_version(db)}; init "
-                                    "refuses a database that is not empty (`hmsproxy serve` serves this one). "
-                                    "Nothing was changed.")
-            init_schema(db, to_uri(settings.warehouse_path))
+            with schema_lock(db, settings.db_schema_wait_s) as conn:
+                if servable_layout(conn) != "empty":  # as Hive's schematool: init is for an empty database
+                    raise SchemaRefused(f"this database already holds Hive metastore schema {schema_version(db)}; "
+                                        "init refuses a database that is not empty (`hmsproxy serve` serves this "
+                                        "one). Nothing was changed.")
+                prepare_schema(conn, to_uri(settings.warehouse_path))
             print(f"created Hive metastore schema {schema_version(db)}")
         elif action == "info":
             return _info(db)

@@ -89,6 +89,7 @@ class Settings:
     evict_idle_after_s: float = 5.0       # at the cap, a connection idle this long may be closed for a new one
     db_connect_timeout_s: float = 10.0
     db_statement_timeout_s: float = 60.0
+    db_schema_wait_s: float = 300.0        # how long a start waits for another process creating/upgrading the schema
     max_request_depth: int = 64
     max_request_objects: int = 1_000_000
     max_large_requests: int = 4
@@ -163,7 +164,7 @@ def _coerce(name: str, value: Any) -> Any:
         return _size(name, value)
     if name in ("txn_timeout_s", "txn_reaper_interval_s", "check_lock_wait_s", "client_idle_timeout_s",
                 "evict_idle_after_s", "unlogged_check_s", "request_timeout_s", "db_connect_timeout_s",
-                "db_statement_timeout_s", "upstream_refresh_s", "upstream_call_timeout_s"):
+                "db_statement_timeout_s", "db_schema_wait_s", "upstream_refresh_s", "upstream_call_timeout_s"):
         return _duration(name, value)
     if field_type == "float":
         try:

@@ -56,7 +56,7 @@ def open_store(settings: Settings, warehouse: Warehouse) -> SqlStore:
     """Connects, creates the schema on an empty database and makes sure the `default` database exists."""
     db = Database(settings.db, added_latency_ms=settings.db_latency_ms, connect_timeout_s=settings.db_connect_timeout_s,
                   statement_timeout_s=settings.db_statement_timeout_s)
-    if init_schema(db, to_uri(warehouse.root)):
+    if init_schema(db, to_uri(warehouse.root), settings.db_schema_wait_s):
         log.info("created the Hive metastore schema %s in %s", schema_version(db), db.engine.url.render_as_string())
     for missing in own_keys_missing_on_mysql(db.engine):
         log.warning("%s: an index of hmsproxy's own; served without it, slower (`hmsproxy schema upgrade` adds it)",

@@ -13,7 +13,10 @@ SEQUENCE_TABLE for a moment.
 
 Conflicts the database resolves by failing one side (deadlocks, lock wait timeouts, serialization
 failures, SQLite's "database is locked", a unique key taken by a concurrent insert) are retried by
-`retrying_conflicts` with backoff: a call sees them only when they persist.
+`retrying_conflicts` with backoff: a call sees them only when they persist. All the waits of one such store call
+on the database, its retries included, share one deadline, the statement timeout (`wait_bound_s`).
+
+Creating or upgrading the schema is serialised across processes by `schema_lock`.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ import contextlib
 import functools
 import itertools
 import logging
+import math
 import random
 import sqlite3
 import threading
@@ -64,10 +68,19 @@ RETRY_BASE_S, RETRY_MAX_S = 0.005, 0.5
 # call once, and SQLAlchemy then replaces every connection of the pool.
 PING_IDLE_S = 1.0
 POSTGRES_WAIT_MARGIN_S = 2.0  # a client-side wait outlasts the server's statement_timeout, which answers first
+LAST_WAIT_S = 0.1   # what a commit or rollback due after a store call's deadline may still wait (wait_bound_s)
 # MySQL/MariaDB error codes: 1213 deadlock, 1205 lock wait timeout, 1020 record changed since last read.
 MYSQL_CONFLICTS = {1213: "deadlock", 1205: "lock wait timeout", 1020: "write conflict"}
 # PostgreSQL SQLSTATEs: serialization failure, deadlock detected.
 POSTGRES_CONFLICTS = {"40001": "serialization failure", "40P01": "deadlock"}
+SQLITE_BUSY_TIMEOUT_S = 30   # how long an SQLite statement waits for another process's write to end
+# The schema lock (schema_lock). MySQL's GET_LOCK names are server-wide: this one is the database's own.
+MYSQL_TAKE = text("SELECT GET_LOCK(CONCAT('hmsproxy.schema.', MD5(DATABASE())), :wait)")
+MYSQL_RELEASE = text("SELECT RELEASE_LOCK(CONCAT('hmsproxy.schema.', MD5(DATABASE())))")
+# PostgreSQL's advisory locks are per database already; the key is ours ("hmsschem" as a number)
+POSTGRES_TAKE = text(f"SELECT pg_advisory_xact_lock({int.from_bytes(b'hmsschem', 'big')})")
+POSTGRES_LOCK_NOT_AVAILABLE = "55P03"
+DEFAULT_SCHEMA_WAIT_S = 300.0   # config.Settings.db_schema_wait_s
 log = logging.getLogger(__name__)
 
 def normalise_url(url: str) -> str:
@@ -145,8 +158,10 @@ class Database:
         self.url = normalise_url(url)
         self.is_sqlite = self.url.startswith("sqlite")
         self.conflict_retries = conflict_retries
+        self.statement_timeout_s = statement_timeout_s
         if self.is_sqlite:
-            self.engine: Engine = create_engine(self.url, connect_args={"check_same_thread": False, "timeout": 30})
+            self.engine: Engine = create_engine(self.url, connect_args={"check_same_thread": False,
+                                                                   "timeout": SQLITE_BUSY_TIMEOUT_S})
             event.listen(self.engine, "connect", _sqlite_pragmas)
             event.listen(self.engine, "begin", _sqlite_begin)
             self._writer: Engine = self.engine.execution_options(sqlite_begin="BEGIN IMMEDIATE")
@@ -166,9 +181,10 @@ class Database:
                 for engine in engines:
                     read_every_result(engine)
                     skip_commits_sent(engine)
+                    _bound_mysql_waits(engine, self)
             if self.engine.dialect.name == "postgresql":
                 for engine in engines:
-                    _bound_postgres_waits(engine, statement_timeout_s + POSTGRES_WAIT_MARGIN_S)
+                    _bound_postgres_waits(engine, self)
         self.engines = engines   # every pool this database talks through
         self.layout = FULL  # until adopt()
         self._sqlite_lock = threading.RLock()
@@ -272,10 +288,12 @@ class Database:
     def retrying_conflicts(self, call: Callable[[], T], what: str) -> T:
         """Runs `call` (whole database transactions), again with backoff while the database fails it with a
         conflict; a conflict that persists becomes a MetaException saying so. A call nested in another
-        retried call runs once: the outer one repeats the whole."""
+        retried call runs once: the outer one repeats the whole. The whole has one deadline, the statement
+        timeout from its start (wait_bound_s): no attempt begins after it."""
         if getattr(self._retrying, "active", False):
             return call()
         self._retrying.active = True
+        self._retrying.deadline = time.monotonic() + self.statement_timeout_s
         try:
             for attempt in range(1, self.conflict_retries + 1):
                 try:
@@ -284,15 +302,35 @@ class Database:
                     conflict = conflict_kind(exc)
                     if conflict is None:
                         raise
-                    if attempt == self.conflict_retries:
+                    backoff = random.uniform(0.5, 1.0) * min(RETRY_BASE_S * 2 ** attempt, RETRY_MAX_S)
+                    if attempt == self.conflict_retries or time.monotonic() + backoff >= self._retrying.deadline:
                         log.warning("%s: %s persisted after %d attempts", what, conflict, attempt)
                         raise hms.MetaException(
                             message=f"{what} failed: the metastore database reported a {conflict} with concurrent "
                                     f"changes {attempt} times in a row; nothing was changed, try again") from None
-                    time.sleep(random.uniform(0.5, 1.0) * min(RETRY_BASE_S * 2 ** attempt, RETRY_MAX_S))
+                    time.sleep(backoff)
             raise AssertionError("unreachable")
         finally:
             self._retrying.active = False
+            self._retrying.deadline = None
+
+    def wait_bound_s(self) -> float:
+        """How long the next wait for the database may take: the statement timeout; within a store call
+        (retrying_conflicts) what is left of the call's, so that the call as a whole (its statements, commit,
+        id reservations, pings, new connections and retries) ends by one deadline instead of each wait taking
+        the full timeout in turn. A commit or rollback due after the deadline still gets LAST_WAIT_S."""
+        deadline = getattr(self._retrying, "deadline", None)
+        if deadline is None:
+            return self.statement_timeout_s
+        return max(deadline - time.monotonic(), LAST_WAIT_S)
+
+    def check_time_left(self) -> None:
+        """Refuses to send a statement or open a connection once the store call's deadline has passed: the
+        database that made it late would keep it waiting still."""
+        deadline = getattr(self._retrying, "deadline", None)
+        if deadline is not None and time.monotonic() >= deadline:
+            raise self.engine.dialect.loaded_dbapi.OperationalError(
+                f"the metastore database did not answer within {self.statement_timeout_s:g} s")
 
     def dispose(self) -> None:
         for engine in self.engines:
@@ -355,24 +393,63 @@ def _add_round_trip_latency(engine: Engine, seconds: float) -> None:
     event.listen(engine, "commit", wait_unless_sent)
 
 
-def _bound_postgres_waits(engine: Engine, timeout_s: float) -> None:
-    """Gives every wait for a PostgreSQL answer a deadline. libpq has no read timeout: a database that
-    takes the bytes and never answers (a stalled proxy, a half-dead peer that still acknowledges) would
+def _bound_mysql_waits(engine: Engine, db: Database) -> None:
+    """Bounds each wait for a MySQL/MariaDB answer by db.wait_bound_s: pymysql's read and write timeouts
+    (attributes it reads at every packet; it takes them only as connect arguments otherwise) are set before
+    each thing that waits, a new connection's handshake, a pooled one's ping, a statement, a commit, a rollback.
+    A statement or connection due after the store call's deadline is refused (check_time_left)."""
+    def bound(driver: Any) -> None:
+        driver._read_timeout = driver._write_timeout = db.wait_bound_s()
+
+    @event.listens_for(engine, "do_connect")
+    def connect(dialect: Any, record: Any, cargs: Any, cparams: Any) -> None:
+        db.check_time_left()
+        cparams["read_timeout"] = cparams["write_timeout"] = db.wait_bound_s()
+        cparams["connect_timeout"] = min(cparams["connect_timeout"], cparams["read_timeout"])
+
+    @event.listens_for(engine, "checkout", insert=True)   # before _ping_when_idle's ping
+    def checked_out(driver: Any, _record: Any, _proxy: Any) -> None:
+        bound(driver)
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def executing(conn: Connection, *_args: Any) -> None:
+        db.check_time_left()
+        bound(conn.connection.dbapi_connection)
+
+    @event.listens_for(engine, "commit")
+    @event.listens_for(engine, "rollback")
+    def ending(conn: Connection) -> None:
+        if not (conn.closed or conn.invalidated) and conn.connection.dbapi_connection is not None:
+            bound(conn.connection.dbapi_connection)
+
+
+def _bound_postgres_waits(engine: Engine, db: Database) -> None:
+    """Gives every wait for a PostgreSQL answer a deadline: db.wait_bound_s, and POSTGRES_WAIT_MARGIN_S more,
+    so that the server's statement_timeout answers first where it can. libpq has no read timeout: a database
+    that takes the bytes and never answers (a stalled proxy, a half-dead peer that still acknowledges) would
     hold a call for ever, where statement_timeout (the server's) and TCP's timeouts see nothing. A
-    connection whose wait expired is closed, so the pool drops it and the call fails as a lost database."""
+    connection whose wait expired is closed, so the pool drops it and the call fails as a lost database. A
+    statement or connection due after the store call's deadline is refused (check_time_left)."""
     import psycopg
 
     class BoundedWaits(psycopg.Connection):
         def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
+            bound = db.wait_bound_s() + POSTGRES_WAIT_MARGIN_S if timeout is None else timeout
             try:
-                return super().wait(gen, interval=interval, timeout=timeout_s if timeout is None else timeout)
+                return super().wait(gen, interval=interval, timeout=bound)
             except psycopg.errors._WaitTimeout:  # psycopg's own signal that the deadline passed
                 self.close()
                 raise
 
     @event.listens_for(engine, "do_connect")
     def connect(dialect: Any, record: Any, cargs: Any, cparams: Any) -> Any:
+        db.check_time_left()
+        cparams["connect_timeout"] = max(1, math.ceil(min(cparams["connect_timeout"], db.wait_bound_s())))
         return BoundedWaits.connect(*cargs, **cparams)
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def executing(*_args: Any) -> None:
+        db.check_time_left()
 
 
 def _sqlite_pragmas(dbapi_conn: sqlite3.Connection, _record: ConnectionPoolEntry) -> None:
@@ -398,15 +475,101 @@ class SchemaRefused(Exception):
     """The database holds a metastore schema hmsproxy does not serve: it is left exactly as it is."""
 
 
+@contextlib.contextmanager
+def schema_lock(db: Database, wait_s: float = DEFAULT_SCHEMA_WAIT_S) -> Iterator[Connection]:
+    """Serialises creating and upgrading the schema across processes: instances started together on an empty
+    database would otherwise each find it empty and create it, and all but one fail. The others wait (at most
+    `wait_s`, then SchemaRefused) and then find the schema there. Yields the connection that holds the lock, in
+    a transaction, to do the work on: on SQLite the lock is that transaction (BEGIN EXCLUSIVE), so no other
+    connection could write; on PostgreSQL it is a transaction-level advisory lock, and the work done in that
+    transaction is atomic (its DDL is transactional); on MySQL/MariaDB it is the session's GET_LOCK (the server
+    commits each DDL statement on its own)."""
+    with db._writer.connect() as conn:
+        if conn.dialect.name == "mysql":
+            _wait_for(lambda seconds: conn.execute(MYSQL_TAKE, {"wait": seconds}).scalar() == 1, db, wait_s)
+            conn.commit()
+            try:
+                with conn.begin():
+                    yield conn
+            finally:
+                if not conn.invalidated:   # a lost session released its lock with it
+                    conn.execute(MYSQL_RELEASE)
+                    conn.commit()
+        elif conn.dialect.name == "postgresql":
+            with conn.begin():
+                _wait_for(lambda seconds: _postgres_lock(conn, seconds), db, wait_s)
+                yield conn
+        else:
+            _wait_for(lambda seconds: _sqlite_exclusive(conn, seconds), db, wait_s)
+            exclusive = conn.get_transaction()
+            assert exclusive is not None
+            with exclusive:
+                yield conn
+
+
+def _wait_for(take: Callable[[float], bool], db: Database, wait_s: float) -> None:
+    """Takes the schema lock with `take(seconds)` (True once held), saying so when another process holds it.
+    Waits in slices shorter than the statement timeout, which would otherwise end a long wait as a lost
+    database."""
+    if take(0):
+        return
+    log.info("waiting for another instance to create or upgrade the schema of this database (at most %g s, "
+             "--db-schema-wait-s)", wait_s)
+    deadline = time.monotonic() + wait_s
+    while (left := deadline - time.monotonic()) > 0:
+        if take(min(left, db.statement_timeout_s / 2)):
+            log.info("the schema lock is ours: going on")
+            return
+    raise SchemaRefused(f"another hmsproxy (or `hmsproxy schema upgrade`) held this database's schema lock for more "
+                        f"than {wait_s:g} s while creating or upgrading the schema; nothing was changed. Start again "
+                        "once it is done, or give it longer with --db-schema-wait-s.")
+
+
+def _postgres_lock(conn: Connection, wait_s: float) -> bool:
+    """One try at the transaction's advisory lock, waiting at most `wait_s` (in a savepoint, so that a wait
+    that ran out leaves the transaction usable)."""
+    try:
+        with conn.begin_nested():
+            conn.exec_driver_sql(f"SET LOCAL lock_timeout = {max(1, int(wait_s * 1000))}")
+            conn.execute(POSTGRES_TAKE)
+    except sa_exc.OperationalError as exc:
+        if getattr(exc.orig, "sqlstate", None) != POSTGRES_LOCK_NOT_AVAILABLE:
+            raise
+        return False
+    conn.exec_driver_sql("SET LOCAL lock_timeout = DEFAULT")   # the schema work waits on other locks as usual
+    return True
+
+
+def _sqlite_exclusive(conn: Connection, wait_s: float) -> bool:
+    """One try at BEGIN EXCLUSIVE, waiting at most `wait_s` for the writer in another process to finish."""
+    driver: Any = conn.connection.dbapi_connection
+    driver.execute(f"PRAGMA busy_timeout = {int(wait_s * 1000)}")
+    try:
+        conn.execution_options(sqlite_begin="BEGIN EXCLUSIVE").begin()
+    except sa_exc.OperationalError as exc:
+        if "locked" not in str(exc.orig):
+            raise
+        return False
+    finally:
+        driver.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_S * 1000}")
+    return True
+
+
 def check_servable(db: Database) -> str:
+    """What the database holds (servable_layout)."""
+    with db.engine.connect() as conn:
+        return servable_layout(conn)
+
+
+def servable_layout(conn: Connection) -> str:
     """What the database holds: "empty"; "hive-4" (Hive 4.0.0's schema, as Hive's schematool and hmsproxy
     create it: served as it is); "hive-3.1" or "hive-2.3" (Hive 3.1.0's or 2.3.0's, served as they are:
     store/sql/layout.py); or "legacy" (the schema an older hmsproxy created, with transaction ids from
     NEXT_TXN_ID: brought up to date at start). Anything else is refused before a thing is written, so that
     hmsproxy never creates tables in a Hive database: another VERSION, or Hive's tables without one."""
-    tables = set(inspect(db.engine).get_table_names())
+    tables = set(inspect(conn).get_table_names())
     tables |= stored_lower_case(tables)
-    version = schema_version(db) if "VERSION" in tables else None
+    version = _stored_version(conn) if "VERSION" in tables else None
     if version is None and not tables & {"DBS", "TBLS"}:
         return "empty"
     if version == s.SCHEMA_VERSION and "NEXT_TXN_ID" in tables:
@@ -421,28 +584,27 @@ def check_servable(db: Database) -> str:
     if version in UPGRADABLE_FROM:
         raise SchemaRefused(
             f"{needed}. Stop every metastore that uses it, back it up, then upgrade it with: hmsproxy schema upgrade "
-            f"--db '{make_url(db.url).render_as_string(hide_password=True)}' (--dry-run prints the SQL first). "
+            f"--db '{conn.engine.url.render_as_string(hide_password=True)}' (--dry-run prints the SQL first). "
             "Nothing was changed.")
     raise SchemaRefused(f"{needed} (as Hive's schematool or hmsproxy creates it) and upgrades Hive "
                         f"{', '.join(UPGRADABLE_FROM[:-1])}. Nothing was changed.")
 
 
-def _add_new_columns(db: Database) -> list[str]:
+def _add_new_columns(conn: Connection) -> list[str]:
     """Adds the columns a newer hmsproxy declares to the tables of a schema an older one created (create_all
     adds only whole tables). Such columns are nullable or have a default, so existing rows need nothing."""
-    preparer = db.engine.dialect.identifier_preparer
+    preparer = conn.dialect.identifier_preparer
     added = []
-    with db.engine.begin() as conn:
-        present = column_names(conn)
-        for table in s.metadata.sorted_tables:
-            have = present.get(table.name, set())
-            for column in table.columns:
-                if column.name in have:
-                    continue
-                assert column.nullable or column.server_default is not None, f"{table.name}.{column.name}"
-                ddl = CreateColumn(column).compile(dialect=db.engine.dialect)
-                conn.execute(text(f"ALTER TABLE {preparer.format_table(table)} ADD COLUMN {ddl}"))
-                added.append(f"{table.name}.{column.name}")
+    present = column_names(conn)
+    for table in s.metadata.sorted_tables:
+        have = present.get(table.name, set())
+        for column in table.columns:
+            if column.name in have:
+                continue
+            assert column.nullable or column.server_default is not None, f"{table.name}.{column.name}"
+            ddl = CreateColumn(column).compile(dialect=conn.dialect)
+            conn.execute(text(f"ALTER TABLE {preparer.format_table(table)} ADD COLUMN {ddl}"))
+            added.append(f"{table.name}.{column.name}")
     return added
 
 
@@ -450,43 +612,49 @@ def schema_version(db: Database) -> str | None:
     if not schema_exists(db):
         return None
     with db.transaction() as conn:
-        return conn.execute(select(s.VERSION.c.SCHEMA_VERSION)).scalar_one_or_none()
+        return _stored_version(conn)
 
 
-def init_schema(db: Database, default_catalog_location: str) -> bool:
+def _stored_version(conn: Connection) -> str | None:
+    return conn.execute(select(s.VERSION.c.SCHEMA_VERSION)).scalar_one_or_none()
+
+
+def init_schema(db: Database, default_catalog_location: str, wait_s: float = DEFAULT_SCHEMA_WAIT_S) -> bool:
+    """prepare_schema under the schema lock (schema_lock): instances started together create it once."""
+    with schema_lock(db, wait_s) as conn:
+        return prepare_schema(conn, default_catalog_location)
+
+
+def prepare_schema(conn: Connection, default_catalog_location: str) -> bool:
     """Creates Hive 4.0.0's schema with the rows Hive's script inserts and the default catalog; False if it
     was already there. A Hive 4.0.0 schema is served as it is: only a default catalog whose location Hive's
     script left to the metastore ('TBD') gets the warehouse, as the Java HMS does at its start. A schema an
     older hmsproxy created gets the tables and columns it lacks. Any other schema is refused before anything
-    is written (check_servable)."""
-    layout = check_servable(db)
+    is written (servable_layout)."""
+    layout = servable_layout(conn)
     if layout == "hive-2.3":  # no catalogs to locate: the default one is implied (store/sql/databases.py)
-        with db.transaction() as conn:  # Hive 2.3 leaves the event counter's row to the first event's writer
-            conn.execute(single_row_statement(s.NOTIFICATION_SEQUENCE))
+        conn.execute(single_row_statement(s.NOTIFICATION_SEQUENCE))  # Hive 2.3 leaves it to the first event's writer
         return False
     if layout in ("hive-4", "hive-3.1"):
-        with db.transaction() as conn:
-            conn.execute(update(s.CTLGS).where(s.CTLGS.c.NAME == "hive", s.CTLGS.c.LOCATION_URI == "TBD")
-                         .values(LOCATION_URI=default_catalog_location))
+        conn.execute(update(s.CTLGS).where(s.CTLGS.c.NAME == "hive", s.CTLGS.c.LOCATION_URI == "TBD")
+                     .values(LOCATION_URI=default_catalog_location))
         return False
     created = layout == "empty"
-    s.metadata.create_all(db.engine)
+    s.metadata.create_all(conn)
     if not created:
-        for column in _add_new_columns(db):
+        for column in _add_new_columns(conn):
             log.info("added column %s, which this hmsproxy declares and the schema lacked", column)
-        with db.transaction() as conn:
-            for model in catch_up_sequences(conn):
-                log.info("moved the %s id counter past the ids in use", model)
-    with db.transaction() as conn:
-        if created:
-            conn.execute(insert(s.VERSION).values(VER_ID=1, SCHEMA_VERSION=s.SCHEMA_VERSION,
-                                                  VERSION_COMMENT="Hive release version " + s.SCHEMA_VERSION))
-            conn.execute(insert(s.SEQUENCE_TABLE), [
-                {"SEQUENCE_NAME": MODEL_PREFIX + model, "NEXT_VAL": 1} for model in ID_COLUMNS
-            ])
-            ctlg_id = reserve(conn, "MCatalog", 1)
-            conn.execute(insert(s.CTLGS).values(CTLG_ID=ctlg_id, NAME="hive", DESC="Default catalog for Hive",
-                                                LOCATION_URI=default_catalog_location))
-        for statement in single_row_statements():
-            conn.execute(statement)
+        for model in catch_up_sequences(conn):
+            log.info("moved the %s id counter past the ids in use", model)
+    if created:
+        conn.execute(insert(s.VERSION).values(VER_ID=1, SCHEMA_VERSION=s.SCHEMA_VERSION,
+                                              VERSION_COMMENT="Hive release version " + s.SCHEMA_VERSION))
+        conn.execute(insert(s.SEQUENCE_TABLE), [
+            {"SEQUENCE_NAME": MODEL_PREFIX + model, "NEXT_VAL": 1} for model in ID_COLUMNS
+        ])
+        ctlg_id = reserve(conn, "MCatalog", 1)
+        conn.execute(insert(s.CTLGS).values(CTLG_ID=ctlg_id, NAME="hive", DESC="Default catalog for Hive",
+                                            LOCATION_URI=default_catalog_location))
+    for statement in single_row_statements():
+        conn.execute(statement)
     return created

@@ -117,10 +117,14 @@ def _execute(conn: Connection, steps: list[Step], progress: Callable[[Step], Non
             conn.exec_driver_sql(statement)
 
 
-def _version(engine: Engine) -> str:
+def refuse_sqlite(engine: Engine) -> None:
     if engine.dialect.name == "sqlite":
         raise UpgradeRefused("`hmsproxy schema upgrade` upgrades Hive's MySQL/MariaDB and PostgreSQL metastores; an "
                              "SQLite metastore of an older hmsproxy is brought up to date by `hmsproxy serve` itself")
+
+
+def _version(engine: Engine) -> str:
+    refuse_sqlite(engine)
     tables = set(inspect(engine).get_table_names())
     if "VERSION" not in tables:
         raise UpgradeRefused("no VERSION table: this is not a Hive metastore database (`hmsproxy schema init` "
