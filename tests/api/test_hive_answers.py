@@ -21,10 +21,10 @@ from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from hmsclient.genthrift.hive_metastore import ttypes as A
 from thrift.Thrift import TException
 
-from api.builders import sd
 from hmsproxy.handler.service import SECRET_KEY_PARTS
 from hmsproxy.hiveconf import hiveconf_defaults
 from hmsproxy.java_map_order import string_hash
+from support.builders import sd
 from support.databases import BACKENDS, fresh_database
 from support.hmsproxy_server import start_hmsproxy
 from support.reference_hms import start_reference_hms

@@ -30,8 +30,8 @@ import pytest
 import thriftpy2.rpc
 from thriftpy2.thrift import TException
 
-from api.builders import PLACEHOLDER_FORMATS, sd
 from hmsproxy.idl import hms
+from support.builders import PLACEHOLDER_FORMATS, sd
 from support.hmsproxy_server import start_hmsproxy_process
 from support.instances import connect, instances_on_one_database
 

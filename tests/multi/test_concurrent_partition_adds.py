@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from api.builders import partition, table
 from hmsproxy.idl import hms
+from support.builders import partition, table
 from support.instances import connect, instances_on_one_database
 
 WRITERS = 6

@@ -11,10 +11,10 @@ from functools import partial
 import pytest
 from sqlalchemy import create_engine, text
 
-from api.builders import PLACEHOLDER_FORMATS, connect_thrift, sd
 from hmsproxy.client import reader_snapshot
 from hmsproxy.idl import hms
 from hmsproxy.txn.write_ids import ValidWriteIdList
+from support.builders import PLACEHOLDER_FORMATS, connect_thrift, sd
 from support.databases import fresh_database
 from support.hive_schema import load_hive_script
 from support.hmsproxy_server import start_hmsproxy_process

@@ -17,7 +17,7 @@ from hmsclient import hmsclient
 from hmsclient.genthrift.hive_metastore import ttypes as A
 from sqlalchemy import create_engine, text
 
-from api.builders import sd
+from support.builders import sd
 from support.cli import run_hmsproxy
 from support.databases import fresh_database
 from support.hive_schema import load_hive_script

@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from api.builders import table
 from hmsproxy.idl import hms
+from support.builders import table
 from support.instances import connect, instances_on_one_database
 
 ROUNDS = 6

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from api.builders import connect_thrift, table
 from hmsproxy.idl import hms
+from support.builders import connect_thrift, table
 from support.databases import fresh_database
 from support.hmsproxy_server import start_hmsproxy_process
 from support.scrape import metric

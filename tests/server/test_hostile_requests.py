@@ -17,8 +17,8 @@ from collections.abc import Iterator
 import pytest
 import thriftpy2.rpc
 
-from api.builders import connect_thrift, partition, table
 from hmsproxy.idl import hms
+from support.builders import connect_thrift, partition, table
 from support.hmsproxy_server import start_hmsproxy_process
 from support.running import RunningServer
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from api.builders import connect_thrift
 from hmsproxy.idl import hms
+from support.builders import connect_thrift
 from support.hmsproxy_server import start_hmsproxy_process
 from support.raw_wire import call_frame, closed_within, serves
 from support.running import RunningServer

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from thriftpy2.transport import TTransportException
 
-from api.builders import PLACEHOLDER_FORMATS, connect_thrift, sd
 from hmsproxy.idl import hms
+from support.builders import PLACEHOLDER_FORMATS, connect_thrift, sd
 from support.databases import fresh_database
 from support.hmsproxy_server import start_hmsproxy, start_hmsproxy_process
 

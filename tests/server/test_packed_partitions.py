@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from hmsclient.genthrift.hive_metastore import ttypes
 
-from api.builders import connect_hive, connect_thrift, partition, table
 from hmsproxy.idl import hms
+from support.builders import connect_hive, connect_thrift, partition, table
 from support.hmsproxy_server import start_hmsproxy, start_hmsproxy_process
 from support.scrape import metric, wait_for
 

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from api.builders import PLACEHOLDER_FORMATS, sd
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
 from hmsproxy.store.cache import prewarm
@@ -16,6 +15,7 @@ from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.prewarm import Loader
 from hmsproxy.store.cache.shared_cache import SharedCache
 from hmsproxy.store.sql.store import SqlStore
+from support.builders import PLACEHOLDER_FORMATS, sd
 from support.sql_stores import sqlite_store
 
 SIZES = {"a": 3, "b": 4, "c": 0, "d": 5, "big": 30, "e": 2, "f": 6, "g": 1}

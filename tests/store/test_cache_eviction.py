@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from api.builders import PLACEHOLDER_FORMATS, sd
 from hmsproxy.codec import encode
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
@@ -12,6 +11,7 @@ from hmsproxy.store.cache.cached_store import CachedStore, entry_from_bundle
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache
 from hmsproxy.store.reader import Reader
+from support.builders import PLACEHOLDER_FORMATS, sd
 from support.sql_stores import sqlite_store
 
 

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from api.builders import PLACEHOLDER_FORMATS, sd
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
 from hmsproxy.partition_filter import compile_filter
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache
+from support.builders import PLACEHOLDER_FORMATS, sd
 from support.sql_stores import sqlite_store
 from support.statements import count_statements
 

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 import thriftpy2.rpc
 
-from api.builders import PLACEHOLDER_FORMATS, sd
 from hmsproxy.config import Settings
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
@@ -26,6 +25,7 @@ from hmsproxy.store.cache.prewarm_workers import DatabaseAccess, PrewarmWorkers,
 from hmsproxy.store.cache.shared_cache import SharedCache, TableEntry
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.store import SqlStore
+from support.builders import PLACEHOLDER_FORMATS, sd
 from support.databases import BACKENDS
 from support.hmsproxy_server import start_hmsproxy_process
 from support.scrape import metric, wait_for

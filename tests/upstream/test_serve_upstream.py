@@ -20,11 +20,11 @@ import pytest
 from hmsclient.genthrift.hive_metastore import ttypes as A
 from thriftpy2.thrift import TException
 
-from api.builders import connect_hive, connect_thrift, database, partition, table, unique
 from hmsproxy import server as hmsproxy_server
 from hmsproxy.client import reader_snapshot
 from hmsproxy.config import Settings
 from hmsproxy.idl import hms
+from support.builders import connect_hive, connect_thrift, database, partition, table, unique
 from support.hmsproxy_server import start_hmsproxy_process
 from support.ports import free_port
 from support.reference_hms import reference_hms, start_reference_hms

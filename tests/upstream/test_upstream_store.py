@@ -9,7 +9,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from api.builders import connect_thrift, database, partition, table
 from hmsproxy.idl import hms
 from hmsproxy.store.domain import LockOutcome
 from hmsproxy.store.rawstore import STORE_PARTS, RawStore
@@ -17,6 +16,7 @@ from hmsproxy.txn.write_ids import ValidWriteIdList
 from hmsproxy.upstream import store as store_module
 from hmsproxy.upstream.pool import UpstreamPool
 from hmsproxy.upstream.store import UpstreamStore, upstream_store
+from support.builders import connect_thrift, database, partition, table
 from support.hmsproxy_server import start_hmsproxy
 from support.reference_hms import reference_hms
 from support.running import RunningServer

@@ -1,4 +1,4 @@
-"""Builders of metastore objects for the API tests, for either client's generated types.
+"""Builders of metastore objects for the tests, for either client's generated types.
 
 `T` is a module of Thrift types: `hmsproxy.idl.hms` (thriftpy2, our IDL) or hmsclient's
 `hive_metastore.ttypes` (Apache Thrift, Hive 2.3's IDL). Both share the 2.3 field names used here.
