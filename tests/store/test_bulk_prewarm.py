@@ -14,9 +14,8 @@ from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.prewarm import Loader
 from hmsproxy.store.cache.shared_cache import SharedCache
-from hmsproxy.store.sql.store import SqlStore
 from support.builders import PLACEHOLDER_FORMATS, sd
-from support.sql_stores import sqlite_store
+from support.sql_stores import RecordingStore, sqlite_store
 
 SIZES = {"a": 3, "b": 4, "c": 0, "d": 5, "big": 30, "e": 2, "f": 6, "g": 1}
 
@@ -24,29 +23,6 @@ SIZES = {"a": 3, "b": 4, "c": 0, "d": 5, "big": 30, "e": 2, "f": 6, "g": 1}
 def _sd(location: str) -> Any:
     return sd(hms, [("c", "string")], location, **PLACEHOLDER_FORMATS)
 
-
-class Recording:
-    """The SQL store, recording which tables each read asked for."""
-
-    def __init__(self, store: SqlStore) -> None:
-        self.store = store
-        self.groups: list[list[tuple[str, str]]] = []
-        self.alone: list[tuple[str, str]] = []
-        self.during_group_read: Any = None   # called between a group's read and its return
-
-    def get_table_bundles(self, cat: str, tables: Any) -> Any:
-        self.groups.append(list(tables))
-        bundles = self.store.get_table_bundles(cat, tables)
-        if self.during_group_read is not None:
-            self.during_group_read()
-        return bundles
-
-    def get_table_bundle(self, cat: str, db: str, tbl: str, partition_sink: Any = None) -> Any:
-        self.alone.append((db, tbl))
-        return self.store.get_table_bundle(cat, db, tbl, partition_sink)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.store, name)
 
 
 @pytest.fixture
@@ -83,7 +59,7 @@ def _prewarmed(delegate: Any) -> tuple[CachedStore, SharedCache]:
 def test_prewarm_groups_small_tables_within_the_bounds_and_caches_every_table_as_stored(plain, monkeypatch):
     monkeypatch.setattr(prewarm, "GROUP_PARTITIONS", 10)
     monkeypatch.setattr(prewarm, "GROUP_TABLES", 3)
-    recording = Recording(plain)
+    recording = RecordingStore(plain)
     store, cache = _prewarmed(recording)
     counts = plain.partition_counts("hive")
     for group in recording.groups:
@@ -100,7 +76,7 @@ def test_prewarm_groups_small_tables_within_the_bounds_and_caches_every_table_as
 
 
 def test_a_store_that_cannot_count_partitions_is_prewarmed_table_by_table(plain):
-    recording = Recording(plain)
+    recording = RecordingStore(plain)
     recording.partition_counts = lambda cat: None   # as the upstream store answers
     _store, cache = _prewarmed(recording)
     assert recording.groups == [] and len(recording.alone) == len(SIZES)
@@ -108,7 +84,7 @@ def test_a_store_that_cannot_count_partitions_is_prewarmed_table_by_table(plain)
 
 
 def test_a_write_that_overlaps_a_group_read_leaves_no_stale_entry(plain):
-    recording = Recording(plain)
+    recording = RecordingStore(plain)
     requested: list[Any] = []
     store, cache = _cached(recording)
     store.request_load = requested.append

@@ -28,8 +28,9 @@ from hmsproxy.store.sql.store import SqlStore
 from support.builders import PLACEHOLDER_FORMATS, sd
 from support.databases import BACKENDS
 from support.hmsproxy_server import start_hmsproxy_process
-from support.scrape import metric, wait_for
-from support.sql_stores import fresh_store
+from support.polling import wait_for
+from support.scrape import metric
+from support.sql_stores import RecordingStore, fresh_store
 
 SIZES = {("d", "a"): 3, ("d", "b"): 0, ("d", "c"): 7, ("e", "f"): 5, ("e", "g"): 40, ("e", "h"): 2}
 CAT = "hive"
@@ -62,20 +63,6 @@ def _populate(store: SqlStore) -> None:
                                            catName=CAT), statsObj=[stats]), ["1", "v1"])
 
 
-class Recording:
-    """The SQL store, recording the groups of tables read in this process."""
-
-    def __init__(self, store: SqlStore) -> None:
-        self.store = store
-        self.groups: list[list[tuple[str, str]]] = []
-
-    def get_table_bundles(self, cat: str, tables: Any) -> Any:
-        self.groups.append(list(tables))
-        return self.store.get_table_bundles(cat, tables)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.store, name)
-
 
 def _plan(store: SqlStore, processes: int = 2) -> WorkerPlan:
     return WorkerPlan(DatabaseAccess(store.db.url), processes, min_partitions=0)
@@ -104,7 +91,7 @@ def populated(request, tmp_path):
 
 def test_workers_cache_every_table_as_the_loader_would(populated):
     here = _prewarmed(populated, None)
-    recording = Recording(populated)
+    recording = RecordingStore(populated)
     by_workers = _prewarmed(recording, _plan(populated))
     assert sorted(by_workers) == sorted(SIZES)
     assert recording.groups == []              # every group was read by a worker, none in this process
