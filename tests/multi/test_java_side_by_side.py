@@ -22,8 +22,9 @@ from support.cli import run_hmsproxy
 from support.databases import fresh_database
 from support.hive_schema import load_hive_script
 from support.hmsproxy_server import start_hmsproxy_process
+from support.polling import wait_for
 from support.reference_hms import ON_HIVES_2_3_SCHEMA, start_reference_hms_on_mariadb
-from support.scrape import metric, wait_for
+from support.scrape import metric
 
 JAVA_PROPERTIES = {  # per schema: hmsproxy's own, or Hive's 2.3.0 script's
     "hmsproxy": {"datanucleus.schema.autoCreateAll": "false", "hive.metastore.schema.verification": "false"},

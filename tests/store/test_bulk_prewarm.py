@@ -14,14 +14,11 @@ from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.prewarm import Loader
 from hmsproxy.store.cache.shared_cache import SharedCache
-from support.builders import PLACEHOLDER_FORMATS, sd
+from support.builders import placeholder_sd
 from support.sql_stores import RecordingStore, sqlite_store
 
 SIZES = {"a": 3, "b": 4, "c": 0, "d": 5, "big": 30, "e": 2, "f": 6, "g": 1}
 
-
-def _sd(location: str) -> Any:
-    return sd(hms, [("c", "string")], location, **PLACEHOLDER_FORMATS)
 
 
 
@@ -31,10 +28,10 @@ def plain(tmp_path):
     for i, (name, count) in enumerate(SIZES.items()):
         database = "de"[i % 2]
         store.create_table(hms.Table(tableName=name, dbName=database, catName="hive", parameters={"n": name},
-                                     sd=_sd(f"file:/w/{database}.db/{name}"), tableType="MANAGED_TABLE",
+                                     sd=placeholder_sd(f"file:/w/{database}.db/{name}"), tableType="MANAGED_TABLE",
                                      partitionKeys=[hms.FieldSchema(name="k", type="int")]))
         store.add_partitions("hive", database, name, [
-            hms.Partition(values=[str(j)], sd=_sd(f"file:/w/{name}/k={j}"), parameters={"j": str(j)})
+            hms.Partition(values=[str(j)], sd=placeholder_sd(f"file:/w/{name}/k={j}"), parameters={"j": str(j)})
             for j in range(count)])
     yield store
     store.close()
@@ -91,7 +88,7 @@ def test_a_write_that_overlaps_a_group_read_leaves_no_stale_entry(plain):
     store.load_catalog("hive")
     changed = ("hive", "d", "a")
     recording.during_group_read = lambda: store.alter_partitions(
-        "hive", "d", "a", [hms.Partition(values=["1"], sd=_sd("file:/w/moved"), parameters={"j": "moved"})])
+        "hive", "d", "a", [hms.Partition(values=["1"], sd=placeholder_sd("file:/w/moved"), parameters={"j": "moved"})])
     keys = [("hive", "d", "a"), ("hive", "e", "b"), ("hive", "e", "d")]
     loaded = store.load_tables(keys)
     assert loaded == SIZES["b"] + SIZES["d"]                   # the two the write did not touch

@@ -18,7 +18,7 @@ from hmsproxy.upstream.pool import UpstreamPool
 from hmsproxy.upstream.store import UpstreamStore, upstream_store
 from support.builders import connect_thrift, database, partition, table
 from support.hmsproxy_server import start_hmsproxy
-from support.reference_hms import reference_hms
+from support.reference_hms import reference_hms_fixture
 from support.running import RunningServer
 from support.tcp_proxy import TcpProxy
 
@@ -29,10 +29,7 @@ OPEN, ABORTED = hms.TxnState.OPEN, hms.TxnState.ABORTED
 SLACK_S = 1.5   # scheduling and a connect or two on loopback, on top of a time bound
 
 
-@pytest.fixture(scope="module")
-def hive(tmp_path_factory) -> Iterator[RunningServer]:
-    with reference_hms(tmp_path_factory.mktemp("upstream-store-hive"), txn=True) as server:
-        yield server
+hive = reference_hms_fixture("upstream-store-hive", txn=True)
 
 
 @pytest.fixture(scope="module")
