@@ -43,14 +43,14 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-for extra in (ROOT / "tests", HERE):  # support.* and api.builders (tests), lock_bench and listing_bench (bench)
+for extra in (ROOT / "tests", HERE):  # support.* (tests), lock_bench and listing_bench (bench)
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
 from lock_bench import JAVA_PASS, JAVA_USER, drop_databases, java_user, source_version  # noqa: E402
 
-from api.builders import connect_thrift, database, partition, table  # noqa: E402
 from hmsproxy.idl import hms  # noqa: E402
+from support.builders import connect_thrift, database, partition, table  # noqa: E402
 from support.java_hms import JdbcDatabase  # noqa: E402
 from support.ports import free_port  # noqa: E402
 from support.reference_hms import start_reference_hms  # noqa: E402

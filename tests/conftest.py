@@ -6,7 +6,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import settings
 
-from api.builders import connect_hive, connect_thrift
+from support.builders import connect_hive, connect_thrift
 from support.databases import BACKENDS, fresh_database
 from support.hive_schema import load_hive_script
 from support.hmsproxy_server import start_hmsproxy

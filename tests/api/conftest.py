@@ -5,8 +5,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from api.builders import database, unique
 from hmsproxy.idl import hms
+from support.builders import database, unique
 
 
 @pytest.fixture

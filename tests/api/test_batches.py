@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from api.builders import partition, table
 from hmsproxy.client import MetastoreClient
 from hmsproxy.idl import hms
+from support.builders import partition, table
 
 COUNT = 1200
 

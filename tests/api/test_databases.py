@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from hmsclient.genthrift.hive_metastore import ttypes as A
 
-from api.builders import database, path_of, table, unique, write_file
 from hmsproxy.idl import hms
 from hmsproxy.warehouse import to_uri
+from support.builders import database, path_of, table, unique, write_file
 
 
 def test_create_with_location_params_and_owner(client, backend_server, tmp_path):

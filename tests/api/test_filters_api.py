@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from hmsclient.genthrift.hive_metastore import ttypes as A
 
-from api.builders import partition, table
 from hmsproxy.idl import hms
+from support.builders import partition, table
 
 DAYS = ["2024-01-01", "2024-01-02", "2024-01-10", "2024-02-01"]
 HOURS = ["0", "1", "5", "7", "10"]

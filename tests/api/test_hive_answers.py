@@ -21,31 +21,23 @@ from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from hmsclient.genthrift.hive_metastore import ttypes as A
 from thrift.Thrift import TException
 
-from api.builders import sd
 from hmsproxy.handler.service import SECRET_KEY_PARTS
 from hmsproxy.hiveconf import hiveconf_defaults
 from hmsproxy.java_map_order import string_hash
+from support.builders import sd
 from support.databases import BACKENDS, fresh_database
 from support.hmsproxy_server import start_hmsproxy
-from support.reference_hms import start_reference_hms
+from support.reference_hms import reference_hms_fixture
 from support.running import RunningServer
 
 TIME_FIELDS = {"createTime", "lastAccessTime", "lastAnalyzed"}
 
 
-@pytest.fixture(scope="module")
-def hive(tmp_path_factory) -> Iterator[RunningServer]:
-    with start_reference_hms(tmp_path_factory.mktemp("hive-ref")) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def hive_computing(tmp_path_factory) -> Iterator[RunningServer]:
-    """The reference without Hive 2.3's aggregate-statistics cache (on by default, off by default in Hive 3+),
-    which answers get_aggr_stats_for with an earlier aggregate of other partitions: what Hive computes."""
-    with start_reference_hms(tmp_path_factory.mktemp("hive-computing"),
-                             properties={"hive.metastore.aggregate.stats.cache.enabled": "false"}) as server:
-        yield server
+hive = reference_hms_fixture("hive-ref")
+# The reference without Hive 2.3's aggregate-statistics cache (on by default, off by default in Hive 3+), which
+# answers get_aggr_stats_for with an earlier aggregate of other partitions: what Hive computes.
+hive_computing = reference_hms_fixture("hive-computing",
+                                       properties={"hive.metastore.aggregate.stats.cache.enabled": "false"})
 
 
 @pytest.fixture(scope="module", params=BACKENDS)

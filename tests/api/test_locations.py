@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from api.builders import connect_thrift, partition, table
 from hmsproxy.idl import hms
+from support.builders import connect_thrift, partition, table
 from support.hmsproxy_server import start_hmsproxy_process
 from support.running import RunningServer
 

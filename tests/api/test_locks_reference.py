@@ -23,7 +23,7 @@ import pytest
 from hmsclient.genthrift.hive_metastore import ttypes as A
 from thrift.Thrift import TApplicationException, TException
 
-from api.builders import connect_hive
+from support.builders import connect_hive
 from support.hmsproxy_server import start_hmsproxy
 from support.reference_hms import reference_hms
 

@@ -6,9 +6,9 @@ import pytest
 from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from hmsclient.genthrift.hive_metastore import ttypes as A
 
-from api.builders import partition, path_of, table, write_file
 from hmsproxy.idl import hms
 from hmsproxy.warehouse import to_uri
+from support.builders import partition, path_of, table, write_file
 
 
 @pytest.fixture

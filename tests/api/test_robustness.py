@@ -9,10 +9,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from hmsclient.genthrift.hive_metastore import ttypes as A
 
-from api.builders import connect_hive as hive_client
-from api.builders import connect_thrift as thrift_client
-from api.builders import database, partition, path_of, table, unique, write_file
 from hmsproxy.idl import hms
+from support.builders import connect_hive as hive_client
+from support.builders import connect_thrift as thrift_client
+from support.builders import database, partition, path_of, table, unique, write_file
 
 
 def _raw_send(server, payload: bytes) -> bytes:

@@ -9,9 +9,9 @@ from thriftpy2.protocol import TBinaryProtocolFactory
 from thriftpy2.thrift import TApplicationException, TClient, TMessageType
 from thriftpy2.transport import TBufferedTransportFactory, TSocket
 
-from api.builders import connect_hive as hive_client
-from api.builders import connect_thrift as thrift_client
 from hmsproxy.idl import fb303, hms
+from support.builders import connect_hive as hive_client
+from support.builders import connect_thrift as thrift_client
 
 
 def test_set_ugi_returns_the_groups(client, hclient):

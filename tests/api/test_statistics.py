@@ -7,8 +7,8 @@ import json
 import pytest
 from hmsclient.genthrift.hive_metastore import ttypes as A
 
-from api.builders import partition, table
 from hmsproxy.idl import hms
+from support.builders import partition, table
 
 
 def long_stats(T, db, tbl, col, low, high, nulls, dvs, part_name=None):

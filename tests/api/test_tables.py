@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from hmsclient.genthrift.hive_metastore import ttypes as A
 
-from api.builders import database, partition, path_of, table, unique, write_file
 from hmsproxy.idl import hms
 from hmsproxy.warehouse import to_uri
+from support.builders import database, partition, path_of, table, unique, write_file
 
 
 def test_managed_table_defaults(client, backend_server, db):

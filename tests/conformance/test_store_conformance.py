@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from api.builders import partition, sd
 from hmsproxy.events import messages
 from hmsproxy.events.journal import Journal
 from hmsproxy.idl import hms
@@ -32,6 +31,7 @@ from hmsproxy.store.sql.database import Database, init_schema
 from hmsproxy.store.sql.store import SqlStore
 from hmsproxy.upstream.pool import UpstreamPool
 from hmsproxy.upstream.store import UpstreamStore
+from support.builders import partition, sd
 from support.databases import fresh_database
 from support.hmsproxy_server import start_hmsproxy
 

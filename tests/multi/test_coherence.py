@@ -30,8 +30,8 @@ import pytest
 import thriftpy2.rpc
 from thriftpy2.thrift import TException
 
-from api.builders import PLACEHOLDER_FORMATS, sd
 from hmsproxy.idl import hms
+from support.builders import placeholder_sd
 from support.hmsproxy_server import start_hmsproxy_process
 from support.instances import connect, instances_on_one_database
 
@@ -53,9 +53,6 @@ Key = tuple[str, str]   # database, table
 
 # ---- requests ---------------------------------------------------------------------------------------
 
-def _sd(location: str | None) -> Any:
-    return sd(hms, [("a", "int")], location, **PLACEHOLDER_FORMATS)
-
 
 @dataclass
 class TableModel:
@@ -70,13 +67,14 @@ def _table(db: str, name: str, model: TableModel, writer: str) -> Any:
     params = {"gen": str(model.gen), "writer": writer}
     if not model.managed:
         params["EXTERNAL"] = "TRUE"
-    return hms.Table(tableName=name, dbName=db, sd=_sd(None if model.managed else EXTERNAL_ROOT + model.location),
+    location = None if model.managed else EXTERNAL_ROOT + model.location
+    return hms.Table(tableName=name, dbName=db, sd=placeholder_sd(location),
                      partitionKeys=[hms.FieldSchema(name="p", type="string")], parameters=params,
                      tableType="MANAGED_TABLE" if model.managed else "EXTERNAL_TABLE")
 
 
 def _partition(db: str, table: str, part: str, gen: int) -> Any:
-    return hms.Partition(values=[part.removeprefix("p=")], dbName=db, tableName=table, sd=_sd(None),
+    return hms.Partition(values=[part.removeprefix("p=")], dbName=db, tableName=table, sd=placeholder_sd(),
                          parameters={"gen": str(gen)})
 
 

@@ -9,8 +9,8 @@ import uuid
 
 import pytest
 
-from api.builders import table
 from hmsproxy.idl import hms
+from support.builders import table
 from support.instances import connect, instances_on_one_database
 
 WRITERS = 8
@@ -19,7 +19,8 @@ KEY = "metadata_location"
 REJECTION_PREFIX = f"The table has been modified. The parameter value for key '{KEY}' is"
 
 
-def _table(db: str, location: str) -> hms.Table:
+def _iceberg_table(db: str, location: str) -> hms.Table:
+    """External table t whose current metadata file is `location` (Iceberg's pointer kept in the metastore)."""
     return table(hms, db, "t", table_type="EXTERNAL_TABLE", params={KEY: location, "EXTERNAL": "TRUE"})
 
 
@@ -36,7 +37,7 @@ def test_exactly_one_of_racing_writers_wins_each_round(backend, tmp_path):
         db = f"cas_{uuid.uuid4().hex[:6]}"
         setup = connect(servers[0])
         setup.create_database(hms.Database(name=db, parameters={}))
-        setup.create_table(_table(db, "v0"))
+        setup.create_table(_iceberg_table(db, "v0"))
         clients = [connect(servers[i % 2]) for i in range(WRITERS)]
 
         def write(i: int, round_: int, base: str, start: threading.Barrier, outcomes: list[str | None]) -> None:
@@ -76,7 +77,7 @@ def test_rejections_carry_hive_texts_and_change_nothing(tmp_path):
     with instances_on_one_database("sqlite", tmp_path, 1) as (_, (server,)):
         client = connect(server)
         client.create_database(hms.Database(name="d", parameters={}))
-        client.create_table(_table("d", "v1"))
+        client.create_table(_iceberg_table("d", "v1"))
         with pytest.raises(hms.MetaException) as stale:
             _cas(client, "d", "v0", "v2")
         assert stale.value.message == (f"{REJECTION_PREFIX} 'v1'. The expected was value was 'v0'")

@@ -9,17 +9,13 @@ import uuid
 
 import pytest
 
-from api.builders import table
 from hmsproxy.idl import hms
+from support.builders import table
 from support.instances import connect, instances_on_one_database
 
 THREADS = 16
 TABLES_PER_THREAD = 8
 SYNC_BOUND_S = 15.0  # the poll interval is 0.2 s; this only bounds a broken test
-
-
-def _table(db: str, name: str) -> hms.Table:
-    return table(hms, db, name)
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "mariadb", "postgres"])
@@ -37,7 +33,7 @@ def test_every_acknowledged_table_is_listed_by_every_instance(backend, tmp_path)
             for i in range(TABLES_PER_THREAD):
                 name = f"t_{thread}_{i}"
                 try:
-                    client.create_table(_table(db, name))
+                    client.create_table(table(hms, db, name))
                 except Exception as exc:  # recorded: every create must succeed
                     with guard:
                         errors.append(f"{name}: {exc!r}")

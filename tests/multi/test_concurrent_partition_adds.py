@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import pytest
 
-from api.builders import partition, table
 from hmsproxy.idl import hms
+from support.builders import partition, table
 from support.instances import connect, instances_on_one_database
+from support.polling import wait_for
 
 WRITERS = 6
 ROUNDS = 5
@@ -78,9 +78,7 @@ def test_same_partitions_added_at_once_with_if_not_exists_are_added_once(backend
 
         for server in servers:
             client = connect(server)
-            deadline = time.monotonic() + SYNC_BOUND_S
-            while _cached_writers(client, db) != writer_of and time.monotonic() < deadline:
-                time.sleep(0.1)  # waiting for the instance's poller; the assertion below decides
-            assert _cached_writers(client, db) == writer_of
+            wait_for(lambda: _cached_writers(client, db) == writer_of,  # noqa: B023 (polled within the iteration)
+                     "every partition's writer cached by the instance", SYNC_BOUND_S, interval=0.1)
             client.close()
         first.close()

@@ -14,8 +14,7 @@ import consistency
 LAG_BOUND_MS = 5000.0  # a sanity bound (the poll interval is 0.2 s), not a benchmark
 
 
-@pytest.mark.parametrize("backend", [pytest.param("mariadb", marks=pytest.mark.mariadb),
-                                     pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.mark.parametrize("backend", ["mariadb", "postgres"])
 def test_two_instances_are_consistent_under_concurrent_writes(backend, tmp_path):
     config = consistency.Config(writers=2, readers=3, ops=60, deadline_s=50.0)
     report = consistency.run(backend, tmp_path, config)  # skips when the database server is unreachable

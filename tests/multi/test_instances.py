@@ -4,21 +4,21 @@ are told apart by table id, and the notification log is gap-free under concurren
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from functools import partial
 
 import pytest
 from sqlalchemy import create_engine, text
 
-from api.builders import PLACEHOLDER_FORMATS, connect_thrift, sd
 from hmsproxy.client import reader_snapshot
 from hmsproxy.idl import hms
 from hmsproxy.txn.write_ids import ValidWriteIdList
+from support.builders import connect_thrift, placeholder_sd
 from support.databases import fresh_database
 from support.hive_schema import load_hive_script
 from support.hmsproxy_server import start_hmsproxy_process
 from support.instances import instances_on_one_database
+from support.polling import wait_for
 
 VISIBLE_WITHIN_S = 10.0  # generous: the poll interval is 0.2 s; this only bounds a broken test
 
@@ -42,20 +42,10 @@ def instances(request, tmp_path_factory):
 
 
 def _table(db, name, params=None):
-    return hms.Table(tableName=name, dbName=db, sd=sd(hms, [("a", "int")], **PLACEHOLDER_FORMATS), partitionKeys=[],
+    return hms.Table(tableName=name, dbName=db, sd=placeholder_sd(columns=[("a", "int")]), partitionKeys=[],
                      parameters=dict(params or {}),
                      tableType="EXTERNAL_TABLE")
 
-
-def eventually(check, what: str):
-    """Polls `check` until it returns a true value (bounded); returns it and the seconds it took."""
-    started = time.monotonic()
-    while time.monotonic() - started < VISIBLE_WITHIN_S:
-        value = check()
-        if value:
-            return value, time.monotonic() - started
-        time.sleep(0.02)  # polling another process's state, bounded by the deadline
-    pytest.fail(f"not visible within {VISIBLE_WITHIN_S} s: {what}")
 
 
 def _param(client, db, name, key):
@@ -78,9 +68,10 @@ def db(instances):
 def test_a_change_through_one_instance_is_visible_through_the_others(instances, db):
     _, (a, b, c), _ = instances
     ca, cb, cc = connect_thrift(a), connect_thrift(b), connect_thrift(c)
-    eventually(lambda: db in cb.get_all_databases(), "database created through A, listed by B")
+    wait_for(lambda: db in cb.get_all_databases(), "database created through A, listed by B", VISIBLE_WITHIN_S)
     ca.create_table(_table(db, "t", {"version": "1"}))
-    eventually(lambda: _param(cb, db, "t", "version") == "1", "table created through A, read through B")
+    wait_for(lambda: _param(cb, db, "t", "version") == "1",
+             "table created through A, read through B", VISIBLE_WITHIN_S)
 
     def read_through_c(seen: list, version: int) -> bool:
         seen.append(_param(cc, db, "t", "version"))
@@ -91,11 +82,12 @@ def test_a_change_through_one_instance_is_visible_through_the_others(instances, 
         table.parameters["version"] = str(version)
         ca.alter_table(db, "t", table)
         seen = []
-        eventually(partial(read_through_c, seen, version), f"version {version} through C")
+        wait_for(partial(read_through_c, seen, version), f"version {version} through C", VISIBLE_WITHIN_S)
         assert [int(v) for v in seen] == sorted(int(v) for v in seen)  # never backwards
     cb.drop_table(db, "t", True)
     for client, name in ((ca, "A"), (cc, "C")):   # the table and its name: each within the bound
-        eventually(partial(_gone, client, db, "t"), f"table dropped through B, gone and unlisted in {name}")
+        wait_for(partial(_gone, client, db, "t"),
+                 f"table dropped through B, gone and unlisted in {name}", VISIBLE_WITHIN_S)
     for client in (ca, cb, cc):
         client.close()
 
@@ -118,7 +110,7 @@ def test_snapshot_reads_through_another_instance_are_never_stale(instances, db):
         ca.close()
         cb.close()
         return
-    eventually(lambda: _param(cb, db, "acid", "version") == "0", "transactional table through B")
+    wait_for(lambda: _param(cb, db, "acid", "version") == "0", "transactional table through B", VISIBLE_WITHIN_S)
     cb.get_table_req(hms.GetTableRequest(dbName=db, tblName="acid", validWriteIdList=_snapshot(cb, f"{db}.acid")))
     for round_ in range(5):
         [txn] = ca.open_txns(hms.OpenTxnRequest(num_txns=1, user="u", hostname="h")).txn_ids
@@ -146,15 +138,17 @@ def test_rename_and_recreate_under_the_same_name(instances, db):
     _, (a, b, _), _ = instances
     ca, cb = connect_thrift(a), connect_thrift(b)
     ca.create_table(_table(db, "t", {"generation": "first"}))
-    first, _ = eventually(lambda: _param(cb, db, "t", "generation") == "first" and cb.get_table(db, "t"), "first t")
+    first = wait_for(lambda: _param(cb, db, "t", "generation") == "first" and cb.get_table(db, "t"),
+                     "first t", VISIBLE_WITHIN_S)
     renamed = ca.get_table(db, "t")
     renamed.tableName = "t_old"
     ca.alter_table(db, "t", renamed)
     ca.create_table(_table(db, "t", {"generation": "second"}))
-    second, _ = eventually(lambda: _param(cb, db, "t", "generation") == "second" and cb.get_table(db, "t"), "new t")
+    second = wait_for(lambda: _param(cb, db, "t", "generation") == "second" and cb.get_table(db, "t"),
+                      "new t", VISIBLE_WITHIN_S)
     assert second.id != first.id
-    moved, _ = eventually(lambda: _param(cb, db, "t_old", "generation") == "first" and cb.get_table(db, "t_old"),
-                          "renamed t_old through B")
+    moved = wait_for(lambda: _param(cb, db, "t_old", "generation") == "first" and cb.get_table(db, "t_old"),
+                     "renamed t_old through B", VISIBLE_WITHIN_S)
     assert moved.id == first.id
     # a request that names the old table id is never answered with the new table from the cache
     answer = cb.get_table_req(hms.GetTableRequest(dbName=db, tblName="t", id=first.id)).table

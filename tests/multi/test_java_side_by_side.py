@@ -17,13 +17,14 @@ from hmsclient import hmsclient
 from hmsclient.genthrift.hive_metastore import ttypes as A
 from sqlalchemy import create_engine, text
 
-from api.builders import sd
+from support.builders import sd
 from support.cli import run_hmsproxy
 from support.databases import fresh_database
 from support.hive_schema import load_hive_script
 from support.hmsproxy_server import start_hmsproxy_process
+from support.polling import wait_for
 from support.reference_hms import ON_HIVES_2_3_SCHEMA, start_reference_hms_on_mariadb
-from support.scrape import metric, wait_for
+from support.scrape import metric
 
 JAVA_PROPERTIES = {  # per schema: hmsproxy's own, or Hive's 2.3.0 script's
     "hmsproxy": {"datanucleus.schema.autoCreateAll": "false", "hive.metastore.schema.verification": "false"},

@@ -7,15 +7,11 @@ import uuid
 
 import pytest
 
-from api.builders import table
 from hmsproxy.idl import hms
+from support.builders import table
 from support.instances import connect, instances_on_one_database
 
 ROUNDS = 6
-
-
-def _table(db: str) -> hms.Table:
-    return table(hms, db, "t", table_type="EXTERNAL_TABLE", params={"EXTERNAL": "TRUE", "metadata_location": "v0"})
 
 
 def _exclusive(db: str) -> hms.LockRequest:
@@ -29,7 +25,8 @@ def test_a_read_under_a_granted_lock_sees_every_earlier_commit(backend, tmp_path
         db = f"sync_{uuid.uuid4().hex[:6]}"
         clients = [connect(server) for server in servers]
         clients[0].create_database(hms.Database(name=db, parameters={}))
-        clients[0].create_table(_table(db))
+        clients[0].create_table(table(hms, db, "t", table_type="EXTERNAL_TABLE",
+                                      params={"EXTERNAL": "TRUE", "metadata_location": "v0"}))
         for client in clients:  # both instances read (and so cache) the table
             assert client.get_table(db, "t").parameters["metadata_location"] == "v0"
         for round_ in range(1, ROUNDS + 1):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
-import time
 import uuid
 
 import pytest
@@ -15,7 +14,9 @@ from hmsproxy.config import Settings
 from hmsproxy.idl import hms
 from hmsproxy.server import start
 from hmsproxy.store.cache.poller import Poller
+from support.builders import placeholder_sd
 from support.databases import fresh_database
+from support.polling import wait_for
 from support.tcp_proxy import TcpProxy
 
 DEADLINE_S = 10.0
@@ -30,11 +31,8 @@ def _server(url, workdir):
 
 
 def _table(db, version):
-    sd = hms.StorageDescriptor(cols=[hms.FieldSchema(name="a", type="int")], inputFormat="i", outputFormat="o",
-                               serdeInfo=hms.SerDeInfo(serializationLib="s", parameters={}), parameters={},
-                               bucketCols=[], sortCols=[], compressed=False, numBuckets=-1)
-    return hms.Table(tableName="t", dbName=db, sd=sd, partitionKeys=[], parameters={"version": str(version)},
-                     tableType="EXTERNAL_TABLE")
+    return hms.Table(tableName="t", dbName=db, sd=placeholder_sd(columns=[("a", "int")]),
+                     partitionKeys=[], parameters={"version": str(version)}, tableType="EXTERNAL_TABLE")
 
 
 def _set_version(client, db, version):
@@ -42,14 +40,6 @@ def _set_version(client, db, version):
     table.parameters["version"] = str(version)
     client.alter_table(db, "t", table)
 
-
-def _until(check, what):
-    started = time.monotonic()
-    while time.monotonic() - started < DEADLINE_S:
-        if check():
-            return
-        time.sleep(0.02)  # polling another thread's progress, bounded by the deadline
-    pytest.fail(f"not within {DEADLINE_S} s: {what}")
 
 
 def _restart_poller(running, after):
@@ -67,7 +57,7 @@ def pair(request, tmp_path):
         db = f"db_{uuid.uuid4().hex[:8]}"
         ca.create_database(hms.Database(name=db, parameters={}))
         ca.create_table(_table(db, 1))
-        _until(lambda: b.store.cache.get_table(("hive", db, "t")) is not None, "t cached in B")
+        wait_for(lambda: b.store.cache.get_table(("hive", db, "t")) is not None, "t cached in B", DEADLINE_S)
         try:
             yield url, a, b, ca, cb, db
         finally:
@@ -84,14 +74,14 @@ def test_a_stopped_poller_catches_up_when_restarted(pair):
     _set_version(ca, db, 2)
     assert cb.get_table(db, "t").parameters["version"] == "1"   # B's cache, not following the log now
     _restart_poller(b, stopped_at)
-    _until(lambda: cb.get_table(db, "t").parameters["version"] == "2", "B caught up")
+    wait_for(lambda: cb.get_table(db, "t").parameters["version"] == "2", "B caught up", DEADLINE_S)
 
 
 def test_an_instance_steps_over_its_own_events_without_reading_them_and_applies_the_others(pair):
     """A's own writes at the head of the log are in its cache already: its poller steps over them without reading
     their messages (an add of 100 partitions is ~100 KB), then reads and applies B's."""
     _url, a, _b, ca, cb, db = pair
-    _until(lambda: a.poller.last_applied == a.store.current_event_id(), "A applied the setup's events")
+    wait_for(lambda: a.poller.last_applied == a.store.current_event_id(), "A applied the setup's events", DEADLINE_S)
     a.poller.stop()
     before = a.store.current_event_id()
     _set_version(ca, db, 2)
@@ -131,7 +121,7 @@ def test_an_own_event_read_between_its_commit_and_its_confirmation_is_not_taken_
     """Taken for another writer's, A's own event would drop its table's entry for a reload, and under a steady
     stream of writes to a big table that reload never finishes (bench/README.md, row 7 on 2026-11-27)."""
     _url, a, _b, ca, _cb, db = pair
-    _until(lambda: a.poller.last_applied == a.store.current_event_id(), "A applied the setup's events")
+    wait_for(lambda: a.poller.last_applied == a.store.current_event_id(), "A applied the setup's events", DEADLINE_S)
     a.poller.stop()
     held = _HeldAfterCommit()
     a.store.delegate.db.event_watchers.insert(0, held)
@@ -191,17 +181,17 @@ def test_a_table_another_writer_changed_is_cached_again_while_this_instance_writ
     for first in range(0, 3000, 500):
         ca.add_partitions(_partitions(db, range(first, first + 500)))
     key = ("hive", db, "big")
-    _until(lambda: a.store.cache.get_table(key) is not None, "the big table cached in A")
+    wait_for(lambda: a.store.cache.get_table(key) is not None, "the big table cached in A", DEADLINE_S)
     context = multiprocessing.get_context("spawn")
     stop, batches = context.Event(), context.Value("i", 0)
     writer = context.Process(target=_write_steadily, args=(a.port, db, 3000, stop, batches))
     writer.start()
     try:
-        _until(lambda: batches.value > 0, "the writer started")
+        wait_for(lambda: batches.value > 0, "the writer started", DEADLINE_S)
         cb.add_partitions(_partitions(db, [-1]))   # another instance's write: A can only learn it by reading again
-        _until(lambda: "k=-1" in _cached_names(a, key), "A caches the table again, with B's partition")
+        wait_for(lambda: "k=-1" in _cached_names(a, key), "A caches the table again, with B's partition", DEADLINE_S)
         written_when_cached = batches.value
-        _until(lambda: batches.value > written_when_cached + 2, "the writer goes on")
+        wait_for(lambda: batches.value > written_when_cached + 2, "the writer goes on", DEADLINE_S)
     finally:
         stop.set()
         writer.join(DEADLINE_S)
@@ -224,7 +214,7 @@ def test_a_gap_in_the_log_reloads_the_whole_cache(pair):
     engine.dispose()
     _set_version(ca, db, 4)   # a newer event exists, the ones between are missing
     _restart_poller(b, stopped_at)
-    _until(lambda: cb.get_table(db, "t").parameters["version"] == "4", "B reloaded past the gap")
+    wait_for(lambda: cb.get_table(db, "t").parameters["version"] == "4", "B reloaded past the gap", DEADLINE_S)
 
 
 def test_an_event_it_cannot_read_reloads_the_cache_and_the_poller_goes_on(pair):
@@ -241,9 +231,10 @@ def test_an_event_it_cannot_read_reloads_the_cache_and_the_poller_goes_on(pair):
                           f"WHERE {quote('EVENT_TYPE')} = 'ALTER_TABLE'"))
     engine.dispose()
     _restart_poller(b, stopped_at)
-    _until(lambda: cb.get_table(db, "t").parameters["version"] == "5", "B reloaded past the unreadable event")
+    wait_for(lambda: cb.get_table(db, "t").parameters["version"] == "5",
+             "B reloaded past the unreadable event", DEADLINE_S)
     _set_version(ca, db, 6)
-    _until(lambda: cb.get_table(db, "t").parameters["version"] == "6", "B follows the log again")
+    wait_for(lambda: cb.get_table(db, "t").parameters["version"] == "6", "B follows the log again", DEADLINE_S)
 
 
 def test_the_database_going_away_and_coming_back(tmp_path):
@@ -256,7 +247,7 @@ def test_the_database_going_away_and_coming_back(tmp_path):
             db = f"db_{uuid.uuid4().hex[:8]}"
             ca.create_database(hms.Database(name=db, parameters={}))
             ca.create_table(_table(db, 1))
-            _until(lambda: b.store.cache.get_table(("hive", db, "t")) is not None, "t cached in B")
+            wait_for(lambda: b.store.cache.get_table(("hive", db, "t")) is not None, "t cached in B", DEADLINE_S)
             def errors() -> float:
                 return b.poller.metrics.registry.get_sample_value("hmsproxy_notification_poll_errors_total")
 
@@ -265,13 +256,13 @@ def test_the_database_going_away_and_coming_back(tmp_path):
             assert cb.get_table(db, "t").parameters["version"] == "1"   # still answered from the cache
             with pytest.raises(hms.MetaException):                       # what needs the database says so
                 cb.get_table(db, "not_cached")
-            _until(lambda: errors() > before, "the poller noticed the outage")
+            wait_for(lambda: errors() > before, "the poller noticed the outage", DEADLINE_S)
             _set_version(ca, db, 5)
             proxy.restore()
-            _until(lambda: cb.get_table(db, "t").parameters["version"] == "5", "B recovered by itself")
+            wait_for(lambda: cb.get_table(db, "t").parameters["version"] == "5", "B recovered by itself", DEADLINE_S)
             cb.create_table(hms.Table(tableName="after", dbName=db, sd=_table(db, 0).sd, partitionKeys=[],
                                       parameters={}, tableType="EXTERNAL_TABLE"))
-            _until(lambda: "after" in ca.get_all_tables(db), "a write through B after the outage")
+            wait_for(lambda: "after" in ca.get_all_tables(db), "a write through B after the outage", DEADLINE_S)
         finally:
             ca.close()
             cb.close()

@@ -11,6 +11,7 @@ import pytest
 
 from hmsproxy.idl import hms
 from support.instances import connect, instances_on_one_database
+from support.polling import wait_for
 
 TIMEOUT_S = 2.0  # where the test waits for the reaper: short, so that it does not wait long
 # Where a live client must keep its lock: a timeout a machine stall cannot reach between two heartbeats, watched
@@ -42,16 +43,6 @@ def _exclusive(db: str, table: str) -> hms.LockRequest:
                                                          dbname=db, tablename=table)], user="u", hostname="h")
 
 
-def _until(check, what: str) -> float:
-    """Polls another process's state until `check()` holds; returns the seconds it took."""
-    started = time.monotonic()
-    while not check():
-        if time.monotonic() - started > BOUND_S:
-            pytest.fail(f"not within {BOUND_S} s: {what}")
-        time.sleep(0.05)  # polling the servers' reaper
-    return time.monotonic() - started
-
-
 @pytest.mark.parametrize("backend", ["sqlite", "mariadb", "postgres"])
 def test_a_killed_clients_lock_and_transaction_are_reaped(backend, tmp_path):
     args = ("--txn-timeout-s", str(TIMEOUT_S), "--txn-reaper-interval-s", str(REAPER_INTERVAL_S))
@@ -76,7 +67,7 @@ def test_a_killed_clients_lock_and_transaction_are_reaped(backend, tmp_path):
             txns = {t.id: t.state for t in client.get_open_txns_info().open_txns}
             return lock_id not in locks and txns.get(txn_id) == hms.TxnState.ABORTED
 
-        _until(reaped, "the killed client's lock released and its transaction aborted")
+        wait_for(reaped, "the killed client's lock released and its transaction aborted", BOUND_S)
         assert time.monotonic() - killed_at >= TIMEOUT_S - 0.5
         assert client.check_lock(hms.CheckLockRequest(lockid=waiting.lockid)).state == hms.LockState.ACQUIRED
         assert client.lock(_exclusive(db, "acid")).state == hms.LockState.ACQUIRED

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, inspect, select
 
-from api.builders import connect_thrift
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database, schema_lock
+from support.builders import connect_thrift
 from support.cli import run_hmsproxy
 from support.databases import BACKENDS, fresh_database
 from support.hive_schema import load_hive_3_0

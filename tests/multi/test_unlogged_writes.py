@@ -13,7 +13,8 @@ from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
 from support.databases import BACKENDS
 from support.instances import connect, instances_on_one_database
-from support.scrape import metric, wait_for
+from support.polling import wait_for
+from support.scrape import metric
 
 MDATABASE = "org.apache.hadoop.hive.metastore.model.MDatabase"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import gc
 
-from api.builders import connect_thrift
 from hmsproxy.idl import hms
+from support.builders import connect_thrift
 from support.hmsproxy_server import start_hmsproxy
 
 

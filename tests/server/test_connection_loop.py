@@ -25,6 +25,7 @@ from thriftpy2.transport import TBufferedTransportFactory, TFramedTransportFacto
 from thriftpy2.transport.memory import TMemoryBuffer
 
 from hmsproxy.idl import hms
+from support.builders import placeholder_sd
 from support.hmsproxy_server import start_hmsproxy
 from support.ports import free_port
 from support.running import RunningServer
@@ -59,10 +60,8 @@ def _transport_factory(framed: bool):
 
 
 def _table(name: str, parameters: dict[str, str]):
-    sd = hms.StorageDescriptor(cols=[hms.FieldSchema(name="a", type="int")], inputFormat="i", outputFormat="o",
-                               serdeInfo=hms.SerDeInfo(serializationLib="s", parameters={}), parameters={},
-                               bucketCols=[], sortCols=[], compressed=False, numBuckets=-1)
-    return hms.Table(tableName=name, dbName=DB, sd=sd, partitionKeys=[], parameters=parameters,
+    return hms.Table(tableName=name, dbName=DB, sd=placeholder_sd(columns=[("a", "int")]),
+                     partitionKeys=[], parameters=parameters,
                      tableType="MANAGED_TABLE" if "transactional" in parameters else "EXTERNAL_TABLE")
 
 

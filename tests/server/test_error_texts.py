@@ -9,8 +9,8 @@ import sqlite3
 
 import pytest
 
-from api.builders import connect_thrift
 from hmsproxy.idl import hms
+from support.builders import connect_thrift
 from support.hmsproxy_server import start_hmsproxy_process
 
 

@@ -24,6 +24,7 @@ from support.databases import fresh_database
 from support.hive_schema import load_hive_script, tables_and_version
 from support.hmsproxy_server import start_hmsproxy
 from support.instances import connect
+from support.polling import wait_for
 
 
 def _sql(url: str, statement: str) -> list[tuple]:
@@ -136,10 +137,9 @@ def test_a_change_logged_as_hive_4s_listener_logs_it_reaches_the_cache(backend, 
                 packed_event = dataclasses.replace(event, message=packed, message_format="gzip(json-2.0)")
                 event_log.append(conn, [packed_event], reserve(conn, "MNotificationLog", 1))
             db.dispose()
-            deadline = time.monotonic() + 15  # the poller reads the log every 0.2 s; this bounds a broken test
-            while client.get_table("shop", "t").parameters["note"] != "after" and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert client.get_table("shop", "t").parameters["note"] == "after"
+            # the poller reads the log every 0.2 s; the timeout bounds a broken test
+            wait_for(lambda: client.get_table("shop", "t").parameters["note"] == "after",
+                     "the packed event applied", timeout=15)
             client.close()
         finally:
             server.stop()

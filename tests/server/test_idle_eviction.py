@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from api.builders import connect_thrift
 from hmsproxy.idl import hms
+from support.builders import connect_thrift
 from support.hmsproxy_server import start_hmsproxy_process
+from support.polling import wait_for
 from support.raw_wire import call_frame, closed_within, serves
 from support.running import RunningServer
-from support.scrape import metric, wait_for
+from support.scrape import metric
 
 CAP = 4
 EVICTED = "hmsproxy_evicted_idle_connections_total"

@@ -10,22 +10,19 @@ from pathlib import Path
 import pytest
 from thriftpy2.transport import TTransportException
 
-from api.builders import PLACEHOLDER_FORMATS, connect_thrift, sd
 from hmsproxy.idl import hms
+from support.builders import connect_thrift, placeholder_sd
 from support.databases import fresh_database
 from support.hmsproxy_server import start_hmsproxy, start_hmsproxy_process
 
 
-def _sd(location=None):
-    return sd(hms, [("a", "string")], location, **PLACEHOLDER_FORMATS)
-
-
 def _partitioned(client, count):
     client.create_database(hms.Database(name="d", parameters={}))
-    client.create_table(hms.Table(tableName="t", dbName="d", sd=_sd(), parameters={}, tableType="EXTERNAL_TABLE",
-                                  partitionKeys=[hms.FieldSchema(name="k", type="int")]))
+    client.create_table(hms.Table(tableName="t", dbName="d", sd=placeholder_sd(), parameters={},
+                                  tableType="EXTERNAL_TABLE", partitionKeys=[hms.FieldSchema(name="k", type="int")]))
     for start in range(0, count, 100):  # requests of 100 partitions stay under the message limits used here
-        parts = [hms.Partition(values=[str(i)], dbName="d", tableName="t", sd=_sd(f"file:/tmp/p/{i}"), parameters={})
+        parts = [hms.Partition(values=[str(i)], dbName="d", tableName="t", sd=placeholder_sd(f"file:/tmp/p/{i}"),
+                               parameters={})
                  for i in range(start, min(start + 100, count))]
         client.add_partitions_req(hms.AddPartitionsRequest(dbName="d", tblName="t", parts=parts, ifNotExists=False,
                                                            needResult=False))
@@ -128,8 +125,8 @@ def test_quick_stats_skip_a_data_directory_over_the_bound(tmp_path):
     try:
         client.create_database(hms.Database(name="d", parameters={}))
         for name, directory in (("small", small), ("large", large)):
-            client.create_table(hms.Table(tableName=name, dbName="d", sd=_sd(f"file:{directory}"), parameters={},
-                                          tableType="EXTERNAL_TABLE", partitionKeys=[]))
+            client.create_table(hms.Table(tableName=name, dbName="d", sd=placeholder_sd(f"file:{directory}"),
+                                          parameters={}, tableType="EXTERNAL_TABLE", partitionKeys=[]))
         assert {k: v for k, v in client.get_table("d", "small").parameters.items()
                 if k in ("numFiles", "totalSize")} == {"numFiles": "3", "totalSize": "3"}
         assert not {"numFiles", "totalSize"} & set(client.get_table("d", "large").parameters)

@@ -8,11 +8,12 @@ import time
 
 import pytest
 
-from api.builders import connect_thrift
 from hmsproxy.idl import hms
+from support.builders import connect_thrift
 from support.hmsproxy_server import start_hmsproxy
+from support.polling import wait_for
 from support.ports import free_port
-from support.scrape import metric, wait_for
+from support.scrape import metric
 
 
 @pytest.mark.parametrize("cache", [True, False])

@@ -22,13 +22,15 @@ from thriftpy2.transport import TBufferedTransportFactory, TFramedTransportFacto
 
 from hmsproxy.idl import hms
 from hmsproxy.store.cache import cached_store
+from support.builders import placeholder_sd
 from support.hmsproxy_server import start_hmsproxy
+from support.polling import wait_for
 from support.ports import free_port
 from support.running import RunningServer
-from support.scrape import wait_for
 
 DB = "ready"
 KEYS = [("ds", "string"), ("hr", "int")]
+COLUMNS = [("a", "int")]
 
 
 @dataclass
@@ -44,19 +46,13 @@ class Served:
         return float(match.group(1)) if match else 0.0
 
 
-def _sd(location: str | None = None) -> hive.StorageDescriptor:
-    return hive.StorageDescriptor(cols=[hive.FieldSchema(name="a", type="int")], location=location, inputFormat="i",
-                                  outputFormat="o", serdeInfo=hive.SerDeInfo(serializationLib="s", parameters={}),
-                                  parameters={}, bucketCols=[], sortCols=[], compressed=False, numBuckets=-1)
-
-
 def _partition(table: str, ds: str, hr: int) -> hive.Partition:
     return hive.Partition(values=[ds, str(hr)], dbName=DB, tableName=table, parameters={"n": f"{ds}/{hr}"},
-                          sd=_sd(f"s3a://b/{table}/ds={ds}/hr={hr}"))
+                          sd=placeholder_sd(f"s3a://b/{table}/ds={ds}/hr={hr}", COLUMNS, T=hive))
 
 
 def _table(name: str, parameters: dict[str, str]) -> hive.Table:
-    return hive.Table(tableName=name, dbName=DB, sd=_sd(), parameters=parameters,
+    return hive.Table(tableName=name, dbName=DB, sd=placeholder_sd(None, COLUMNS, T=hive), parameters=parameters,
                       partitionKeys=[hive.FieldSchema(name=k, type=t) for k, t in KEYS],
                       tableType="MANAGED_TABLE" if "transactional" in parameters else "EXTERNAL_TABLE")
 

@@ -5,11 +5,11 @@ import urllib.request
 import pytest
 from thriftpy2.transport import TCyFramedTransportFactory, TTransportException
 
-from api.builders import connect_thrift
 from hmsproxy.idl import hms
+from support.builders import connect_thrift
 from support.hmsproxy_server import start_hmsproxy
+from support.polling import wait_for
 from support.ports import free_port
-from support.scrape import wait_for
 
 
 @pytest.fixture

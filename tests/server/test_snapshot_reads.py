@@ -7,9 +7,9 @@ import urllib.request
 
 import pytest
 
-from api.builders import connect_thrift
 from hmsproxy.client import reader_snapshot
 from hmsproxy.idl import hms
+from support.builders import connect_thrift
 from support.hmsproxy_server import start_hmsproxy
 from support.ports import free_port
 

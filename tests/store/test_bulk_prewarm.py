@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from api.builders import PLACEHOLDER_FORMATS, sd
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
 from hmsproxy.store.cache import prewarm
@@ -15,38 +14,12 @@ from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.prewarm import Loader
 from hmsproxy.store.cache.shared_cache import SharedCache
-from hmsproxy.store.sql.store import SqlStore
-from support.sql_stores import sqlite_store
+from support.builders import placeholder_sd
+from support.sql_stores import RecordingStore, sqlite_store
 
 SIZES = {"a": 3, "b": 4, "c": 0, "d": 5, "big": 30, "e": 2, "f": 6, "g": 1}
 
 
-def _sd(location: str) -> Any:
-    return sd(hms, [("c", "string")], location, **PLACEHOLDER_FORMATS)
-
-
-class Recording:
-    """The SQL store, recording which tables each read asked for."""
-
-    def __init__(self, store: SqlStore) -> None:
-        self.store = store
-        self.groups: list[list[tuple[str, str]]] = []
-        self.alone: list[tuple[str, str]] = []
-        self.during_group_read: Any = None   # called between a group's read and its return
-
-    def get_table_bundles(self, cat: str, tables: Any) -> Any:
-        self.groups.append(list(tables))
-        bundles = self.store.get_table_bundles(cat, tables)
-        if self.during_group_read is not None:
-            self.during_group_read()
-        return bundles
-
-    def get_table_bundle(self, cat: str, db: str, tbl: str, partition_sink: Any = None) -> Any:
-        self.alone.append((db, tbl))
-        return self.store.get_table_bundle(cat, db, tbl, partition_sink)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.store, name)
 
 
 @pytest.fixture
@@ -55,10 +28,10 @@ def plain(tmp_path):
     for i, (name, count) in enumerate(SIZES.items()):
         database = "de"[i % 2]
         store.create_table(hms.Table(tableName=name, dbName=database, catName="hive", parameters={"n": name},
-                                     sd=_sd(f"file:/w/{database}.db/{name}"), tableType="MANAGED_TABLE",
+                                     sd=placeholder_sd(f"file:/w/{database}.db/{name}"), tableType="MANAGED_TABLE",
                                      partitionKeys=[hms.FieldSchema(name="k", type="int")]))
         store.add_partitions("hive", database, name, [
-            hms.Partition(values=[str(j)], sd=_sd(f"file:/w/{name}/k={j}"), parameters={"j": str(j)})
+            hms.Partition(values=[str(j)], sd=placeholder_sd(f"file:/w/{name}/k={j}"), parameters={"j": str(j)})
             for j in range(count)])
     yield store
     store.close()
@@ -83,7 +56,7 @@ def _prewarmed(delegate: Any) -> tuple[CachedStore, SharedCache]:
 def test_prewarm_groups_small_tables_within_the_bounds_and_caches_every_table_as_stored(plain, monkeypatch):
     monkeypatch.setattr(prewarm, "GROUP_PARTITIONS", 10)
     monkeypatch.setattr(prewarm, "GROUP_TABLES", 3)
-    recording = Recording(plain)
+    recording = RecordingStore(plain)
     store, cache = _prewarmed(recording)
     counts = plain.partition_counts("hive")
     for group in recording.groups:
@@ -100,7 +73,7 @@ def test_prewarm_groups_small_tables_within_the_bounds_and_caches_every_table_as
 
 
 def test_a_store_that_cannot_count_partitions_is_prewarmed_table_by_table(plain):
-    recording = Recording(plain)
+    recording = RecordingStore(plain)
     recording.partition_counts = lambda cat: None   # as the upstream store answers
     _store, cache = _prewarmed(recording)
     assert recording.groups == [] and len(recording.alone) == len(SIZES)
@@ -108,14 +81,14 @@ def test_a_store_that_cannot_count_partitions_is_prewarmed_table_by_table(plain)
 
 
 def test_a_write_that_overlaps_a_group_read_leaves_no_stale_entry(plain):
-    recording = Recording(plain)
+    recording = RecordingStore(plain)
     requested: list[Any] = []
     store, cache = _cached(recording)
     store.request_load = requested.append
     store.load_catalog("hive")
     changed = ("hive", "d", "a")
     recording.during_group_read = lambda: store.alter_partitions(
-        "hive", "d", "a", [hms.Partition(values=["1"], sd=_sd("file:/w/moved"), parameters={"j": "moved"})])
+        "hive", "d", "a", [hms.Partition(values=["1"], sd=placeholder_sd("file:/w/moved"), parameters={"j": "moved"})])
     keys = [("hive", "d", "a"), ("hive", "e", "b"), ("hive", "e", "d")]
     loaded = store.load_tables(keys)
     assert loaded == SIZES["b"] + SIZES["d"]                   # the two the write did not touch

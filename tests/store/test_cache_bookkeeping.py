@@ -13,18 +13,15 @@ from hmsproxy.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache
+from support.builders import placeholder_sd
 from support.sql_stores import sqlite_store
 
 KEPT = 50
 
 
 def _table(name: str) -> hms.Table:
-    sd = hms.StorageDescriptor(cols=[hms.FieldSchema(name="c", type="string")], location=f"file:/w/d.db/{name}",
-                               inputFormat="i", outputFormat="o", compressed=False, numBuckets=-1,
-                               serdeInfo=hms.SerDeInfo(serializationLib="s", parameters={}), bucketCols=[],
-                               sortCols=[], parameters={}, storedAsSubDirectories=False)
-    return hms.Table(tableName=name, dbName="d", catName="hive", sd=sd, partitionKeys=[], parameters={},
-                     tableType="EXTERNAL_TABLE")
+    return hms.Table(tableName=name, dbName="d", catName="hive", sd=placeholder_sd(f"file:/w/d.db/{name}"),
+                     partitionKeys=[], parameters={}, tableType="EXTERNAL_TABLE")
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from api.builders import PLACEHOLDER_FORMATS, sd
 from hmsproxy.codec import encode
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
@@ -12,11 +11,8 @@ from hmsproxy.store.cache.cached_store import CachedStore, entry_from_bundle
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache
 from hmsproxy.store.reader import Reader
+from support.builders import placeholder_sd
 from support.sql_stores import sqlite_store
-
-
-def _sd(location):
-    return sd(hms, [("c", "string")], location, **PLACEHOLDER_FORMATS)
 
 
 @pytest.fixture
@@ -24,11 +20,12 @@ def stores(tmp_path):
     plain = sqlite_store(tmp_path, "d")
     sizes = {"t0": 50, "t1": 50, "t2": 50, "t3": 50, "huge": 3000}
     for name, count in sizes.items():
-        plain.create_table(hms.Table(tableName=name, dbName="d", catName="hive", sd=_sd(f"file:/w/d.db/{name}"),
+        plain.create_table(hms.Table(tableName=name, dbName="d", catName="hive",
+                                     sd=placeholder_sd(f"file:/w/d.db/{name}"),
                                      partitionKeys=[hms.FieldSchema(name="k", type="int")], parameters={},
                                      tableType="MANAGED_TABLE"))
         plain.add_partitions("hive", "d", name, [
-            hms.Partition(values=[str(i)], sd=_sd(f"file:/w/d.db/{name}/k={i}"), parameters={"i": str(i)})
+            hms.Partition(values=[str(i)], sd=placeholder_sd(f"file:/w/d.db/{name}/k={i}"), parameters={"i": str(i)})
             for i in range(count)])
     metrics = Metrics()
     probe = SharedCache(max_bytes=1 << 40)
@@ -75,7 +72,8 @@ def test_a_load_that_overlaps_a_write_is_dropped(stores):
     key = ("hive", "d", "t1")
     generation = cache.generation(key)
     stale = plain.get_table_bundle(*key)
-    store.alter_partitions("hive", "d", "t1", [hms.Partition(values=["1"], sd=_sd("file:/w/x"), parameters={})])
+    store.alter_partitions("hive", "d", "t1",
+                           [hms.Partition(values=["1"], sd=placeholder_sd("file:/w/x"), parameters={})])
     assert not cache.put_table(key, entry_from_bundle(stale), loaded_at_generation=generation)
     store.load_table(key)
     assert store.get_partition("hive", "d", "t1", ["1"]).sd.location == "file:/w/x"
@@ -92,7 +90,8 @@ def test_ready_bytes_stay_current_through_other_tables_writes_and_end_with_their
     t0, t1 = (store.encoded_table(reader, "hive", "d", name) for name in ("t0", "t1"))
     assert t0 is not None and t1 is not None
     assert t0.answer == encode(plain.get_table("hive", "d", "t0"))
-    store.alter_partitions("hive", "d", "t1", [hms.Partition(values=["1"], sd=_sd("file:/w/y"), parameters={})])
+    store.alter_partitions("hive", "d", "t1",
+                           [hms.Partition(values=["1"], sd=placeholder_sd("file:/w/y"), parameters={})])
     assert not t1.held.current and not store.ready_again(reader, t1.held)
     assert store.ready_again(reader, t0.held)
     altered = plain.get_table("hive", "d", "t0")

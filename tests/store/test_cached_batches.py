@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from api.builders import PLACEHOLDER_FORMATS, sd
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
 from hmsproxy.partition_filter import compile_filter
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache
+from support.builders import placeholder_sd
 from support.sql_stores import sqlite_store
 from support.statements import count_statements
 
@@ -22,19 +22,17 @@ KEY = ("hive", "d", "t")
 KEYS = [("ds", "string"), ("hr", "int")]
 
 
-def _sd(location: str) -> Any:
-    return sd(hms, [("c", "string")], location, **PLACEHOLDER_FORMATS)
-
 
 def _partition(ds: str, hr: int) -> Any:
-    return hms.Partition(values=[ds, str(hr)], sd=_sd(f"file:/w/t/ds={ds}/hr={hr}"), parameters={"hr": str(hr)})
+    return hms.Partition(values=[ds, str(hr)], sd=placeholder_sd(f"file:/w/t/ds={ds}/hr={hr}"),
+                         parameters={"hr": str(hr)})
 
 
 @pytest.fixture
 def stores(tmp_path):
     plain = sqlite_store(tmp_path, "d")
-    plain.create_table(hms.Table(tableName="t", dbName="d", catName="hive", sd=_sd("file:/w/t"), parameters={},
-                                 partitionKeys=[hms.FieldSchema(name=k, type=t) for k, t in KEYS],
+    plain.create_table(hms.Table(tableName="t", dbName="d", catName="hive", sd=placeholder_sd("file:/w/t"),
+                                 parameters={}, partitionKeys=[hms.FieldSchema(name=k, type=t) for k, t in KEYS],
                                  tableType="MANAGED_TABLE"))
     # added in an order unlike the name order, in several calls: ids and names sort differently
     days = [f"2024-01-{d:02d}" for d in random.Random(7).sample(range(1, 29), 28)]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from itertools import pairwise
@@ -18,6 +17,7 @@ from hmsproxy.idl import hms
 from hmsproxy.store.sql.database import Database, init_schema
 from hmsproxy.store.sql.store import SqlStore
 from support.databases import fresh_database
+from support.polling import wait_for
 
 
 @pytest.fixture(params=["sqlite", "mariadb", "postgres"])
@@ -84,15 +84,12 @@ def test_queued_requests_are_decided_together_as_one_by_one(store):
     with decision_mutex_held(store.db.url):
         threads = [threading.Thread(target=ask, args=(name,)) for name in requests]
         threads[0].start()
-        deadline = time.monotonic() + 20
-        while not batches:  # the first request took the turn and waits for the mutex
-            assert time.monotonic() < deadline
-            time.sleep(0.001)
+        wait_for(lambda: batches, "the first request took the turn and waits for the mutex", timeout=20,
+                 interval=0.001)
         for thread in threads[1:]:
             thread.start()
-        while store.lock_requests.queued() < len(requests) - 1:
-            assert time.monotonic() < deadline
-            time.sleep(0.001)
+        wait_for(lambda: store.lock_requests.queued() >= len(requests) - 1, "the other requests queued", timeout=20,
+                 interval=0.001)
     for thread in threads:
         thread.join(30)
 

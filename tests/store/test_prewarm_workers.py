@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 import thriftpy2.rpc
 
-from api.builders import PLACEHOLDER_FORMATS, sd
 from hmsproxy.config import Settings
 from hmsproxy.idl import hms
 from hmsproxy.metrics import Metrics
@@ -26,17 +25,17 @@ from hmsproxy.store.cache.prewarm_workers import DatabaseAccess, PrewarmWorkers,
 from hmsproxy.store.cache.shared_cache import SharedCache, TableEntry
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.store import SqlStore
+from support.builders import placeholder_sd
 from support.databases import BACKENDS
 from support.hmsproxy_server import start_hmsproxy_process
-from support.scrape import metric, wait_for
-from support.sql_stores import fresh_store
+from support.polling import wait_for
+from support.scrape import metric
+from support.sql_stores import RecordingStore, fresh_store
 
 SIZES = {("d", "a"): 3, ("d", "b"): 0, ("d", "c"): 7, ("e", "f"): 5, ("e", "g"): 40, ("e", "h"): 2}
 CAT = "hive"
+COLUMNS = [("c", "string"), ("n", "int")]   # n carries the column statistics
 
-
-def _sd(location: str) -> Any:
-    return sd(hms, [("c", "string"), ("n", "int")], location, **PLACEHOLDER_FORMATS)
 
 
 def _populate(store: SqlStore) -> None:
@@ -46,11 +45,12 @@ def _populate(store: SqlStore) -> None:
     for (db, name), count in SIZES.items():
         parameters = {"transactional": "true", "transactional_properties": "insert_only"} if name == "c" else {}
         store.create_table(hms.Table(tableName=name, dbName=db, catName=CAT, parameters=parameters,
-                                     sd=_sd(f"file:/w/{db}.db/{name}"), tableType="MANAGED_TABLE", createTime=1,
+                                     sd=placeholder_sd(f"file:/w/{db}.db/{name}", COLUMNS), tableType="MANAGED_TABLE",
+                                     createTime=1,
                                      partitionKeys=[hms.FieldSchema(name="k", type="int"),
                                                     hms.FieldSchema(name="s", type="string")]))
         store.add_partitions(CAT, db, name, [
-            hms.Partition(values=[str(j), f"v{j % 3}"], sd=_sd(f"file:/w/{name}/k={j}/s=v{j % 3}"),
+            hms.Partition(values=[str(j), f"v{j % 3}"], sd=placeholder_sd(f"file:/w/{name}/k={j}/s=v{j % 3}", COLUMNS),
                           parameters={"j": str(j), "numFiles": "1"}) for j in range(count)])
     stats = hms.ColumnStatisticsObj(colName="n", colType="int", statsData=hms.ColumnStatisticsData(
         longStats=hms.LongColumnStatsData(lowValue=1, highValue=9, numNulls=0, numDVs=3)))
@@ -61,20 +61,6 @@ def _populate(store: SqlStore) -> None:
         statsDesc=hms.ColumnStatisticsDesc(isTblLevel=False, dbName="e", tableName="f", partName="k=1/s=v1",
                                            catName=CAT), statsObj=[stats]), ["1", "v1"])
 
-
-class Recording:
-    """The SQL store, recording the groups of tables read in this process."""
-
-    def __init__(self, store: SqlStore) -> None:
-        self.store = store
-        self.groups: list[list[tuple[str, str]]] = []
-
-    def get_table_bundles(self, cat: str, tables: Any) -> Any:
-        self.groups.append(list(tables))
-        return self.store.get_table_bundles(cat, tables)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.store, name)
 
 
 def _plan(store: SqlStore, processes: int = 2) -> WorkerPlan:
@@ -104,7 +90,7 @@ def populated(request, tmp_path):
 
 def test_workers_cache_every_table_as_the_loader_would(populated):
     here = _prewarmed(populated, None)
-    recording = Recording(populated)
+    recording = RecordingStore(populated)
     by_workers = _prewarmed(recording, _plan(populated))
     assert sorted(by_workers) == sorted(SIZES)
     assert recording.groups == []              # every group was read by a worker, none in this process
@@ -125,8 +111,9 @@ def test_a_write_that_overlaps_a_worker_read_is_not_cached_and_is_read_again(pop
     workers = PrewarmWorkers(_plan(populated, processes=1), fallback=store.read_entries)
     try:
         def write_then_read(cat: str, tables: Any) -> Any:
-            store.alter_partitions(CAT, "d", "a", [hms.Partition(values=["1", "v1"], sd=_sd("file:/w/moved"),
-                                                                 parameters={"j": "moved"})])
+            moved = hms.Partition(values=["1", "v1"], sd=placeholder_sd("file:/w/moved", COLUMNS),
+                                  parameters={"j": "moved"})
+            store.alter_partitions(CAT, "d", "a", [moved])
             return workers.read(cat, tables)
 
         keys = [(CAT, "d", "a"), (CAT, "d", "c")]

@@ -21,7 +21,7 @@ from hmsproxy.store.cache.shared_cache import SharedCache
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.store import SqlStore
 from support.databases import BACKENDS
-from support.scrape import wait_for
+from support.polling import wait_for
 from support.sql_stores import add_table_t, fresh_store, partition_k, sd_at
 
 KEY = ("hive", "d", "t")

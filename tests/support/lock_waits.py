@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from support.scrape import wait_for
+from support.polling import wait_for
 
 # Counts the transactions waiting for another's lock. MariaDB refreshes its InnoDB lock tables only when they were
 # last read 0.1 s ago or more: polled more slowly.

@@ -6,7 +6,9 @@ import contextlib
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
+from typing import Any
 
+import pytest
 from sqlalchemy import create_engine, text
 
 from support.databases import MARIADB_ADMIN
@@ -68,7 +70,19 @@ def start_reference_hms_on_mariadb(workdir: Path, url: str, properties: dict[str
 
 
 @contextlib.contextmanager
-def reference_hms(workdir: Path, *, txn: bool = False) -> Iterator[RunningServer]:
-    """The reference HMS (with Hive's transaction tables when `txn`), stopped afterwards."""
-    with start_reference_hms(workdir, txn=txn) as server:
+def reference_hms(workdir: Path, *, txn: bool = False,
+                  properties: dict[str, str] | None = None) -> Iterator[RunningServer]:
+    """The reference HMS (with Hive's transaction tables when `txn`, `properties` added to its hive-site.xml),
+    stopped afterwards."""
+    with start_reference_hms(workdir, txn=txn, properties=properties) as server:
         yield server
+
+
+def reference_hms_fixture(name: str, *, txn: bool = False, properties: dict[str, str] | None = None) -> Any:
+    """A module-scoped fixture of the reference HMS (see `reference_hms`) in a new temporary directory `name`: one
+    Java process for all the tests of a module, which starts in seconds, not milliseconds."""
+    @pytest.fixture(scope="module")
+    def running_reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+        with reference_hms(tmp_path_factory.mktemp(name), txn=txn, properties=properties) as server:
+            yield server
+    return running_reference

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from hmsproxy.idl import hms
 from hmsproxy.store.sql.database import Database, init_schema
@@ -60,3 +61,28 @@ def partition_k(value: str, location: str, parameters: dict[str, str] | None = N
     """The partition k=`value` of d.t (`table_t`), stored at `location`."""
     return hms.Partition(values=[value], dbName="d", tableName="t", sd=sd_at(location),
                          parameters=dict(parameters or {}), createTime=1, lastAccessTime=0)
+
+
+class RecordingStore:
+    """A store that records which tables each bundle read asked for, to check how prewarm grouped its reads;
+    `during_group_read` (when set) runs between a group's read and its return, to overlap a write with it."""
+
+    def __init__(self, store: SqlStore) -> None:
+        self.store = store
+        self.groups: list[list[tuple[str, str]]] = []
+        self.alone: list[tuple[str, str]] = []
+        self.during_group_read: Any = None
+
+    def get_table_bundles(self, cat: str, tables: Any) -> Any:
+        self.groups.append(list(tables))
+        bundles = self.store.get_table_bundles(cat, tables)
+        if self.during_group_read is not None:
+            self.during_group_read()
+        return bundles
+
+    def get_table_bundle(self, cat: str, db: str, tbl: str, partition_sink: Any = None) -> Any:
+        self.alone.append((db, tbl))
+        return self.store.get_table_bundle(cat, db, tbl, partition_sink)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)

@@ -3,12 +3,12 @@ with its own answer or its own error."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Sequence
 
 import pytest
 
 from hmsproxy.store.sql.combiner import Combiner
+from support.polling import wait_for
 
 
 class GatedBatches:
@@ -44,10 +44,8 @@ def _submit_all(combiner: Combiner, batches: GatedBatches, later: list[int]) -> 
     threads += [threading.Thread(target=call, args=(r,)) for r in later]
     for thread in threads[1:]:
         thread.start()
-    deadline = time.monotonic() + 10
-    while combiner.queued() < len(later):  # every later caller is queued behind the running batch
-        assert time.monotonic() < deadline
-        time.sleep(0.001)
+    wait_for(lambda: combiner.queued() >= len(later), "every later caller queued behind the running batch",
+             timeout=10, interval=0.001)
     batches.gate.set()
     for thread in threads:
         thread.join(10)

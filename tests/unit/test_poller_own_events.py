@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
 
 import pytest
 
 from hmsproxy.events.messages import Event
 from hmsproxy.metrics import Metrics
 from hmsproxy.store.cache.poller import OWN_CONFIRM_TIMEOUT_S, Poller
+from support.polling import wait_for
 
 
 def _event(event_type: str) -> Event:
@@ -48,9 +48,7 @@ def test_an_event_read_waits_only_for_the_writes_under_way_when_it_was_read():
     poller = _poller()
     poller.sending(1)
     answer = _is_own_later(poller, 9)
-    deadline = time.monotonic() + 10
-    while not _waiting(poller):   # the question is asked (and waits for write 1)
-        assert time.monotonic() < deadline
+    wait_for(lambda: _waiting(poller), "the question asked, waiting for write 1", timeout=10, interval=0.001)
     poller.sending(2)   # after it; under way until the end of the test
     poller.committed(1, [(8, _event("ALTER_TABLE"))])
     assert answer.get(timeout=OWN_CONFIRM_TIMEOUT_S / 2) is False   # waiting for write 2 would take the timeout

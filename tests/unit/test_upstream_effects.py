@@ -2,9 +2,9 @@
 name, by name pairs or by structs anywhere inside them, is read again; a table DDL settles the name index too."""
 from __future__ import annotations
 
-from api.builders import database, partition, table
 from hmsproxy.idl import hms
 from hmsproxy.upstream.effects import CacheEffects, cache_effects
+from support.builders import database, partition, table
 
 T = table(hms, "Sales", "Orders", part_keys=[("ds", "string")])
 

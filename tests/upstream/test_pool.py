@@ -13,18 +13,16 @@ from thriftpy2.thrift import TApplicationException, TDecodeException
 from hmsproxy.idl import hms
 from hmsproxy.upstream import pool as pool_module
 from hmsproxy.upstream.pool import UpstreamPool, UpstreamUnavailable
+from support.polling import wait_for
 from support.ports import free_port
-from support.reference_hms import reference_hms
+from support.reference_hms import reference_hms_fixture
 from support.running import RunningServer
 from support.tcp_proxy import TcpProxy
 
 SLACK_S = 1.5   # scheduling and a connect or two on loopback, on top of a time bound
 
 
-@pytest.fixture(scope="module")
-def hive(tmp_path_factory) -> Iterator[RunningServer]:
-    with reference_hms(tmp_path_factory.mktemp("upstream-hive")) as server:
-        yield server
+hive = reference_hms_fixture("upstream-hive")
 
 
 @pytest.fixture
@@ -78,12 +76,6 @@ def exists(pool: UpstreamPool, database: str) -> bool:
         return False
     return True
 
-
-def wait_for(condition, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
 
 
 # ---- configuration ------------------------------------------------------------------------------------------------
@@ -294,5 +286,5 @@ def test_a_write_is_not_sent_again_after_its_request_went_unanswered(hive, proxy
         with pytest.raises(hms.NoSuchObjectException):
             pool.call("get_database", name)
         proxy.restore()   # the request held in the proxy reaches Hive now
-        wait_for(lambda: exists(pool, name))
+        wait_for(lambda: exists(pool, name), f"{name} exists upstream", timeout=30.0)
         assert audit_lines(hive, f"create_database: Database(name:{name},") == 1

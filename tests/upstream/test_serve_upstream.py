@@ -20,16 +20,17 @@ import pytest
 from hmsclient.genthrift.hive_metastore import ttypes as A
 from thriftpy2.thrift import TException
 
-from api.builders import connect_hive, connect_thrift, database, partition, table, unique
 from hmsproxy import server as hmsproxy_server
 from hmsproxy.client import reader_snapshot
 from hmsproxy.config import Settings
 from hmsproxy.idl import hms
+from support.builders import connect_hive, connect_thrift, database, partition, table, unique
 from support.hmsproxy_server import start_hmsproxy_process
+from support.polling import wait_for
 from support.ports import free_port
-from support.reference_hms import reference_hms, start_reference_hms
+from support.reference_hms import reference_hms, reference_hms_fixture, start_reference_hms
 from support.running import RunningServer
-from support.scrape import metric, wait_for
+from support.scrape import metric
 from support.tcp_proxy import TcpProxy
 
 REFRESH_S = 1.0     # the fronts' revalidation interval in the visibility tests
@@ -72,10 +73,7 @@ class Front:
         self.running.stop()
 
 
-@pytest.fixture(scope="module")
-def hive(tmp_path_factory) -> Iterator[RunningServer]:
-    with reference_hms(tmp_path_factory.mktemp("front-hive"), txn=True) as server:
-        yield server
+hive = reference_hms_fixture("front-hive", txn=True)
 
 
 @pytest.fixture(scope="module")

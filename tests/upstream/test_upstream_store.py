@@ -9,7 +9,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from api.builders import connect_thrift, database, partition, table
 from hmsproxy.idl import hms
 from hmsproxy.store.domain import LockOutcome
 from hmsproxy.store.rawstore import STORE_PARTS, RawStore
@@ -17,8 +16,9 @@ from hmsproxy.txn.write_ids import ValidWriteIdList
 from hmsproxy.upstream import store as store_module
 from hmsproxy.upstream.pool import UpstreamPool
 from hmsproxy.upstream.store import UpstreamStore, upstream_store
+from support.builders import connect_thrift, database, partition, table
 from support.hmsproxy_server import start_hmsproxy
-from support.reference_hms import reference_hms
+from support.reference_hms import reference_hms_fixture
 from support.running import RunningServer
 from support.tcp_proxy import TcpProxy
 
@@ -29,10 +29,7 @@ OPEN, ABORTED = hms.TxnState.OPEN, hms.TxnState.ABORTED
 SLACK_S = 1.5   # scheduling and a connect or two on loopback, on top of a time bound
 
 
-@pytest.fixture(scope="module")
-def hive(tmp_path_factory) -> Iterator[RunningServer]:
-    with reference_hms(tmp_path_factory.mktemp("upstream-store-hive"), txn=True) as server:
-        yield server
+hive = reference_hms_fixture("upstream-store-hive", txn=True)
 
 
 @pytest.fixture(scope="module")

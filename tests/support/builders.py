@@ -1,4 +1,4 @@
-"""Builders of metastore objects for the API tests, for either client's generated types.
+"""Builders of metastore objects for the tests, for either client's generated types.
 
 `T` is a module of Thrift types: `hmsproxy.idl.hms` (thriftpy2, our IDL) or hmsclient's
 `hive_metastore.ttypes` (Apache Thrift, Hive 2.3's IDL). Both share the 2.3 field names used here.
@@ -37,8 +37,13 @@ def sd(T: Any, columns: Sequence[tuple[str, str]] = (("id", "int"), ("name", "st
         bucketCols=[], sortCols=[], parameters={}, skewedInfo=None, storedAsSubDirectories=False)
 
 
-# Placeholder formats and serde for tests where they do not matter (the stores keep them as given).
-PLACEHOLDER_FORMATS: dict[str, Any] = {"input_format": "i", "output_format": "o", "serde": "s", "serde_params": {}}
+def placeholder_sd(location: str | None = None, columns: Sequence[tuple[str, str]] = (("c", "string"),), *,
+                   T: Any = None) -> Any:
+    """A storage descriptor (of our IDL's types unless `T` is given) with placeholder formats and serde, for tests
+    where only its location and columns matter (the stores keep the formats as given)."""
+    if T is None:
+        from hmsproxy.idl import hms as T
+    return sd(T, columns, location, input_format="i", output_format="o", serde="s", serde_params={})
 
 
 def database(T: Any, name: str, location: str | None = None, params: dict[str, str] | None = None,
