@@ -1,9 +1,10 @@
 """Parts of the machine a test needs, and what happens when one is missing.
 
 On a developer's machine a missing part (a database server, Java, promtool, Hive's schema scripts...) skips the
-tests that need it, with the reason. A run that names parts in HMSPROXY_TEST_REQUIRE (CI names them all) fails
+tests that need it, with the reason. A run that names parts in TESTS_REQUIRE (CI names them all) fails
 those tests instead: a database that did not come up or a tool that did not install cannot turn CI green by
-skipping its tests."""
+skipping its tests. (Not an HMSPROXY_ variable: that prefix is for the server's settings.)
+"""
 from __future__ import annotations
 
 import os
@@ -12,12 +13,12 @@ from typing import NoReturn
 
 import pytest
 
-REQUIRE_VARIABLE = "HMSPROXY_TEST_REQUIRE"
+REQUIRE_VARIABLE = "TESTS_REQUIRE"
 PARTS = frozenset({"mariadb", "postgres", "java", "promtool", "docker-compose", "openssl", "hive-schema"})
 
 
 def required_parts() -> frozenset[str]:
-    """The parts this run requires, from HMSPROXY_TEST_REQUIRE (comma-separated); a name it does not know is an
+    """The parts this run requires, from TESTS_REQUIRE (comma-separated); a name it does not know is an
     error, so that a typo cannot quietly require nothing."""
     named = {name.strip() for name in os.environ.get(REQUIRE_VARIABLE, "").split(",") if name.strip()}
     unknown = named - PARTS

@@ -82,17 +82,17 @@ def test_a_missing_part_skips_unless_the_run_requires_it(pytester: pytest.Pytest
                                                          required: str, outcome: dict[str, int]) -> None:
     _project_settings(pytester)
     pytester.makepyfile(MISSING_DATABASE)
-    monkeypatch.setenv("HMSPROXY_TEST_REQUIRE", required)
+    monkeypatch.setenv("TESTS_REQUIRE", required)
     result = pytester.runpytest_subprocess()
     result.assert_outcomes(**outcome)
     if "failed" in outcome:
-        result.stdout.fnmatch_lines(["*mariadb is required in this run (HMSPROXY_TEST_REQUIRE)*not reachable*"])
+        result.stdout.fnmatch_lines(["*mariadb is required in this run (TESTS_REQUIRE)*not reachable*"])
 
 
 def test_an_unknown_required_part_is_an_error(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     _project_settings(pytester)
     pytester.makepyfile(MISSING_DATABASE)
-    monkeypatch.setenv("HMSPROXY_TEST_REQUIRE", "mariadb,postgress")
+    monkeypatch.setenv("TESTS_REQUIRE", "mariadb,postgress")
     result = pytester.runpytest_subprocess()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*unknown parts*postgress*"])
