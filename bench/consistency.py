@@ -67,8 +67,8 @@ if str(ROOT / "tests") not in sys.path:
     sys.path.insert(0, str(ROOT / "tests"))  # support.* (fresh databases, server processes)
 
 from hmsproxy.client import reader_snapshot  # noqa: E402
+from hmsproxy.hive.write_ids import ValidWriteIdList  # noqa: E402
 from hmsproxy.idl import hms  # noqa: E402
-from hmsproxy.txn.write_ids import ValidWriteIdList  # noqa: E402
 from support.databases import fresh_database  # noqa: E402
 from support.hmsproxy_server import start_hmsproxy_process  # noqa: E402
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from cache_bench import Server, client, empty_metastore, hms, paired_bars, partition_values, percentile, timed
 
-from hmsproxy.names import make_partition_name
-from hmsproxy.partition_filter import PartitionFilter, compile_partition_filter
+from hmsproxy.hive.names import make_partition_name
+from hmsproxy.hive.partition_filter import PartitionFilter, compile_partition_filter
 from hmsproxy.store.cache.partitions import PartitionSet
 
 DATABASE = "hmsproxy_filter_bench"

@@ -32,8 +32,8 @@ from thriftpy2.thrift import TProcessor, TType
 from thriftpy2.transport.memory import TCyMemoryBuffer
 from thriftpy2.utils import deserialize, serialize
 
-from hmsproxy.dispatch import encoded_reply
 from hmsproxy.idl import LEGACY_CONTAINER_KINDS, hms
+from hmsproxy.rpc.dispatch import encoded_reply
 
 SERVICE = hms.ThriftHiveMetastore
 FACTORIES = [TCyBinaryProtocolFactory(), PyBinaryFactory()]

@@ -1,4 +1,4 @@
-"""Tests for hmsproxy.partition_filter.
+"""Tests for hmsproxy.hive.partition_filter.
 
 Expectations marked "HMS 2.3.10" were measured against the real Hive Metastore 2.3.10 (Derby)
 with get_partitions_by_filter; the rest follow Hive 4's PartitionFilter.g4 or our documented
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hmsproxy.partition_filter import FilterError, FilterTypeMismatch, compile_filter
+from hmsproxy.hive.partition_filter import FilterError, FilterTypeMismatch, compile_filter
 
 DEFAULT = "__HIVE_DEFAULT_PARTITION__"
 

@@ -9,8 +9,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from hmsproxy import config, doctor, logs
-from hmsproxy.listening import PortRefused
+from hmsproxy import doctor
+from hmsproxy.ops import config, logs
+from hmsproxy.ops.listening import PortRefused
+from hmsproxy.rpc.tls import TlsRefused
+from hmsproxy.storage.warehouse import to_uri
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql import upgrade
 from hmsproxy.store.sql.database import (
@@ -25,8 +28,6 @@ from hmsproxy.store.sql.database import (
 from hmsproxy.store.sql.hive_versions import SERVED_VERSIONS
 from hmsproxy.store.sql.upgrade import UpgradeRefused
 from hmsproxy.store.sql.validate import schema_differences, schema_report
-from hmsproxy.tls import TlsRefused
-from hmsproxy.warehouse import to_uri
 
 
 class _PrintVersion(argparse.Action):

@@ -21,8 +21,8 @@ from typing import Any
 import thriftpy2.rpc
 from thriftpy2.transport import TCyFramedTransportFactory
 
+from hmsproxy.hive.write_ids import LONG_MAX, ValidTxnList, ValidWriteIdList
 from hmsproxy.idl import hms
-from hmsproxy.txn.write_ids import LONG_MAX, ValidTxnList, ValidWriteIdList
 
 
 class _Done(enum.Enum):

@@ -17,10 +17,10 @@ from urllib.parse import urlparse
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from hmsproxy.config import Settings
+from hmsproxy.ops.config import Settings
+from hmsproxy.rpc.tls import TlsRefused, server_context
 from hmsproxy.store.sql.database import Database, SchemaRefused, check_servable, schema_version
 from hmsproxy.store.sql.event_log import current_event_id
-from hmsproxy.tls import TlsRefused, server_context
 
 
 @dataclass(frozen=True)

@@ -10,30 +10,30 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
-from hmsproxy.audit import AuditLog
-from hmsproxy.config import Settings
-from hmsproxy.dispatch import MetastoreProcessor
 from hmsproxy.handler import Handler, HandlerContext
 from hmsproxy.handler.common import now
-from hmsproxy.heap import collect_less_often
-from hmsproxy.hiveconf import hiveconf_defaults
+from hmsproxy.hive.hiveconf import hiveconf_defaults
 from hmsproxy.idl import hms
-from hmsproxy.metrics import Metrics, MetricsServer
-from hmsproxy.repeated_requests import RepeatedRequests
+from hmsproxy.ops.audit import AuditLog
+from hmsproxy.ops.config import Settings
+from hmsproxy.ops.heap import collect_less_often
+from hmsproxy.ops.metrics import Metrics, MetricsServer
+from hmsproxy.rpc.dispatch import MetastoreProcessor
+from hmsproxy.rpc.repeated_requests import RepeatedRequests
+from hmsproxy.rpc.thrift_server import ThriftServer
+from hmsproxy.rpc.tls import server_context
+from hmsproxy.storage.warehouse import Warehouse, to_uri
 from hmsproxy.store.cache.poller import Poller
 from hmsproxy.store.cache.prewarm import Loader
 from hmsproxy.store.cache.prewarm_workers import DatabaseAccess, WorkerPlan
 from hmsproxy.store.cache.unlogged_writes import UnloggedWrites
 from hmsproxy.store.cache.wiring import cache_over
 from hmsproxy.store.rawstore import RawStore
+from hmsproxy.store.reaper import Reaper
 from hmsproxy.store.sql.database import Database, init_schema, schema_version
 from hmsproxy.store.sql.store import SqlStore
 from hmsproxy.store.sql.validate import own_keys_missing_on_mysql
-from hmsproxy.thrift_server import ThriftServer
-from hmsproxy.tls import server_context
-from hmsproxy.txn.reaper import Reaper
 from hmsproxy.upstream.serving import UpstreamParts, start_upstream
-from hmsproxy.warehouse import Warehouse, to_uri
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,8 @@ from hmsclient.genthrift.hive_metastore import ttypes as A
 from thrift.Thrift import TException
 
 from hmsproxy.handler.service import SECRET_KEY_PARTS
-from hmsproxy.hiveconf import hiveconf_defaults
-from hmsproxy.java_map_order import string_hash
+from hmsproxy.hive.hiveconf import hiveconf_defaults
+from hmsproxy.idl.java_map_order import string_hash
 from support.builders import sd
 from support.databases import BACKENDS, fresh_database
 from support.hmsproxy_server import start_hmsproxy

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 from hmsclient.genthrift.hive_metastore import ttypes as A
 
+from hmsproxy.hive.write_ids import ValidTxnList, ValidWriteIdList
 from hmsproxy.idl import hms
-from hmsproxy.txn.write_ids import ValidTxnList, ValidWriteIdList
 
 L = hms.LockType
 LEVEL = hms.LockLevel

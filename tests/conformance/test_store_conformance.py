@@ -19,9 +19,9 @@ import pytest
 
 from hmsproxy.events import messages
 from hmsproxy.events.journal import Journal
+from hmsproxy.hive.partition_filter import compile_partition_filter, names_matching
 from hmsproxy.idl import hms
-from hmsproxy.metrics import Metrics
-from hmsproxy.partition_filter import compile_partition_filter, names_matching
+from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache

@@ -22,7 +22,7 @@ from deploy.files import (
     load_yaml,
     yaml_module,
 )
-from hmsproxy.config import from_environment, ignored_environment
+from hmsproxy.ops.config import from_environment, ignored_environment
 from support.required import installed
 
 COMPOSE = shutil.which("docker-compose")

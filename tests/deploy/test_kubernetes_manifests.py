@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from deploy.files import KUBERNETES, load_yaml, load_yaml_documents
-from hmsproxy.config import from_environment, ignored_environment
+from hmsproxy.ops.config import from_environment, ignored_environment
 
 MIB = 1 << 20
 # Measured (deploy/README.md, "Memory"): an idle server's RSS, the RSS a cached partition costs relative to the

@@ -19,7 +19,7 @@ from deploy.promql import (
     metric_names,
     variable_query_names,
 )
-from hmsproxy.config import Settings
+from hmsproxy.ops.config import Settings
 from hmsproxy.server import start
 from support.ports import free_port
 from support.required import installed

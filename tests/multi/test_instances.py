@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from hmsproxy.client import reader_snapshot
+from hmsproxy.hive.write_ids import ValidWriteIdList
 from hmsproxy.idl import hms
-from hmsproxy.txn.write_ids import ValidWriteIdList
 from support.builders import connect_thrift, placeholder_sd
 from support.databases import fresh_database
 from support.hive_schema import load_hive_script

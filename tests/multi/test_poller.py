@@ -10,8 +10,8 @@ import pytest
 import thriftpy2.rpc
 from sqlalchemy import create_engine, text
 
-from hmsproxy.config import Settings
 from hmsproxy.idl import hms
+from hmsproxy.ops.config import Settings
 from hmsproxy.server import start
 from hmsproxy.store.cache.poller import Poller
 from support.builders import placeholder_sd

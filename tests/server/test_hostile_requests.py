@@ -1,5 +1,5 @@
 """No request can stop the server serving others (issue 11): crafted LIKE filters and name patterns are
-matched in linear time (HMS's semantics, hmsproxy/like.py), other clients keep their latency meanwhile,
+matched in linear time (HMS's semantics, hmsproxy/hive/like.py), other clients keep their latency meanwhile,
 and SIGTERM stops the server within 10 s whatever it is doing. Through real sockets, against a server
 process."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Decoding is bounded (issue 11): requests are checked before they are decoded (hmsproxy/wire_check.py).
+"""Decoding is bounded (issue 11): requests are checked before they are decoded (hmsproxy/rpc/wire_check.py).
 A VOID-typed list, a container larger than the request could hold, nesting past the depth limit and more
 values than the object limit close the connection at once and cost the server nothing; thousands of
 truncated and mutated frames leave it serving. Raw frames through real sockets, against a server process."""

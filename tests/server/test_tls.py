@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import thriftpy2.rpc
 
-from hmsproxy.config import resolve
 from hmsproxy.idl import hms
+from hmsproxy.ops.config import resolve
 from support.cli import run_hmsproxy
 from support.hmsproxy_server import start_hmsproxy
 from support.ports import free_port

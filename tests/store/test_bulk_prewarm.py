@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from hmsproxy.idl import hms
-from hmsproxy.metrics import Metrics
+from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store.cache import prewarm
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy

@@ -1,8 +1,8 @@
 """Reading many partitions costs a fixed number of queries, not one per partition."""
 import pytest
 
-from hmsproxy.codec import EncodedList
 from hmsproxy.idl import hms
+from hmsproxy.idl.codec import EncodedList
 from hmsproxy.store.sql.database import Database, init_schema
 from hmsproxy.store.sql.store import SqlStore
 from support.sql_stores import add_table_t, fresh_store

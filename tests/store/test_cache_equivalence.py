@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+from hmsproxy.hive.names import make_partition_name
 from hmsproxy.idl import hms
-from hmsproxy.metrics import Metrics
-from hmsproxy.names import make_partition_name
+from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache

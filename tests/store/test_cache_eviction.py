@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from hmsproxy.codec import encode
 from hmsproxy.idl import hms
-from hmsproxy.metrics import Metrics
+from hmsproxy.idl.codec import encode
+from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore, entry_from_bundle
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from hmsproxy.hive.partition_filter import compile_filter
 from hmsproxy.idl import hms
-from hmsproxy.metrics import Metrics
-from hmsproxy.partition_filter import compile_filter
+from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache

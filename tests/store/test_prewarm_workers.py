@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import thriftpy2.rpc
 
-from hmsproxy.config import Settings
 from hmsproxy.idl import hms
-from hmsproxy.metrics import Metrics
+from hmsproxy.ops.config import Settings
+from hmsproxy.ops.metrics import Metrics
 from hmsproxy.server import prewarm_workers
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy

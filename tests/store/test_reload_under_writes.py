@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from hmsproxy.idl import hms
-from hmsproxy.metrics import Metrics
+from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache

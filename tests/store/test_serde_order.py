@@ -1,7 +1,7 @@
 """A SerDe's parameters read from the database come in the order the Java metastore sends them
 (java_map_order.py), whatever order they were written in."""
 from hmsproxy.idl import hms
-from hmsproxy.java_map_order import in_java_hashmap_order
+from hmsproxy.idl.java_map_order import in_java_hashmap_order
 from hmsproxy.store.sql.database import Database, init_schema
 from hmsproxy.store.sql.store import SqlStore
 

@@ -9,7 +9,7 @@ from sqlalchemy import func, insert, select, update
 from hmsproxy.events import messages
 from hmsproxy.events.journal import Journal
 from hmsproxy.idl import hms
-from hmsproxy.metrics import Metrics
+from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store.cache.unlogged_writes import UnloggedWrites
 from hmsproxy.store.sql import event_log
 from hmsproxy.store.sql import schema as s

@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from hmsproxy.events import messages
 from hmsproxy.events.journal import Journal, WorkAhead
-from hmsproxy.metrics import Metrics
+from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store import canonical
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy

@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from hmsproxy.config import Settings
+from hmsproxy.ops.config import Settings
 from hmsproxy.server import start
 from support.ports import free_ports
 from support.running import RunningServer

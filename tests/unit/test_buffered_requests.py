@@ -6,9 +6,9 @@ import socket
 
 import pytest
 
-from hmsproxy.connection import Connection, Incomplete, SocketReader, SocketWriter
 from hmsproxy.idl import hms
-from hmsproxy.wire_check import MalformedRequest, MessageCheck
+from hmsproxy.rpc.connection import Connection, Incomplete, SocketReader, SocketWriter
+from hmsproxy.rpc.wire_check import MalformedRequest, MessageCheck
 from support.raw_wire import call_frame
 
 CHECK = MessageCheck(max_bytes=1 << 20, max_depth=64, max_objects=1_000_000)

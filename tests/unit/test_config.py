@@ -1,7 +1,7 @@
 """Settings precedence: flags > HMSPROXY_* environment > TOML file > defaults; Hive key names accepted."""
 import pytest
 
-from hmsproxy.config import Settings, ignored_environment, resolve
+from hmsproxy.ops.config import Settings, ignored_environment, resolve
 
 
 def test_defaults_when_nothing_is_given():

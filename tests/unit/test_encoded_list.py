@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from hmsproxy.codec import EncodedList, decode, encode
 from hmsproxy.idl import hms
+from hmsproxy.idl.codec import EncodedList, decode, encode
 
 PARTITIONS = [hms.Partition(values=[f"v{i}"], dbName="db", tableName="t", parameters={"i": str(i)})
               for i in range(7)]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pyspark
 
-from hmsproxy.hiveconf import hiveconf_defaults
+from hmsproxy.hive.hiveconf import hiveconf_defaults
 from support.required import installed
 
 # Prints [key, default] as JSON for every HiveConf variable whose default is not empty.

@@ -1,7 +1,7 @@
 """Java's String.hashCode and HashMap iteration order, as the metastore's SerDe parameters are sent."""
 from __future__ import annotations
 
-from hmsproxy.java_map_order import in_java_hashmap_order, string_hash
+from hmsproxy.idl.java_map_order import in_java_hashmap_order, string_hash
 
 
 def test_string_hash_is_javas():

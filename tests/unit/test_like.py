@@ -7,7 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hmsproxy.like import LikePattern
+from hmsproxy.hive.like import LikePattern
 
 PIECES = st.sampled_from(["a", "b", ".", ".*", "\\.", "\\\\", "\\%", "\\_", "%", "_", "[", "(", "?", "+", "\\"])
 

@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hmsproxy.names import (
+from hmsproxy.hive.names import (
     DEFAULT_PARTITION_NAME,
     escape_path_name,
     filter_by_pattern,

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hmsproxy.hive.names import make_partition_name
 from hmsproxy.idl import hms
-from hmsproxy.names import make_partition_name
 from hmsproxy.store.cache.partitions import PartitionSet, PartitionSetBuilder
 from support.partition_blocks import small_blocks
 

@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from hmsproxy.events.messages import Event
-from hmsproxy.metrics import Metrics
+from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store.cache.poller import OWN_CONFIRM_TIMEOUT_S, Poller
 from support.polling import wait_for
 

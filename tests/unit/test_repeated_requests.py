@@ -10,7 +10,7 @@ from thriftpy2.thrift import TMessageType
 from thriftpy2.transport.memory import TMemoryBuffer
 
 from hmsproxy.idl import hms
-from hmsproxy.repeated_requests import (
+from hmsproxy.rpc.repeated_requests import (
     MAX_ANSWER_BYTES,
     MAX_ANSWERS_BYTES,
     MAX_REQUEST_BYTES,

@@ -7,7 +7,7 @@ import random
 import socket
 import threading
 
-from hmsproxy.connection import GROUP_PIECES, JOINED_BYTES_MAX, SMALL_PIECE_BYTES, SocketWriter
+from hmsproxy.rpc.connection import GROUP_PIECES, JOINED_BYTES_MAX, SMALL_PIECE_BYTES, SocketWriter
 
 
 def _received_whole(pieces: list[bytes]) -> bytes:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from hmsproxy.stats_aggregate import java_double_text
+from hmsproxy.hive.stats_aggregate import java_double_text
 
 
 @pytest.mark.parametrize("value, text", [

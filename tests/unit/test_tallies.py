@@ -3,8 +3,8 @@ sees totals that only grow, and what threads counted stays counted after they en
 import sys
 import threading
 
-from hmsproxy.metrics import LATENCY_BUCKETS, Metrics
-from hmsproxy.tallies import HistogramTallies, Tallies
+from hmsproxy.ops.metrics import LATENCY_BUCKETS, Metrics
+from hmsproxy.ops.tallies import HistogramTallies, Tallies
 
 THREADS, ADDS = 8, 20_000
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hmsproxy.names import make_partition_name
-from hmsproxy.partition_filter import PartitionFilter, compile_partition_filter
+from hmsproxy.hive.names import make_partition_name
+from hmsproxy.hive.partition_filter import PartitionFilter, compile_partition_filter
 from hmsproxy.store.cache.partitions import PartitionSet
 from support.partition_blocks import small_blocks
 

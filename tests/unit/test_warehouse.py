@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from hmsproxy.warehouse import Warehouse, local_path, normalise_location
+from hmsproxy.storage.warehouse import Warehouse, local_path, normalise_location
 
 
 @pytest.mark.parametrize("location, path", [

@@ -8,7 +8,7 @@ import struct
 import pytest
 
 from hmsproxy.idl import hms
-from hmsproxy.wire_check import MalformedRequest, MessageCheck
+from hmsproxy.rpc.wire_check import MalformedRequest, MessageCheck
 from support.raw_wire import call_frame
 
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hmsproxy.txn.write_ids import (
+from hmsproxy.hive.write_ids import (
     LONG_MAX,
     ValidTxnList,
     ValidTxnWriteIdList,

@@ -22,8 +22,8 @@ from thriftpy2.thrift import TException
 
 from hmsproxy import server as hmsproxy_server
 from hmsproxy.client import reader_snapshot
-from hmsproxy.config import Settings
 from hmsproxy.idl import hms
+from hmsproxy.ops.config import Settings
 from support.builders import connect_hive, connect_thrift, database, partition, table, unique
 from support.hmsproxy_server import start_hmsproxy_process
 from support.polling import wait_for

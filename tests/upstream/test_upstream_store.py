@@ -9,10 +9,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from hmsproxy.hive.write_ids import ValidWriteIdList
 from hmsproxy.idl import hms
 from hmsproxy.store.domain import LockOutcome
 from hmsproxy.store.rawstore import STORE_PARTS, RawStore
-from hmsproxy.txn.write_ids import ValidWriteIdList
 from hmsproxy.upstream import store as store_module
 from hmsproxy.upstream.pool import UpstreamPool
 from hmsproxy.upstream.store import UpstreamStore, upstream_store

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from hmsproxy.events.thrift_json import decode, encode
+from hmsproxy.hive.names import DEFAULT_CATALOG, make_partition_name
 from hmsproxy.idl import hms
-from hmsproxy.names import DEFAULT_CATALOG, make_partition_name
 
 MESSAGE_FORMAT = "json-0.2"
 SERVER = ""

@@ -7,11 +7,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
 
+from hmsproxy.hive.names import DEFAULT_CATALOG, is_valid_identifier
 from hmsproxy.idl import hms
-from hmsproxy.names import DEFAULT_CATALOG, is_valid_identifier
+from hmsproxy.storage.warehouse import Warehouse, normalise_location
 from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.reader import INTERNAL, Reader, shallow_copy
-from hmsproxy.warehouse import Warehouse, normalise_location
 
 DDL_TIME = "transient_lastDdlTime"
 ErrorType = Callable[..., Exception]   # one of the IDL's exceptions, raised as error(message=...)

@@ -7,8 +7,8 @@ from typing import Any
 from hmsproxy.events import messages
 from hmsproxy.events.journal import Journal
 from hmsproxy.handler.common import Calls, ErrorType, lower, now, require_valid_name, split_catalog
+from hmsproxy.hive.names import filter_by_pattern
 from hmsproxy.idl import hms
-from hmsproxy.names import filter_by_pattern
 
 
 class FunctionCalls(Calls):

@@ -24,19 +24,19 @@ from hmsproxy.handler.common import (
 )
 from hmsproxy.handler.quick_stats import update_altered_partition_stats, update_quick_stats
 from hmsproxy.handler.tables import is_external, is_view
-from hmsproxy.idl import hms
-from hmsproxy.names import (
+from hmsproxy.hive.names import (
     make_partition_name,
     parse_partition_name,
     partition_exists_message,
     partition_missing_message,
     unescape_path_name,
 )
-from hmsproxy.partition_filter import FilterError, FilterTypeMismatch, compile_filter, compile_partition_filter
-from hmsproxy.partitions_to_add import check_new_and_distinct
+from hmsproxy.hive.partition_filter import FilterError, FilterTypeMismatch, compile_filter, compile_partition_filter
+from hmsproxy.hive.partitions_to_add import check_new_and_distinct
+from hmsproxy.idl import hms
+from hmsproxy.storage.warehouse import DirectoryWork, join
 from hmsproxy.store.reader import Reader, shallow_copy
 from hmsproxy.store.ready import Ready
-from hmsproxy.warehouse import DirectoryWork, join
 
 MAX_BATCH_SIZE = 10_000
 PATH_COMPONENT = re.compile(r"([^/]+)=([^/]+)")  # key=value; the key runs to the last '='

@@ -16,8 +16,8 @@ import re
 from collections.abc import Mapping
 
 from hmsproxy.idl import hms
+from hmsproxy.storage.warehouse import Warehouse
 from hmsproxy.store.sql.statistics import ACCURATE, mark_basic_stats_accurate
-from hmsproxy.warehouse import Warehouse
 
 DO_NOT_UPDATE_STATS = "DO_NOT_UPDATE_STATS"
 STATS_GENERATED = "STATS_GENERATED"

@@ -6,9 +6,9 @@ from typing import Any
 from hmsproxy.events import messages
 from hmsproxy.events.journal import Journal
 from hmsproxy.handler.common import Calls, lower, split_catalog, with_snapshot
+from hmsproxy.hive.names import parse_partition_name
+from hmsproxy.hive.stats_aggregate import aggregate_stats
 from hmsproxy.idl import hms
-from hmsproxy.names import parse_partition_name
-from hmsproxy.stats_aggregate import aggregate_stats
 
 
 class StatisticsCalls(Calls):

@@ -23,13 +23,13 @@ from hmsproxy.handler.common import (
     with_snapshot,
 )
 from hmsproxy.handler.quick_stats import strip_marker, told_not_to_update, update_quick_stats
+from hmsproxy.hive.names import filter_by_pattern
+from hmsproxy.hive.partition_filter import FilterError
+from hmsproxy.hive.table_filter import TableFilterRefused, compile_table_filter
 from hmsproxy.idl import hms
-from hmsproxy.names import filter_by_pattern
-from hmsproxy.partition_filter import FilterError
+from hmsproxy.storage.warehouse import DirectoryWork, Warehouse
 from hmsproxy.store.reader import Reader, shallow_copy
 from hmsproxy.store.ready import Ready
-from hmsproxy.table_filter import TableFilterRefused, compile_table_filter
-from hmsproxy.warehouse import DirectoryWork, Warehouse
 
 log = logging.getLogger(__name__)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 from hmsproxy.handler.common import Calls
+from hmsproxy.hive.write_ids import ValidTxnList
 from hmsproxy.idl import hms
-from hmsproxy.txn.write_ids import ValidTxnList
 
 
 def _bits(flags: list[bool]) -> bytes:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from hmsproxy.idl import hms
-from hmsproxy.java_map_order import in_java_hashmap_order
+from hmsproxy.idl.java_map_order import in_java_hashmap_order
 
 
 def _params(params: dict[str, Any] | None) -> dict[str, str]:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from hmsproxy.txn.write_ids import ValidWriteIdList
+from hmsproxy.hive.write_ids import ValidWriteIdList
 
 # The IDL's structs, by name (hms.<name>)
 Catalog = Any

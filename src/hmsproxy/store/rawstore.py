@@ -13,7 +13,8 @@ from typing import Protocol
 
 from hmsproxy.events.journal import Journal
 from hmsproxy.events.messages import Event
-from hmsproxy.partition_filter import PartitionFilter
+from hmsproxy.hive.partition_filter import PartitionFilter
+from hmsproxy.hive.write_ids import ValidTxnList, ValidWriteIdList
 from hmsproxy.store.domain import (
     Catalog,
     ColumnStatistics,
@@ -36,7 +37,6 @@ from hmsproxy.store.domain import (
 )
 from hmsproxy.store.reader import Reader
 from hmsproxy.store.ready import Held, Ready
-from hmsproxy.txn.write_ids import ValidTxnList, ValidWriteIdList
 
 
 class MetadataStore(Protocol):

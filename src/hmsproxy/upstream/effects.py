@@ -12,8 +12,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hmsproxy.call_names import catalog_and_db, lowered, tables_named
-from hmsproxy.names import DEFAULT_CATALOG
+from hmsproxy.hive.names import DEFAULT_CATALOG
+from hmsproxy.ops.call_names import catalog_and_db, lowered, tables_named
 from hmsproxy.store.cache.shared_cache import TableKey
 
 # Calls that create, drop, rename or replace a table: its place in the name index (listings) may change.

@@ -18,10 +18,10 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 
-from hmsproxy.burst_log import BurstLog
+from hmsproxy.hive.names import DEFAULT_CATALOG
 from hmsproxy.idl import hms
-from hmsproxy.metrics import Metrics
-from hmsproxy.names import DEFAULT_CATALOG
+from hmsproxy.ops.burst_log import BurstLog
+from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.shared_cache import TableEntry, TableKey
 from hmsproxy.store.domain import Function, Table, TableMeta

@@ -11,9 +11,9 @@ import logging
 import threading
 from dataclasses import dataclass
 
-from hmsproxy.config import Settings
 from hmsproxy.handler import Handler
-from hmsproxy.metrics import Metrics
+from hmsproxy.ops.config import Settings
+from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.poller import Poller
 from hmsproxy.store.cache.prewarm import Loader

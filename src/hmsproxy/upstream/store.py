@@ -28,9 +28,10 @@ from typing import Any
 from hmsproxy.client import decode_bitset
 from hmsproxy.events.journal import Journal
 from hmsproxy.events.messages import Event
+from hmsproxy.hive.names import DEFAULT_CATALOG, parse_partition_name
+from hmsproxy.hive.partition_filter import PartitionFilter, names_matching
+from hmsproxy.hive.write_ids import LONG_MAX, ValidTxnList, ValidWriteIdList
 from hmsproxy.idl import hms
-from hmsproxy.names import DEFAULT_CATALOG, parse_partition_name
-from hmsproxy.partition_filter import PartitionFilter, names_matching
 from hmsproxy.store.domain import (
     Catalog,
     ColumnStatistics,
@@ -55,7 +56,6 @@ from hmsproxy.store.domain import (
 from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.reader import Reader
 from hmsproxy.store.ready import Held
-from hmsproxy.txn.write_ids import LONG_MAX, ValidTxnList, ValidWriteIdList
 from hmsproxy.upstream.calls import UpstreamCalls
 from hmsproxy.upstream.pool import UpstreamPool
 

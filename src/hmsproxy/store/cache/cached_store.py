@@ -26,10 +26,11 @@ from typing import Any, TypeVar
 
 from hmsproxy.events.journal import Journal, WorkAhead
 from hmsproxy.events.messages import Event
+from hmsproxy.hive.names import make_partition_name
+from hmsproxy.hive.partition_filter import FilterError, PartitionFilter, compile_partition_filter
+from hmsproxy.hive.write_ids import ValidWriteIdList, is_fresh_or_newer
 from hmsproxy.idl import hms
-from hmsproxy.metrics import Metrics
-from hmsproxy.names import make_partition_name
-from hmsproxy.partition_filter import FilterError, PartitionFilter, compile_partition_filter
+from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store import canonical
 from hmsproxy.store.cache.partition_stats import PartitionStats
 from hmsproxy.store.cache.partitions import PartitionSet, PartitionSetBuilder, encoded_rows
@@ -48,7 +49,6 @@ from hmsproxy.store.domain import (
 from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.reader import INTERNAL, Reader, shallow_copy
 from hmsproxy.store.ready import Held, Ready
-from hmsproxy.txn.write_ids import ValidWriteIdList, is_fresh_or_newer
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")

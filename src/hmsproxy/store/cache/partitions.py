@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
 from typing import Any
 
-from hmsproxy.codec import EncodedList
-from hmsproxy.names import make_partition_name
-from hmsproxy.partition_bytes import EncodedPartitions, decode_partition, encode_partition
-from hmsproxy.partition_filter import PartitionFilter
+from hmsproxy.hive.names import make_partition_name
+from hmsproxy.hive.partition_filter import PartitionFilter
+from hmsproxy.idl.codec import EncodedList
+from hmsproxy.idl.partition_bytes import EncodedPartitions, decode_partition, encode_partition
 from hmsproxy.store.cache.partition_block import BLOCK, EMPTY_BLOCK, Block, NewRow, packed_block
 from hmsproxy.store.cache.value_index import ValueIndex
 from hmsproxy.store.domain import PartitionBatch, batch_scan, cut_batch

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hmsproxy.events.messages import Event
-from hmsproxy.metrics import Metrics
+from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.sync import AllocationsSeen, apply_event
 from hmsproxy.store.cache.unlogged_writes import UnloggedWrites

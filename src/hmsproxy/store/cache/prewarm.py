@@ -17,9 +17,9 @@ from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
-from hmsproxy.burst_log import BurstLog
-from hmsproxy.heap import release_free_memory
-from hmsproxy.metrics import Metrics
+from hmsproxy.ops.burst_log import BurstLog
+from hmsproxy.ops.heap import release_free_memory
+from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore, EntryReader
 from hmsproxy.store.cache.prewarm_workers import PrewarmWorkers, WorkerPlan
 from hmsproxy.store.cache.shared_cache import TableKey

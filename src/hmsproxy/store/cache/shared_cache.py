@@ -22,11 +22,11 @@ from typing import Any
 
 import cachetools
 
-from hmsproxy.codec import encode
+from hmsproxy.hive.write_ids import ValidWriteIdList
+from hmsproxy.idl.codec import encode
 from hmsproxy.store.cache.partition_stats import PartitionStats
 from hmsproxy.store.cache.partitions import PartitionSet
 from hmsproxy.store.ready import Held
-from hmsproxy.txn.write_ids import ValidWriteIdList
 
 TableKey = tuple[str, str, str]   # catalog, database, table
 DbKey = tuple[str, str]           # catalog, database

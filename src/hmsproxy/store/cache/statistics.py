@@ -5,7 +5,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from hmsproxy.events.journal import Journal
-from hmsproxy.names import make_partition_name
+from hmsproxy.hive.names import make_partition_name
 from hmsproxy.store import canonical
 from hmsproxy.store.cache.shared_cache import SharedCache, TableEntry, TableKey
 from hmsproxy.store.rawstore import RawStore

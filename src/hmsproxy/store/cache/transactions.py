@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from hmsproxy.events.journal import Journal
+from hmsproxy.hive.write_ids import ValidTxnList, ValidWriteIdList
 from hmsproxy.idl import hms
 from hmsproxy.store.cache.shared_cache import SharedCache, TableEntry, TableKey
 from hmsproxy.store.domain import LockOutcome, ShowLocksResponseElement, TableWrite, TxnInfo
 from hmsproxy.store.rawstore import RawStore
-from hmsproxy.txn.write_ids import ValidTxnList, ValidWriteIdList
 
 
 class CachedTransactions:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hmsproxy.events import messages as m
-from hmsproxy.metrics import Metrics
+from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store.sql.notifications import CreationMark
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from array import array
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hmsproxy.partition_filter import ORDERS, AllOf, AnyOf, Plan, Range
+from hmsproxy.hive.partition_filter import ORDERS, AllOf, AnyOf, Plan, Range
 
 NO_RANK = 0xFFFFFFFF   # the rank of a value that does not read in an order: past the end of every span
 

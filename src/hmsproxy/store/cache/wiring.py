@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import functools
 
-from hmsproxy.config import Settings
-from hmsproxy.metrics import Metrics
+from hmsproxy.ops.config import Settings
+from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store.cache import own_bytes
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy

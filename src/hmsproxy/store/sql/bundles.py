@@ -16,14 +16,14 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, func, select
 
-from hmsproxy.partition_bytes import EncodedPartitions
+from hmsproxy.hive.write_ids import ValidWriteIdList
+from hmsproxy.idl.partition_bytes import EncodedPartitions
 from hmsproxy.store.domain import PartitionSink, TableBundle, is_transactional
 from hmsproxy.store.sql import event_log
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.lookups import TableRef, no_such_object, table_ref
 from hmsproxy.store.sql.stats_codec import row_to_obj
-from hmsproxy.txn.write_ids import ValidWriteIdList
 
 Statistics = dict[str, Any]   # column name -> ColumnStatisticsObj
 

@@ -30,7 +30,7 @@ from sqlalchemy import (
 )
 
 from hmsproxy.idl import hms
-from hmsproxy.java_map_order import in_java_hashmap_order
+from hmsproxy.idl.java_map_order import in_java_hashmap_order
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.json_rows import as_dict, as_items, json_rows, ordered, ordered_values

@@ -12,19 +12,19 @@ from typing import Any, NamedTuple
 from sqlalchemy import ColumnElement, Connection, Integer, and_, func, literal_column, select, update
 from sqlalchemy import exc as sa_exc
 
-from hmsproxy.codec import encode
 from hmsproxy.events import messages
 from hmsproxy.events.journal import Journal
-from hmsproxy.idl import hms
-from hmsproxy.names import (
+from hmsproxy.hive.names import (
     make_partition_name,
     parse_partition_name,
     partition_exists_message,
     partition_missing_message,
 )
-from hmsproxy.partition_bytes import EncodedPartitions, descriptor_tail, location_field, needs_tolerant
-from hmsproxy.partition_filter import PartitionFilter, names_matching
-from hmsproxy.partitions_to_add import check_new_and_distinct
+from hmsproxy.hive.partition_filter import PartitionFilter, names_matching
+from hmsproxy.hive.partitions_to_add import check_new_and_distinct
+from hmsproxy.idl import hms
+from hmsproxy.idl.codec import encode
+from hmsproxy.idl.partition_bytes import EncodedPartitions, descriptor_tail, location_field, needs_tolerant
 from hmsproxy.store.canonical import write_id
 from hmsproxy.store.domain import PartitionBatch, batch_scan, cut_batch
 from hmsproxy.store.sql import schema as s

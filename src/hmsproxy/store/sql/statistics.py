@@ -14,8 +14,8 @@ from typing import Any
 from sqlalchemy import Column, ColumnElement, Connection, Table, delete, insert, select, update
 
 from hmsproxy.events.journal import Journal
+from hmsproxy.hive.names import make_partition_name
 from hmsproxy.idl import hms
-from hmsproxy.names import make_partition_name
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.layout import Layout

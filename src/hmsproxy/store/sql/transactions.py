@@ -39,6 +39,7 @@ from sqlalchemy import true as sa_true
 
 from hmsproxy.events import messages
 from hmsproxy.events.journal import Journal
+from hmsproxy.hive.write_ids import LONG_MAX, ValidTxnList, ValidWriteIdList
 from hmsproxy.idl import hms
 from hmsproxy.store.domain import LockOutcome, ShowLocksResponseElement, TableWrite, TxnInfo
 from hmsproxy.store.sql import schema as s
@@ -48,7 +49,6 @@ from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.lock_waits import LockReleases
 from hmsproxy.store.sql.sequences import next_value
 from hmsproxy.store.sql.txn_ids import COMMITTED, TxnIds
-from hmsproxy.txn.write_ids import LONG_MAX, ValidTxnList, ValidWriteIdList
 
 OPEN, ABORTED = "o", "a"
 ACQUIRED, WAITING = "a", "w"

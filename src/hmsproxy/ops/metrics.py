@@ -11,8 +11,8 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, M
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
-from hmsproxy.listening import binding
-from hmsproxy.tallies import HistogramTallies, Tallies
+from hmsproxy.ops.listening import binding
+from hmsproxy.ops.tallies import HistogramTallies, Tallies
 
 LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 

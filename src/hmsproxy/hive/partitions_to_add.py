@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hmsproxy.idl import hms
-from hmsproxy.java_text import java_text
+from hmsproxy.idl.java_text import java_text
 
 
 def check_new_and_distinct(names: Sequence[str], parts: Sequence[Any], existing: set[str],

@@ -16,5 +16,5 @@ DEFAULTS_FILE = "hiveconf_2_3_defaults.jsonl"
 
 @functools.cache
 def hiveconf_defaults() -> dict[str, str]:
-    text = resources.files("hmsproxy").joinpath(DEFAULTS_FILE).read_text(encoding="utf-8")
+    text = resources.files("hmsproxy.hive").joinpath(DEFAULTS_FILE).read_text(encoding="utf-8")
     return {key: value for key, value in (json.loads(line) for line in text.splitlines() if line)}

@@ -23,12 +23,12 @@ from thriftpy2.protocol.cybin.cybin import TCyBinaryProtocol
 from thriftpy2.thrift import TApplicationException, TException, TMessageType, TProcessor, TType
 from thriftpy2.transport.memory.cymemory import TCyMemoryBuffer
 
-from hmsproxy.audit import AuditLog
-from hmsproxy.burst_log import BurstLog
-from hmsproxy.codec import EncodedList, encode, encode_for_every_hive, has_legacy_kinds
 from hmsproxy.idl import hms
-from hmsproxy.metrics import Metrics
-from hmsproxy.repeated_requests import Repeat, RepeatedRequests
+from hmsproxy.idl.codec import EncodedList, encode, encode_for_every_hive, has_legacy_kinds
+from hmsproxy.ops.audit import AuditLog
+from hmsproxy.ops.burst_log import BurstLog
+from hmsproxy.ops.metrics import Metrics
+from hmsproxy.rpc.repeated_requests import Repeat, RepeatedRequests
 from hmsproxy.store.reader import Reader
 from hmsproxy.store.ready import Held, Ready
 

@@ -83,10 +83,10 @@ LEGACY_CONTAINER_KINDS: dict[str, dict[int, int]] = {"GetOpenTxnsResponse": {2: 
 
 def _find_thrift_dir() -> Path:
     """Locate the .thrift files: packaged next to this module, else the source checkout."""
-    here = Path(__file__).parent / "thrift"
+    here = Path(__file__).parent.parent / "thrift"
     if (here / "hive_metastore.thrift").is_file():
         return here
-    return Path(__file__).resolve().parents[2] / "thrift"
+    return Path(__file__).resolve().parents[3] / "thrift"
 
 
 THRIFT_DIR: Path = _find_thrift_dir()

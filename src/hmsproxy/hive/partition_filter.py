@@ -44,7 +44,7 @@ on Derby, see tests/test_partition_filter.py):
   ``RegularExpressionConverter``; measured: ``a[x%]b`` matches only the text ``a[x%]b`` literally,
   ``ab?c`` does not match ``abc``]. That is also what Spark needs: it sends ``v.*``, ``.*v``,
   ``.*v.*`` for startsWith/endsWith/contains. ``'x' LIKE key`` is an error [ExpressionTree].
-  Matched in linear time by hmsproxy/like.py (no regex backtracking).
+  Matched in linear time by hmsproxy/hive/like.py (no regex backtracking).
 * Key types decide the comparison [MetaStoreDirectSql.PartitionFilterGenerator]:
   - integral (tinyint/smallint/int/bigint): numeric. A stored value that is not an integer
     (``__HIVE_DEFAULT_PARTITION__``) never matches, not even ``!=`` (SQL NULL; Hive 4 wraps the
@@ -78,7 +78,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from hmsproxy.like import LikePattern
+from hmsproxy.hive.like import LikePattern
 
 __all__ = ["FilterError", "FilterTypeMismatch", "PartitionFilter", "compile_filter", "compile_partition_filter"]
 

@@ -30,8 +30,10 @@ from typing import Any
 
 from thriftpy2.transport import TTransportException
 
-from hmsproxy.burst_log import BurstLog
-from hmsproxy.connection import (
+from hmsproxy.ops.burst_log import BurstLog
+from hmsproxy.ops.listening import binding
+from hmsproxy.ops.metrics import Metrics
+from hmsproxy.rpc.connection import (
     LARGE_REQUEST_VALUES,
     ClientTooSlow,
     Connection,
@@ -40,10 +42,8 @@ from hmsproxy.connection import (
     SocketReader,
     SocketWriter,
 )
-from hmsproxy.connection_loop import ConnectionLoop
-from hmsproxy.listening import binding
-from hmsproxy.metrics import Metrics
-from hmsproxy.wire_check import MalformedRequest, MessageCheck
+from hmsproxy.rpc.connection_loop import ConnectionLoop
+from hmsproxy.rpc.wire_check import MalformedRequest, MessageCheck
 
 log = logging.getLogger(__name__)
 REFUSAL_LOG_INTERVAL_S = 10.0

@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from hmsproxy.call_names import database_named, tables_named
+from hmsproxy.ops.call_names import database_named, tables_named
 
 TO_STANDARD_OUTPUT = "-"
 

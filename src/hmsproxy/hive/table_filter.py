@@ -14,8 +14,8 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from hmsproxy.like import LikePattern
-from hmsproxy.partition_filter import (
+from hmsproxy.hive.like import LikePattern
+from hmsproxy.hive.partition_filter import (
     And,
     Between,
     Comparison,

@@ -13,8 +13,8 @@ import struct
 from collections.abc import Container, Sequence
 from typing import Any
 
-from hmsproxy.codec import EncodedList, decode, encode
 from hmsproxy.idl import hms
+from hmsproxy.idl.codec import EncodedList, decode, encode
 
 _SD_FIELD = b"\x0c\x00\x06"         # struct, field 6 (Partition.sd)
 _LOCATION_FIELD = b"\x0b\x00\x02"   # string, field 2 (StorageDescriptor.location)

@@ -15,7 +15,7 @@ from typing import Any
 from thriftpy2.thrift import TType
 
 from hmsproxy.idl import THRIFT_DIR
-from hmsproxy.java_map_order import java_hashmap_order
+from hmsproxy.idl.java_map_order import java_hashmap_order
 
 _NUMBERS = {TType.BOOL: "false", TType.BYTE: "0", TType.I16: "0", TType.I32: "0", TType.I64: "0",
             TType.DOUBLE: "0.0"}

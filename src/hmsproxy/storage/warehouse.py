@@ -22,7 +22,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
-from hmsproxy.burst_log import BurstLog
+from hmsproxy.ops.burst_log import BurstLog
 
 log = logging.getLogger(__name__)
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from hmsproxy.like import LikePattern
+from hmsproxy.hive.like import LikePattern
 
 DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
 DEFAULT_CATALOG = "hive"
@@ -87,7 +87,7 @@ def filter_by_pattern(names: Iterable[str], pattern: str | None) -> list[str]:
     """Hive's listing patterns as its ObjectStore reads them: the pattern trimmed, alternatives split on `|`
     (each kept as it is, spaces included), `*` means any
     sequence, each alternative matched case-insensitively as HMS's DataNucleus matches a "regex"
-    (hmsproxy/like.py: `.` is any one character, `[`, `(`, `+`, `?` are literal)."""
+    (hmsproxy/hive/like.py: `.` is any one character, `[`, `(`, `+`, `?` are literal)."""
     if pattern is None or pattern == "" or pattern == "*":
         return sorted(names)
     alternatives = [LikePattern.compile("(?i)" + alt.replace("*", ".*")) for alt in pattern.strip().split("|")]

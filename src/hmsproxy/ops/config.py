@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
-from hmsproxy import hive_site
+from hmsproxy.ops import hive_site
 
 HIVE_KEY_ALIASES: dict[str, str] = {
     "metastore.thrift.port": "port",

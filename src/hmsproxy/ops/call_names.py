@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from hmsproxy.names import DEFAULT_CATALOG
+from hmsproxy.hive.names import DEFAULT_CATALOG
 
 DB_FIELDS = ("dbName", "dbname", "db_name")
 TABLE_FIELDS = ("tableName", "tblName", "tbl_name", "tablename")

@@ -24,7 +24,7 @@ import threading
 import time
 from typing import Any, Protocol
 
-from hmsproxy.connection import (
+from hmsproxy.rpc.connection import (
     LARGE_REQUEST_VALUES,
     RECV_BYTES,
     ClientTooSlow,
@@ -33,7 +33,7 @@ from hmsproxy.connection import (
     Incomplete,
     MessageTooLarge,
 )
-from hmsproxy.wire_check import MalformedRequest, MessageCheck
+from hmsproxy.rpc.wire_check import MalformedRequest, MessageCheck
 
 log = logging.getLogger(__name__)
 LOOP_BUFFER_BYTES = 65536   # a request still incomplete past this is left to a worker, which reads it blocking

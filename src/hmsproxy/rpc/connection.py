@@ -17,7 +17,7 @@ from typing import Any
 
 from thriftpy2.transport import TTransportException
 
-from hmsproxy.wire_check import MalformedRequest, MessageCheck, MessageWalk
+from hmsproxy.rpc.wire_check import MalformedRequest, MessageCheck, MessageWalk
 
 RECV_BYTES = 65536   # the most one receive asks for: requests are read in pieces, never by their declared size
 # Requests holding more values than this are decoded and answered a few at a time (max_large_requests), on

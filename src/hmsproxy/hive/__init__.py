@@ -1,0 +1,1 @@
+"""Hive's rules as pure functions: names, patterns, filters, statistics, write ids."""

@@ -1,0 +1,1 @@
+"""Operations: configuration, logs, metrics, audit, health checks."""

@@ -1,0 +1,1 @@
+"""The wire: sockets, connections, Thrift framing, dispatch of a call to its handler."""

@@ -1,0 +1,1 @@
+"""The file systems under the warehouse: where table and partition data lives."""
