@@ -34,7 +34,7 @@ def test_structs_have_their_fields_typed_by_element() -> None:
     assert table["parameters"] == "dict[str, str] | None"
     assert table["sd"] == "StorageDescriptor | None"
     assert _fields(classes["SkewedInfo"])["skewedColValueLocationMaps"] == "dict[tuple[str, ...], str] | None"
-    assert _fields(classes["HeartbeatTxnRangeResponse"])["aborted"] == "list[int] | set[int] | None"
+    assert _fields(classes["HeartbeatTxnRangeResponse"])["aborted"] == "list[int] | set[int]"   # required
     assert _fields(classes["ColumnStatisticsObj"]).keys() == {"colName", "colType", "statsData"}
     assert [base.id for base in classes["Table"].bases] == ["TPayload"]
     assert [base.id for base in classes["NoSuchObjectException"].bases] == ["TException"]

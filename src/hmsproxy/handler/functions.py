@@ -9,6 +9,7 @@ from hmsproxy.events.journal import Journal
 from hmsproxy.handler.common import Calls, ErrorType, lower, now, require_valid_name, split_catalog
 from hmsproxy.hive.names import filter_by_pattern
 from hmsproxy.idl import hms
+from hmsproxy.store.domain import present
 
 
 class FunctionCalls(Calls):
@@ -37,7 +38,7 @@ class FunctionCalls(Calls):
 
     def get_functions(self, dbName: str, pattern: str | None) -> list[str]:
         catalog, db_name = split_catalog(dbName)
-        names = [f.functionName for f in self.ctx.store.get_functions(catalog, db_name)]
+        names = [present(f.functionName) for f in self.ctx.store.get_functions(catalog, db_name)]
         return filter_by_pattern(names, pattern)
 
     def get_all_functions(self) -> Any:
@@ -60,5 +61,5 @@ class FunctionCalls(Calls):
     def drop_function(self, dbName: str, funcName: str) -> None:
         catalog, db_name = split_catalog(dbName)
         function = self.ctx.store.get_function(catalog, db_name, lower(funcName, "function"))
-        self.ctx.store.drop_function(catalog, db_name, function.functionName,
+        self.ctx.store.drop_function(catalog, db_name, present(function.functionName),
                                      journal=Journal.of(messages.drop_function(function)))

@@ -6,6 +6,7 @@ from typing import Any
 from hmsproxy.events import messages
 from hmsproxy.handler.common import Calls, lower, split_catalog
 from hmsproxy.idl import hms
+from hmsproxy.store.domain import present
 
 MAX_EVENTS_PER_CALL = 100_000
 
@@ -41,7 +42,7 @@ class NotificationCalls(Calls):
         events = []
         for insert in inserts:
             values = insert.partitionVal or rqst.partitionVals
-            partition = self.ctx.store.get_partition(catalog, db, table.tableName, values) if values else None
+            partition = self.ctx.store.get_partition(catalog, db, present(table.tableName), values) if values else None
             events.append(messages.insert(table, partition, list(insert.filesAdded or []),
                                           list(insert.filesAddedChecksum or []), replace=bool(insert.replace)))
         return hms.FireEventResponse(eventIds=self.ctx.store.add_events(events))

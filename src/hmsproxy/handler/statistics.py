@@ -9,6 +9,7 @@ from hmsproxy.handler.common import Calls, lower, split_catalog, with_snapshot
 from hmsproxy.hive.names import parse_partition_name
 from hmsproxy.hive.stats_aggregate import aggregate_stats
 from hmsproxy.idl import hms
+from hmsproxy.store.domain import present
 
 
 class StatisticsCalls(Calls):
@@ -118,7 +119,8 @@ class StatisticsCalls(Calls):
         table = self.ctx.store.get_table(catalog, db, lower(tbl_name, "table"))
         column = col_name.lower() if col_name else None
         self.ctx.store.delete_table_column_statistics(
-            catalog, db, table.tableName, column, journal=Journal.of(messages.delete_table_column_stat(table, column)))
+            catalog, db, present(table.tableName), column,
+            journal=Journal.of(messages.delete_table_column_stat(table, column)))
         return True
 
     def delete_partition_column_statistics(self, db_name: str, tbl_name: str, part_name: str, col_name: str | None,
@@ -131,7 +133,7 @@ class StatisticsCalls(Calls):
         except ValueError as exc:
             raise hms.InvalidInputException(message=str(exc)) from None
         self.ctx.store.delete_partition_column_statistics(
-            catalog, db, table.tableName, part_name, column,
+            catalog, db, present(table.tableName), part_name, column,
             journal=Journal.of(messages.delete_part_column_stat(table, values, column)))
         return True
 

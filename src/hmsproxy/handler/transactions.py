@@ -6,6 +6,7 @@ from typing import Any
 from hmsproxy.handler.common import Calls
 from hmsproxy.hive.write_ids import ValidTxnList
 from hmsproxy.idl import hms
+from hmsproxy.store.domain import present
 
 
 def _bits(flags: list[bool]) -> bytes:
@@ -61,7 +62,7 @@ class TransactionCalls(Calls):
         lists = self.ctx.store.valid_write_ids(list(rqst.fullTableNames or []), snapshot)
         return hms.GetValidWriteIdsResponse(tblValidWriteIds=[
             hms.TableValidWriteIds(
-                fullTableName=w.table_name, writeIdHighWaterMark=w.high_watermark,
+                fullTableName=present(w.table_name), writeIdHighWaterMark=w.high_watermark,
                 invalidWriteIds=list(w.exceptions), minOpenWriteId=min(w.open_ids, default=None),
                 abortedBits=_bits([w.is_aborted(i) for i in w.exceptions])) for w in lists])
 

@@ -661,15 +661,15 @@ class StorageDescriptor(TPayload):
 
 
 class BooleanColumnStatsData(TPayload):
-    numTrues: int | None
-    numFalses: int | None
-    numNulls: int | None
+    numTrues: int
+    numFalses: int
+    numNulls: int
     bitVectors: bytes | None
     def __init__(
         self,
-        numTrues: int | None = ...,
-        numFalses: int | None = ...,
-        numNulls: int | None = ...,
+        numTrues: int = ...,
+        numFalses: int = ...,
+        numNulls: int = ...,
         bitVectors: bytes | None = ...,
     ) -> None: ...
 
@@ -677,16 +677,16 @@ class BooleanColumnStatsData(TPayload):
 class DoubleColumnStatsData(TPayload):
     lowValue: float | None
     highValue: float | None
-    numNulls: int | None
-    numDVs: int | None
+    numNulls: int
+    numDVs: int
     bitVectors: bytes | None
     histogram: bytes | None
     def __init__(
         self,
         lowValue: float | None = ...,
         highValue: float | None = ...,
-        numNulls: int | None = ...,
-        numDVs: int | None = ...,
+        numNulls: int = ...,
+        numDVs: int = ...,
         bitVectors: bytes | None = ...,
         histogram: bytes | None = ...,
     ) -> None: ...
@@ -695,155 +695,155 @@ class DoubleColumnStatsData(TPayload):
 class LongColumnStatsData(TPayload):
     lowValue: int | None
     highValue: int | None
-    numNulls: int | None
-    numDVs: int | None
+    numNulls: int
+    numDVs: int
     bitVectors: bytes | None
     histogram: bytes | None
     def __init__(
         self,
         lowValue: int | None = ...,
         highValue: int | None = ...,
-        numNulls: int | None = ...,
-        numDVs: int | None = ...,
+        numNulls: int = ...,
+        numDVs: int = ...,
         bitVectors: bytes | None = ...,
         histogram: bytes | None = ...,
     ) -> None: ...
 
 
 class StringColumnStatsData(TPayload):
-    maxColLen: int | None
-    avgColLen: float | None
-    numNulls: int | None
-    numDVs: int | None
+    maxColLen: int
+    avgColLen: float
+    numNulls: int
+    numDVs: int
     bitVectors: bytes | None
     def __init__(
         self,
-        maxColLen: int | None = ...,
-        avgColLen: float | None = ...,
-        numNulls: int | None = ...,
-        numDVs: int | None = ...,
+        maxColLen: int = ...,
+        avgColLen: float = ...,
+        numNulls: int = ...,
+        numDVs: int = ...,
         bitVectors: bytes | None = ...,
     ) -> None: ...
 
 
 class BinaryColumnStatsData(TPayload):
-    maxColLen: int | None
-    avgColLen: float | None
-    numNulls: int | None
+    maxColLen: int
+    avgColLen: float
+    numNulls: int
     bitVectors: bytes | None
     def __init__(
         self,
-        maxColLen: int | None = ...,
-        avgColLen: float | None = ...,
-        numNulls: int | None = ...,
+        maxColLen: int = ...,
+        avgColLen: float = ...,
+        numNulls: int = ...,
         bitVectors: bytes | None = ...,
     ) -> None: ...
 
 
 class Decimal(TPayload):
-    unscaled: bytes | None
-    scale: int | None
+    unscaled: bytes
+    scale: int
     def __init__(
         self,
-        unscaled: bytes | None = ...,
-        scale: int | None = ...,
+        unscaled: bytes = ...,
+        scale: int = ...,
     ) -> None: ...
 
 
 class DecimalColumnStatsData(TPayload):
     lowValue: Decimal | None
     highValue: Decimal | None
-    numNulls: int | None
-    numDVs: int | None
+    numNulls: int
+    numDVs: int
     bitVectors: bytes | None
     histogram: bytes | None
     def __init__(
         self,
         lowValue: Decimal | None = ...,
         highValue: Decimal | None = ...,
-        numNulls: int | None = ...,
-        numDVs: int | None = ...,
+        numNulls: int = ...,
+        numDVs: int = ...,
         bitVectors: bytes | None = ...,
         histogram: bytes | None = ...,
     ) -> None: ...
 
 
 class Date(TPayload):
-    daysSinceEpoch: int | None
+    daysSinceEpoch: int
     def __init__(
         self,
-        daysSinceEpoch: int | None = ...,
+        daysSinceEpoch: int = ...,
     ) -> None: ...
 
 
 class DateColumnStatsData(TPayload):
     lowValue: Date | None
     highValue: Date | None
-    numNulls: int | None
-    numDVs: int | None
+    numNulls: int
+    numDVs: int
     bitVectors: bytes | None
     histogram: bytes | None
     def __init__(
         self,
         lowValue: Date | None = ...,
         highValue: Date | None = ...,
-        numNulls: int | None = ...,
-        numDVs: int | None = ...,
+        numNulls: int = ...,
+        numDVs: int = ...,
         bitVectors: bytes | None = ...,
         histogram: bytes | None = ...,
     ) -> None: ...
 
 
 class Timestamp(TPayload):
-    secondsSinceEpoch: int | None
+    secondsSinceEpoch: int
     def __init__(
         self,
-        secondsSinceEpoch: int | None = ...,
+        secondsSinceEpoch: int = ...,
     ) -> None: ...
 
 
 class TimestampColumnStatsData(TPayload):
     lowValue: Timestamp | None
     highValue: Timestamp | None
-    numNulls: int | None
-    numDVs: int | None
+    numNulls: int
+    numDVs: int
     bitVectors: bytes | None
     histogram: bytes | None
     def __init__(
         self,
         lowValue: Timestamp | None = ...,
         highValue: Timestamp | None = ...,
-        numNulls: int | None = ...,
-        numDVs: int | None = ...,
+        numNulls: int = ...,
+        numDVs: int = ...,
         bitVectors: bytes | None = ...,
         histogram: bytes | None = ...,
     ) -> None: ...
 
 
 class ColumnStatisticsObj(TPayload):
-    colName: str | None
-    colType: str | None
-    statsData: ColumnStatisticsData | None
+    colName: str
+    colType: str
+    statsData: ColumnStatisticsData
     def __init__(
         self,
-        colName: str | None = ...,
-        colType: str | None = ...,
-        statsData: ColumnStatisticsData | None = ...,
+        colName: str = ...,
+        colType: str = ...,
+        statsData: ColumnStatisticsData = ...,
     ) -> None: ...
 
 
 class ColumnStatisticsDesc(TPayload):
-    isTblLevel: bool | None
-    dbName: str | None
-    tableName: str | None
+    isTblLevel: bool
+    dbName: str
+    tableName: str
     partName: str | None
     lastAnalyzed: int | None
     catName: str | None
     def __init__(
         self,
-        isTblLevel: bool | None = ...,
-        dbName: str | None = ...,
-        tableName: str | None = ...,
+        isTblLevel: bool = ...,
+        dbName: str = ...,
+        tableName: str = ...,
         partName: str | None = ...,
         lastAnalyzed: int | None = ...,
         catName: str | None = ...,
@@ -851,14 +851,14 @@ class ColumnStatisticsDesc(TPayload):
 
 
 class ColumnStatistics(TPayload):
-    statsDesc: ColumnStatisticsDesc | None
-    statsObj: list[ColumnStatisticsObj] | None
+    statsDesc: ColumnStatisticsDesc
+    statsObj: list[ColumnStatisticsObj]
     isStatsCompliant: bool | None
     engine: str | None
     def __init__(
         self,
-        statsDesc: ColumnStatisticsDesc | None = ...,
-        statsObj: list[ColumnStatisticsObj] | None = ...,
+        statsDesc: ColumnStatisticsDesc = ...,
+        statsObj: list[ColumnStatisticsObj] = ...,
         isStatsCompliant: bool | None = ...,
         engine: str | None = ...,
     ) -> None: ...
@@ -877,27 +877,27 @@ class FileMetadata(TPayload):
 
 
 class ObjectDictionary(TPayload):
-    values: dict[str, list[bytes]] | None
+    values: dict[str, list[bytes]]
     def __init__(
         self,
-        values: dict[str, list[bytes]] | None = ...,
+        values: dict[str, list[bytes]] = ...,
     ) -> None: ...
 
 
 class CreationMetadata(TPayload):
-    catName: str | None
-    dbName: str | None
-    tblName: str | None
-    tablesUsed: list[str] | set[str] | None
+    catName: str
+    dbName: str
+    tblName: str
+    tablesUsed: list[str] | set[str]
     validTxnList: str | None
     materializationTime: int | None
     sourceTables: list[SourceTable] | None
     def __init__(
         self,
-        catName: str | None = ...,
-        dbName: str | None = ...,
-        tblName: str | None = ...,
-        tablesUsed: list[str] | set[str] | None = ...,
+        catName: str = ...,
+        dbName: str = ...,
+        tblName: str = ...,
+        tablesUsed: list[str] | set[str] = ...,
         validTxnList: str | None = ...,
         materializationTime: int | None = ...,
         sourceTables: list[SourceTable] | None = ...,
@@ -967,16 +967,16 @@ class Table(TPayload):
 
 
 class SourceTable(TPayload):
-    table: Table | None
-    insertedCount: int | None
-    updatedCount: int | None
-    deletedCount: int | None
+    table: Table
+    insertedCount: int
+    updatedCount: int
+    deletedCount: int
     def __init__(
         self,
-        table: Table | None = ...,
-        insertedCount: int | None = ...,
-        updatedCount: int | None = ...,
-        deletedCount: int | None = ...,
+        table: Table = ...,
+        insertedCount: int = ...,
+        updatedCount: int = ...,
+        deletedCount: int = ...,
     ) -> None: ...
 
 
@@ -1071,38 +1071,38 @@ class PartitionSpec(TPayload):
 
 
 class AggrStats(TPayload):
-    colStats: list[ColumnStatisticsObj] | None
-    partsFound: int | None
+    colStats: list[ColumnStatisticsObj]
+    partsFound: int
     isStatsCompliant: bool | None
     def __init__(
         self,
-        colStats: list[ColumnStatisticsObj] | None = ...,
-        partsFound: int | None = ...,
+        colStats: list[ColumnStatisticsObj] = ...,
+        partsFound: int = ...,
         isStatsCompliant: bool | None = ...,
     ) -> None: ...
 
 
 class SetPartitionsStatsRequest(TPayload):
-    colStats: list[ColumnStatistics] | None
+    colStats: list[ColumnStatistics]
     needMerge: bool | None
     writeId: int | None
     validWriteIdList: str | None
-    engine: str | None
+    engine: str
     def __init__(
         self,
-        colStats: list[ColumnStatistics] | None = ...,
+        colStats: list[ColumnStatistics] = ...,
         needMerge: bool | None = ...,
         writeId: int | None = ...,
         validWriteIdList: str | None = ...,
-        engine: str | None = ...,
+        engine: str = ...,
     ) -> None: ...
 
 
 class SetPartitionsStatsResponse(TPayload):
-    result: bool | None
+    result: bool
     def __init__(
         self,
-        result: bool | None = ...,
+        result: bool = ...,
     ) -> None: ...
 
 
@@ -1117,15 +1117,15 @@ class Schema(TPayload):
 
 
 class PrimaryKeysRequest(TPayload):
-    db_name: str | None
-    tbl_name: str | None
+    db_name: str
+    tbl_name: str
     catName: str | None
     validWriteIdList: str | None
     tableId: int | None
     def __init__(
         self,
-        db_name: str | None = ...,
-        tbl_name: str | None = ...,
+        db_name: str = ...,
+        tbl_name: str = ...,
         catName: str | None = ...,
         validWriteIdList: str | None = ...,
         tableId: int | None = ...,
@@ -1133,10 +1133,10 @@ class PrimaryKeysRequest(TPayload):
 
 
 class PrimaryKeysResponse(TPayload):
-    primaryKeys: list[SQLPrimaryKey] | None
+    primaryKeys: list[SQLPrimaryKey]
     def __init__(
         self,
-        primaryKeys: list[SQLPrimaryKey] | None = ...,
+        primaryKeys: list[SQLPrimaryKey] = ...,
     ) -> None: ...
 
 
@@ -1161,219 +1161,219 @@ class ForeignKeysRequest(TPayload):
 
 
 class ForeignKeysResponse(TPayload):
-    foreignKeys: list[SQLForeignKey] | None
+    foreignKeys: list[SQLForeignKey]
     def __init__(
         self,
-        foreignKeys: list[SQLForeignKey] | None = ...,
+        foreignKeys: list[SQLForeignKey] = ...,
     ) -> None: ...
 
 
 class UniqueConstraintsRequest(TPayload):
-    catName: str | None
-    db_name: str | None
-    tbl_name: str | None
+    catName: str
+    db_name: str
+    tbl_name: str
     validWriteIdList: str | None
     tableId: int | None
     def __init__(
         self,
-        catName: str | None = ...,
-        db_name: str | None = ...,
-        tbl_name: str | None = ...,
+        catName: str = ...,
+        db_name: str = ...,
+        tbl_name: str = ...,
         validWriteIdList: str | None = ...,
         tableId: int | None = ...,
     ) -> None: ...
 
 
 class UniqueConstraintsResponse(TPayload):
-    uniqueConstraints: list[SQLUniqueConstraint] | None
+    uniqueConstraints: list[SQLUniqueConstraint]
     def __init__(
         self,
-        uniqueConstraints: list[SQLUniqueConstraint] | None = ...,
+        uniqueConstraints: list[SQLUniqueConstraint] = ...,
     ) -> None: ...
 
 
 class NotNullConstraintsRequest(TPayload):
-    catName: str | None
-    db_name: str | None
-    tbl_name: str | None
+    catName: str
+    db_name: str
+    tbl_name: str
     validWriteIdList: str | None
     tableId: int | None
     def __init__(
         self,
-        catName: str | None = ...,
-        db_name: str | None = ...,
-        tbl_name: str | None = ...,
+        catName: str = ...,
+        db_name: str = ...,
+        tbl_name: str = ...,
         validWriteIdList: str | None = ...,
         tableId: int | None = ...,
     ) -> None: ...
 
 
 class NotNullConstraintsResponse(TPayload):
-    notNullConstraints: list[SQLNotNullConstraint] | None
+    notNullConstraints: list[SQLNotNullConstraint]
     def __init__(
         self,
-        notNullConstraints: list[SQLNotNullConstraint] | None = ...,
+        notNullConstraints: list[SQLNotNullConstraint] = ...,
     ) -> None: ...
 
 
 class DefaultConstraintsRequest(TPayload):
-    catName: str | None
-    db_name: str | None
-    tbl_name: str | None
+    catName: str
+    db_name: str
+    tbl_name: str
     validWriteIdList: str | None
     tableId: int | None
     def __init__(
         self,
-        catName: str | None = ...,
-        db_name: str | None = ...,
-        tbl_name: str | None = ...,
+        catName: str = ...,
+        db_name: str = ...,
+        tbl_name: str = ...,
         validWriteIdList: str | None = ...,
         tableId: int | None = ...,
     ) -> None: ...
 
 
 class DefaultConstraintsResponse(TPayload):
-    defaultConstraints: list[SQLDefaultConstraint] | None
+    defaultConstraints: list[SQLDefaultConstraint]
     def __init__(
         self,
-        defaultConstraints: list[SQLDefaultConstraint] | None = ...,
+        defaultConstraints: list[SQLDefaultConstraint] = ...,
     ) -> None: ...
 
 
 class CheckConstraintsRequest(TPayload):
-    catName: str | None
-    db_name: str | None
-    tbl_name: str | None
+    catName: str
+    db_name: str
+    tbl_name: str
     validWriteIdList: str | None
     tableId: int | None
     def __init__(
         self,
-        catName: str | None = ...,
-        db_name: str | None = ...,
-        tbl_name: str | None = ...,
+        catName: str = ...,
+        db_name: str = ...,
+        tbl_name: str = ...,
         validWriteIdList: str | None = ...,
         tableId: int | None = ...,
     ) -> None: ...
 
 
 class CheckConstraintsResponse(TPayload):
-    checkConstraints: list[SQLCheckConstraint] | None
+    checkConstraints: list[SQLCheckConstraint]
     def __init__(
         self,
-        checkConstraints: list[SQLCheckConstraint] | None = ...,
+        checkConstraints: list[SQLCheckConstraint] = ...,
     ) -> None: ...
 
 
 class AllTableConstraintsRequest(TPayload):
-    dbName: str | None
-    tblName: str | None
-    catName: str | None
+    dbName: str
+    tblName: str
+    catName: str
     validWriteIdList: str | None
     tableId: int | None
     def __init__(
         self,
-        dbName: str | None = ...,
-        tblName: str | None = ...,
-        catName: str | None = ...,
+        dbName: str = ...,
+        tblName: str = ...,
+        catName: str = ...,
         validWriteIdList: str | None = ...,
         tableId: int | None = ...,
     ) -> None: ...
 
 
 class AllTableConstraintsResponse(TPayload):
-    allTableConstraints: SQLAllTableConstraints | None
+    allTableConstraints: SQLAllTableConstraints
     def __init__(
         self,
-        allTableConstraints: SQLAllTableConstraints | None = ...,
+        allTableConstraints: SQLAllTableConstraints = ...,
     ) -> None: ...
 
 
 class DropConstraintRequest(TPayload):
-    dbname: str | None
-    tablename: str | None
-    constraintname: str | None
+    dbname: str
+    tablename: str
+    constraintname: str
     catName: str | None
     def __init__(
         self,
-        dbname: str | None = ...,
-        tablename: str | None = ...,
-        constraintname: str | None = ...,
+        dbname: str = ...,
+        tablename: str = ...,
+        constraintname: str = ...,
         catName: str | None = ...,
     ) -> None: ...
 
 
 class AddPrimaryKeyRequest(TPayload):
-    primaryKeyCols: list[SQLPrimaryKey] | None
+    primaryKeyCols: list[SQLPrimaryKey]
     def __init__(
         self,
-        primaryKeyCols: list[SQLPrimaryKey] | None = ...,
+        primaryKeyCols: list[SQLPrimaryKey] = ...,
     ) -> None: ...
 
 
 class AddForeignKeyRequest(TPayload):
-    foreignKeyCols: list[SQLForeignKey] | None
+    foreignKeyCols: list[SQLForeignKey]
     def __init__(
         self,
-        foreignKeyCols: list[SQLForeignKey] | None = ...,
+        foreignKeyCols: list[SQLForeignKey] = ...,
     ) -> None: ...
 
 
 class AddUniqueConstraintRequest(TPayload):
-    uniqueConstraintCols: list[SQLUniqueConstraint] | None
+    uniqueConstraintCols: list[SQLUniqueConstraint]
     def __init__(
         self,
-        uniqueConstraintCols: list[SQLUniqueConstraint] | None = ...,
+        uniqueConstraintCols: list[SQLUniqueConstraint] = ...,
     ) -> None: ...
 
 
 class AddNotNullConstraintRequest(TPayload):
-    notNullConstraintCols: list[SQLNotNullConstraint] | None
+    notNullConstraintCols: list[SQLNotNullConstraint]
     def __init__(
         self,
-        notNullConstraintCols: list[SQLNotNullConstraint] | None = ...,
+        notNullConstraintCols: list[SQLNotNullConstraint] = ...,
     ) -> None: ...
 
 
 class AddDefaultConstraintRequest(TPayload):
-    defaultConstraintCols: list[SQLDefaultConstraint] | None
+    defaultConstraintCols: list[SQLDefaultConstraint]
     def __init__(
         self,
-        defaultConstraintCols: list[SQLDefaultConstraint] | None = ...,
+        defaultConstraintCols: list[SQLDefaultConstraint] = ...,
     ) -> None: ...
 
 
 class AddCheckConstraintRequest(TPayload):
-    checkConstraintCols: list[SQLCheckConstraint] | None
+    checkConstraintCols: list[SQLCheckConstraint]
     def __init__(
         self,
-        checkConstraintCols: list[SQLCheckConstraint] | None = ...,
+        checkConstraintCols: list[SQLCheckConstraint] = ...,
     ) -> None: ...
 
 
 class PartitionsByExprResult(TPayload):
-    partitions: list[Partition] | None
-    hasUnknownPartitions: bool | None
+    partitions: list[Partition]
+    hasUnknownPartitions: bool
     def __init__(
         self,
-        partitions: list[Partition] | None = ...,
-        hasUnknownPartitions: bool | None = ...,
+        partitions: list[Partition] = ...,
+        hasUnknownPartitions: bool = ...,
     ) -> None: ...
 
 
 class PartitionsSpecByExprResult(TPayload):
-    partitionsSpec: list[PartitionSpec] | None
-    hasUnknownPartitions: bool | None
+    partitionsSpec: list[PartitionSpec]
+    hasUnknownPartitions: bool
     def __init__(
         self,
-        partitionsSpec: list[PartitionSpec] | None = ...,
-        hasUnknownPartitions: bool | None = ...,
+        partitionsSpec: list[PartitionSpec] = ...,
+        hasUnknownPartitions: bool = ...,
     ) -> None: ...
 
 
 class PartitionsByExprRequest(TPayload):
-    dbName: str | None
-    tblName: str | None
-    expr: bytes | None
+    dbName: str
+    tblName: str
+    expr: bytes
     defaultPartitionName: str | None
     maxParts: int | None
     catName: str | None
@@ -1382,9 +1382,9 @@ class PartitionsByExprRequest(TPayload):
     id: int | None
     def __init__(
         self,
-        dbName: str | None = ...,
-        tblName: str | None = ...,
-        expr: bytes | None = ...,
+        dbName: str = ...,
+        tblName: str = ...,
+        expr: bytes = ...,
         defaultPartitionName: str | None = ...,
         maxParts: int | None = ...,
         catName: str | None = ...,
@@ -1395,62 +1395,62 @@ class PartitionsByExprRequest(TPayload):
 
 
 class TableStatsResult(TPayload):
-    tableStats: list[ColumnStatisticsObj] | None
+    tableStats: list[ColumnStatisticsObj]
     isStatsCompliant: bool | None
     def __init__(
         self,
-        tableStats: list[ColumnStatisticsObj] | None = ...,
+        tableStats: list[ColumnStatisticsObj] = ...,
         isStatsCompliant: bool | None = ...,
     ) -> None: ...
 
 
 class PartitionsStatsResult(TPayload):
-    partStats: dict[str, list[ColumnStatisticsObj]] | None
+    partStats: dict[str, list[ColumnStatisticsObj]]
     isStatsCompliant: bool | None
     def __init__(
         self,
-        partStats: dict[str, list[ColumnStatisticsObj]] | None = ...,
+        partStats: dict[str, list[ColumnStatisticsObj]] = ...,
         isStatsCompliant: bool | None = ...,
     ) -> None: ...
 
 
 class TableStatsRequest(TPayload):
-    dbName: str | None
-    tblName: str | None
-    colNames: list[str] | None
+    dbName: str
+    tblName: str
+    colNames: list[str]
     catName: str | None
     validWriteIdList: str | None
-    engine: str | None
+    engine: str
     id: int | None
     def __init__(
         self,
-        dbName: str | None = ...,
-        tblName: str | None = ...,
-        colNames: list[str] | None = ...,
+        dbName: str = ...,
+        tblName: str = ...,
+        colNames: list[str] = ...,
         catName: str | None = ...,
         validWriteIdList: str | None = ...,
-        engine: str | None = ...,
+        engine: str = ...,
         id: int | None = ...,
     ) -> None: ...
 
 
 class PartitionsStatsRequest(TPayload):
-    dbName: str | None
-    tblName: str | None
-    colNames: list[str] | None
-    partNames: list[str] | None
+    dbName: str
+    tblName: str
+    colNames: list[str]
+    partNames: list[str]
     catName: str | None
     validWriteIdList: str | None
-    engine: str | None
+    engine: str
     def __init__(
         self,
-        dbName: str | None = ...,
-        tblName: str | None = ...,
-        colNames: list[str] | None = ...,
-        partNames: list[str] | None = ...,
+        dbName: str = ...,
+        tblName: str = ...,
+        colNames: list[str] = ...,
+        partNames: list[str] = ...,
         catName: str | None = ...,
         validWriteIdList: str | None = ...,
-        engine: str | None = ...,
+        engine: str = ...,
     ) -> None: ...
 
 
@@ -1465,19 +1465,19 @@ class AddPartitionsResult(TPayload):
 
 
 class AddPartitionsRequest(TPayload):
-    dbName: str | None
-    tblName: str | None
-    parts: list[Partition] | None
-    ifNotExists: bool | None
+    dbName: str
+    tblName: str
+    parts: list[Partition]
+    ifNotExists: bool
     needResult: bool | None
     catName: str | None
     validWriteIdList: str | None
     def __init__(
         self,
-        dbName: str | None = ...,
-        tblName: str | None = ...,
-        parts: list[Partition] | None = ...,
-        ifNotExists: bool | None = ...,
+        dbName: str = ...,
+        tblName: str = ...,
+        parts: list[Partition] = ...,
+        ifNotExists: bool = ...,
         needResult: bool | None = ...,
         catName: str | None = ...,
         validWriteIdList: str | None = ...,
@@ -1493,19 +1493,19 @@ class DropPartitionsResult(TPayload):
 
 
 class DropPartitionsExpr(TPayload):
-    expr: bytes | None
+    expr: bytes
     partArchiveLevel: int | None
     def __init__(
         self,
-        expr: bytes | None = ...,
+        expr: bytes = ...,
         partArchiveLevel: int | None = ...,
     ) -> None: ...
 
 
 class DropPartitionsRequest(TPayload):
-    dbName: str | None
-    tblName: str | None
-    parts: RequestPartsSpec | None
+    dbName: str
+    tblName: str
+    parts: RequestPartsSpec
     deleteData: bool | None
     ifExists: bool | None
     ignoreProtection: bool | None
@@ -1514,9 +1514,9 @@ class DropPartitionsRequest(TPayload):
     catName: str | None
     def __init__(
         self,
-        dbName: str | None = ...,
-        tblName: str | None = ...,
-        parts: RequestPartsSpec | None = ...,
+        dbName: str = ...,
+        tblName: str = ...,
+        parts: RequestPartsSpec = ...,
         deleteData: bool | None = ...,
         ifExists: bool | None = ...,
         ignoreProtection: bool | None = ...,
@@ -1527,9 +1527,9 @@ class DropPartitionsRequest(TPayload):
 
 
 class PartitionValuesRequest(TPayload):
-    dbName: str | None
-    tblName: str | None
-    partitionKeys: list[FieldSchema] | None
+    dbName: str
+    tblName: str
+    partitionKeys: list[FieldSchema]
     applyDistinct: bool | None
     filter: str | None
     partitionOrder: list[FieldSchema] | None
@@ -1539,9 +1539,9 @@ class PartitionValuesRequest(TPayload):
     validWriteIdList: str | None
     def __init__(
         self,
-        dbName: str | None = ...,
-        tblName: str | None = ...,
-        partitionKeys: list[FieldSchema] | None = ...,
+        dbName: str = ...,
+        tblName: str = ...,
+        partitionKeys: list[FieldSchema] = ...,
         applyDistinct: bool | None = ...,
         filter: str | None = ...,
         partitionOrder: list[FieldSchema] | None = ...,
@@ -1553,24 +1553,24 @@ class PartitionValuesRequest(TPayload):
 
 
 class PartitionValuesRow(TPayload):
-    row: list[str] | None
+    row: list[str]
     def __init__(
         self,
-        row: list[str] | None = ...,
+        row: list[str] = ...,
     ) -> None: ...
 
 
 class PartitionValuesResponse(TPayload):
-    partitionValues: list[PartitionValuesRow] | None
+    partitionValues: list[PartitionValuesRow]
     def __init__(
         self,
-        partitionValues: list[PartitionValuesRow] | None = ...,
+        partitionValues: list[PartitionValuesRow] = ...,
     ) -> None: ...
 
 
 class GetPartitionsByNamesRequest(TPayload):
-    db_name: str | None
-    tbl_name: str | None
+    db_name: str
+    tbl_name: str
     names: list[str] | None
     get_col_stats: bool | None
     processorCapabilities: list[str] | None
@@ -1581,8 +1581,8 @@ class GetPartitionsByNamesRequest(TPayload):
     id: int | None
     def __init__(
         self,
-        db_name: str | None = ...,
-        tbl_name: str | None = ...,
+        db_name: str = ...,
+        tbl_name: str = ...,
         names: list[str] | None = ...,
         get_col_stats: bool | None = ...,
         processorCapabilities: list[str] | None = ...,
@@ -1595,11 +1595,11 @@ class GetPartitionsByNamesRequest(TPayload):
 
 
 class GetPartitionsByNamesResult(TPayload):
-    partitions: list[Partition] | None
+    partitions: list[Partition]
     dictionary: ObjectDictionary | None
     def __init__(
         self,
-        partitions: list[Partition] | None = ...,
+        partitions: list[Partition] = ...,
         dictionary: ObjectDictionary | None = ...,
     ) -> None: ...
 
@@ -1647,10 +1647,10 @@ class GetAllFunctionsResponse(TPayload):
 
 
 class ClientCapabilities(TPayload):
-    values: list[int] | None
+    values: list[int]
     def __init__(
         self,
-        values: list[int] | None = ...,
+        values: list[int] = ...,
     ) -> None: ...
 
 
@@ -1667,8 +1667,8 @@ class GetProjectionsSpec(TPayload):
 
 
 class GetTableRequest(TPayload):
-    dbName: str | None
-    tblName: str | None
+    dbName: str
+    tblName: str
     capabilities: ClientCapabilities | None
     catName: str | None
     validWriteIdList: str | None
@@ -1679,8 +1679,8 @@ class GetTableRequest(TPayload):
     id: int | None
     def __init__(
         self,
-        dbName: str | None = ...,
-        tblName: str | None = ...,
+        dbName: str = ...,
+        tblName: str = ...,
         capabilities: ClientCapabilities | None = ...,
         catName: str | None = ...,
         validWriteIdList: str | None = ...,
@@ -1693,17 +1693,17 @@ class GetTableRequest(TPayload):
 
 
 class GetTableResult(TPayload):
-    table: Table | None
+    table: Table
     isStatsCompliant: bool | None
     def __init__(
         self,
-        table: Table | None = ...,
+        table: Table = ...,
         isStatsCompliant: bool | None = ...,
     ) -> None: ...
 
 
 class GetTablesRequest(TPayload):
-    dbName: str | None
+    dbName: str
     tblNames: list[str] | None
     capabilities: ClientCapabilities | None
     catName: str | None
@@ -1713,7 +1713,7 @@ class GetTablesRequest(TPayload):
     tablesPattern: str | None
     def __init__(
         self,
-        dbName: str | None = ...,
+        dbName: str = ...,
         tblNames: list[str] | None = ...,
         capabilities: ClientCapabilities | None = ...,
         catName: str | None = ...,
@@ -1725,27 +1725,27 @@ class GetTablesRequest(TPayload):
 
 
 class GetTablesResult(TPayload):
-    tables: list[Table] | None
+    tables: list[Table]
     def __init__(
         self,
-        tables: list[Table] | None = ...,
+        tables: list[Table] = ...,
     ) -> None: ...
 
 
 class GetTablesExtRequest(TPayload):
-    catalog: str | None
-    database: str | None
-    tableNamePattern: str | None
-    requestedFields: int | None
+    catalog: str
+    database: str
+    tableNamePattern: str
+    requestedFields: int
     limit: int | None
     processorCapabilities: list[str] | None
     processorIdentifier: str | None
     def __init__(
         self,
-        catalog: str | None = ...,
-        database: str | None = ...,
-        tableNamePattern: str | None = ...,
-        requestedFields: int | None = ...,
+        catalog: str = ...,
+        database: str = ...,
+        tableNamePattern: str = ...,
+        requestedFields: int = ...,
         limit: int | None = ...,
         processorCapabilities: list[str] | None = ...,
         processorIdentifier: str | None = ...,
@@ -1753,13 +1753,13 @@ class GetTablesExtRequest(TPayload):
 
 
 class ExtendedTableInfo(TPayload):
-    tblName: str | None
+    tblName: str
     accessType: int | None
     requiredReadCapabilities: list[str] | None
     requiredWriteCapabilities: list[str] | None
     def __init__(
         self,
-        tblName: str | None = ...,
+        tblName: str = ...,
         accessType: int | None = ...,
         requiredReadCapabilities: list[str] | None = ...,
         requiredWriteCapabilities: list[str] | None = ...,
@@ -1781,21 +1781,21 @@ class GetDatabaseRequest(TPayload):
 
 
 class DropDatabaseRequest(TPayload):
-    name: str | None
+    name: str
     catalogName: str | None
-    ignoreUnknownDb: bool | None
-    deleteData: bool | None
-    cascade: bool | None
+    ignoreUnknownDb: bool
+    deleteData: bool
+    cascade: bool
     softDelete: bool | None
     txnId: int | None
     deleteManagedDir: bool | None
     def __init__(
         self,
-        name: str | None = ...,
+        name: str = ...,
         catalogName: str | None = ...,
-        ignoreUnknownDb: bool | None = ...,
-        deleteData: bool | None = ...,
-        cascade: bool | None = ...,
+        ignoreUnknownDb: bool = ...,
+        deleteData: bool = ...,
+        cascade: bool = ...,
         softDelete: bool | None = ...,
         txnId: int | None = ...,
         deleteManagedDir: bool | None = ...,
@@ -1803,42 +1803,42 @@ class DropDatabaseRequest(TPayload):
 
 
 class TableMeta(TPayload):
-    dbName: str | None
-    tableName: str | None
-    tableType: str | None
+    dbName: str
+    tableName: str
+    tableType: str
     comments: str | None
     catName: str | None
     def __init__(
         self,
-        dbName: str | None = ...,
-        tableName: str | None = ...,
-        tableType: str | None = ...,
+        dbName: str = ...,
+        tableName: str = ...,
+        tableType: str = ...,
         comments: str | None = ...,
         catName: str | None = ...,
     ) -> None: ...
 
 
 class Materialization(TPayload):
-    sourceTablesUpdateDeleteModified: bool | None
-    sourceTablesCompacted: bool | None
+    sourceTablesUpdateDeleteModified: bool
+    sourceTablesCompacted: bool
     def __init__(
         self,
-        sourceTablesUpdateDeleteModified: bool | None = ...,
-        sourceTablesCompacted: bool | None = ...,
+        sourceTablesUpdateDeleteModified: bool = ...,
+        sourceTablesCompacted: bool = ...,
     ) -> None: ...
 
 
 class TruncateTableRequest(TPayload):
-    dbName: str | None
-    tableName: str | None
+    dbName: str
+    tableName: str
     partNames: list[str] | None
     writeId: int | None
     validWriteIdList: str | None
     environmentContext: EnvironmentContext | None
     def __init__(
         self,
-        dbName: str | None = ...,
-        tableName: str | None = ...,
+        dbName: str = ...,
+        tableName: str = ...,
         partNames: list[str] | None = ...,
         writeId: int | None = ...,
         validWriteIdList: str | None = ...,
@@ -1851,7 +1851,7 @@ class TruncateTableResponse(TPayload):
 
 
 class CreateTableRequest(TPayload):
-    table: Table | None
+    table: Table
     envContext: EnvironmentContext | None
     primaryKeys: list[SQLPrimaryKey] | None
     foreignKeys: list[SQLForeignKey] | None
@@ -1863,7 +1863,7 @@ class CreateTableRequest(TPayload):
     processorIdentifier: str | None
     def __init__(
         self,
-        table: Table | None = ...,
+        table: Table = ...,
         envContext: EnvironmentContext | None = ...,
         primaryKeys: list[SQLPrimaryKey] | None = ...,
         foreignKeys: list[SQLForeignKey] | None = ...,
@@ -1878,18 +1878,18 @@ class CreateTableRequest(TPayload):
 
 class AlterPartitionsRequest(TPayload):
     catName: str | None
-    dbName: str | None
-    tableName: str | None
-    partitions: list[Partition] | None
+    dbName: str
+    tableName: str
+    partitions: list[Partition]
     environmentContext: EnvironmentContext | None
     writeId: int | None
     validWriteIdList: str | None
     def __init__(
         self,
         catName: str | None = ...,
-        dbName: str | None = ...,
-        tableName: str | None = ...,
-        partitions: list[Partition] | None = ...,
+        dbName: str = ...,
+        tableName: str = ...,
+        partitions: list[Partition] = ...,
         environmentContext: EnvironmentContext | None = ...,
         writeId: int | None = ...,
         validWriteIdList: str | None = ...,
@@ -1902,20 +1902,20 @@ class AlterPartitionsResponse(TPayload):
 
 class RenamePartitionRequest(TPayload):
     catName: str | None
-    dbName: str | None
-    tableName: str | None
-    partVals: list[str] | None
-    newPart: Partition | None
+    dbName: str
+    tableName: str
+    partVals: list[str]
+    newPart: Partition
     validWriteIdList: str | None
     txnId: int | None
     clonePart: bool | None
     def __init__(
         self,
         catName: str | None = ...,
-        dbName: str | None = ...,
-        tableName: str | None = ...,
-        partVals: list[str] | None = ...,
-        newPart: Partition | None = ...,
+        dbName: str = ...,
+        tableName: str = ...,
+        partVals: list[str] = ...,
+        newPart: Partition = ...,
         validWriteIdList: str | None = ...,
         txnId: int | None = ...,
         clonePart: bool | None = ...,
@@ -1928,9 +1928,9 @@ class RenamePartitionResponse(TPayload):
 
 class AlterTableRequest(TPayload):
     catName: str | None
-    dbName: str | None
-    tableName: str | None
-    table: Table | None
+    dbName: str
+    tableName: str
+    table: Table
     environmentContext: EnvironmentContext | None
     writeId: int | None
     validWriteIdList: str | None
@@ -1941,9 +1941,9 @@ class AlterTableRequest(TPayload):
     def __init__(
         self,
         catName: str | None = ...,
-        dbName: str | None = ...,
-        tableName: str | None = ...,
-        table: Table | None = ...,
+        dbName: str = ...,
+        tableName: str = ...,
+        table: Table = ...,
         environmentContext: EnvironmentContext | None = ...,
         writeId: int | None = ...,
         validWriteIdList: str | None = ...,
@@ -2006,16 +2006,16 @@ class GetPartitionsRequest(TPayload):
 
 class GetFieldsRequest(TPayload):
     catName: str | None
-    dbName: str | None
-    tblName: str | None
+    dbName: str
+    tblName: str
     envContext: EnvironmentContext | None
     validWriteIdList: str | None
     id: int | None
     def __init__(
         self,
         catName: str | None = ...,
-        dbName: str | None = ...,
-        tblName: str | None = ...,
+        dbName: str = ...,
+        tblName: str = ...,
         envContext: EnvironmentContext | None = ...,
         validWriteIdList: str | None = ...,
         id: int | None = ...,
@@ -2023,25 +2023,25 @@ class GetFieldsRequest(TPayload):
 
 
 class GetFieldsResponse(TPayload):
-    fields: list[FieldSchema] | None
+    fields: list[FieldSchema]
     def __init__(
         self,
-        fields: list[FieldSchema] | None = ...,
+        fields: list[FieldSchema] = ...,
     ) -> None: ...
 
 
 class GetSchemaRequest(TPayload):
     catName: str | None
-    dbName: str | None
-    tblName: str | None
+    dbName: str
+    tblName: str
     envContext: EnvironmentContext | None
     validWriteIdList: str | None
     id: int | None
     def __init__(
         self,
         catName: str | None = ...,
-        dbName: str | None = ...,
-        tblName: str | None = ...,
+        dbName: str = ...,
+        tblName: str = ...,
         envContext: EnvironmentContext | None = ...,
         validWriteIdList: str | None = ...,
         id: int | None = ...,
@@ -2049,51 +2049,51 @@ class GetSchemaRequest(TPayload):
 
 
 class GetSchemaResponse(TPayload):
-    fields: list[FieldSchema] | None
+    fields: list[FieldSchema]
     def __init__(
         self,
-        fields: list[FieldSchema] | None = ...,
+        fields: list[FieldSchema] = ...,
     ) -> None: ...
 
 
 class GetPartitionRequest(TPayload):
     catName: str | None
-    dbName: str | None
-    tblName: str | None
-    partVals: list[str] | None
+    dbName: str
+    tblName: str
+    partVals: list[str]
     validWriteIdList: str | None
     id: int | None
     def __init__(
         self,
         catName: str | None = ...,
-        dbName: str | None = ...,
-        tblName: str | None = ...,
-        partVals: list[str] | None = ...,
+        dbName: str = ...,
+        tblName: str = ...,
+        partVals: list[str] = ...,
         validWriteIdList: str | None = ...,
         id: int | None = ...,
     ) -> None: ...
 
 
 class GetPartitionResponse(TPayload):
-    partition: Partition | None
+    partition: Partition
     def __init__(
         self,
-        partition: Partition | None = ...,
+        partition: Partition = ...,
     ) -> None: ...
 
 
 class PartitionsRequest(TPayload):
     catName: str | None
-    dbName: str | None
-    tblName: str | None
+    dbName: str
+    tblName: str
     maxParts: int | None
     validWriteIdList: str | None
     id: int | None
     def __init__(
         self,
         catName: str | None = ...,
-        dbName: str | None = ...,
-        tblName: str | None = ...,
+        dbName: str = ...,
+        tblName: str = ...,
         maxParts: int | None = ...,
         validWriteIdList: str | None = ...,
         id: int | None = ...,
@@ -2101,17 +2101,17 @@ class PartitionsRequest(TPayload):
 
 
 class PartitionsResponse(TPayload):
-    partitions: list[Partition] | None
+    partitions: list[Partition]
     def __init__(
         self,
-        partitions: list[Partition] | None = ...,
+        partitions: list[Partition] = ...,
     ) -> None: ...
 
 
 class GetPartitionNamesPsRequest(TPayload):
     catName: str | None
-    dbName: str | None
-    tblName: str | None
+    dbName: str
+    tblName: str
     partValues: list[str] | None
     maxParts: int | None
     validWriteIdList: str | None
@@ -2119,8 +2119,8 @@ class GetPartitionNamesPsRequest(TPayload):
     def __init__(
         self,
         catName: str | None = ...,
-        dbName: str | None = ...,
-        tblName: str | None = ...,
+        dbName: str = ...,
+        tblName: str = ...,
         partValues: list[str] | None = ...,
         maxParts: int | None = ...,
         validWriteIdList: str | None = ...,
@@ -2129,17 +2129,17 @@ class GetPartitionNamesPsRequest(TPayload):
 
 
 class GetPartitionNamesPsResponse(TPayload):
-    names: list[str] | None
+    names: list[str]
     def __init__(
         self,
-        names: list[str] | None = ...,
+        names: list[str] = ...,
     ) -> None: ...
 
 
 class GetPartitionsPsWithAuthRequest(TPayload):
     catName: str | None
-    dbName: str | None
-    tblName: str | None
+    dbName: str
+    tblName: str
     partVals: list[str] | None
     maxParts: int | None
     userName: str | None
@@ -2149,8 +2149,8 @@ class GetPartitionsPsWithAuthRequest(TPayload):
     def __init__(
         self,
         catName: str | None = ...,
-        dbName: str | None = ...,
-        tblName: str | None = ...,
+        dbName: str = ...,
+        tblName: str = ...,
         partVals: list[str] | None = ...,
         maxParts: int | None = ...,
         userName: str | None = ...,
@@ -2161,18 +2161,18 @@ class GetPartitionsPsWithAuthRequest(TPayload):
 
 
 class GetPartitionsPsWithAuthResponse(TPayload):
-    partitions: list[Partition] | None
+    partitions: list[Partition]
     def __init__(
         self,
-        partitions: list[Partition] | None = ...,
+        partitions: list[Partition] = ...,
     ) -> None: ...
 
 
 class TxnInfo(TPayload):
-    id: int | None
-    state: int | None
-    user: str | None
-    hostname: str | None
+    id: int
+    state: int
+    user: str
+    hostname: str
     agentInfo: str | None
     heartbeatCount: int | None
     metaInfo: str | None
@@ -2180,10 +2180,10 @@ class TxnInfo(TPayload):
     lastHeartbeatTime: int | None
     def __init__(
         self,
-        id: int | None = ...,
-        state: int | None = ...,
-        user: str | None = ...,
-        hostname: str | None = ...,
+        id: int = ...,
+        state: int = ...,
+        user: str = ...,
+        hostname: str = ...,
         agentInfo: str | None = ...,
         heartbeatCount: int | None = ...,
         metaInfo: str | None = ...,
@@ -2193,26 +2193,26 @@ class TxnInfo(TPayload):
 
 
 class GetOpenTxnsInfoResponse(TPayload):
-    txn_high_water_mark: int | None
-    open_txns: list[TxnInfo] | None
+    txn_high_water_mark: int
+    open_txns: list[TxnInfo]
     def __init__(
         self,
-        txn_high_water_mark: int | None = ...,
-        open_txns: list[TxnInfo] | None = ...,
+        txn_high_water_mark: int = ...,
+        open_txns: list[TxnInfo] = ...,
     ) -> None: ...
 
 
 class GetOpenTxnsResponse(TPayload):
-    txn_high_water_mark: int | None
-    open_txns: list[int] | None
+    txn_high_water_mark: int
+    open_txns: list[int]
     min_open_txn: int | None
-    abortedBits: bytes | None
+    abortedBits: bytes
     def __init__(
         self,
-        txn_high_water_mark: int | None = ...,
-        open_txns: list[int] | None = ...,
+        txn_high_water_mark: int = ...,
+        open_txns: list[int] = ...,
         min_open_txn: int | None = ...,
-        abortedBits: bytes | None = ...,
+        abortedBits: bytes = ...,
     ) -> None: ...
 
 
@@ -2225,18 +2225,18 @@ class GetOpenTxnsRequest(TPayload):
 
 
 class OpenTxnRequest(TPayload):
-    num_txns: int | None
-    user: str | None
-    hostname: str | None
+    num_txns: int
+    user: str
+    hostname: str
     agentInfo: str | None
     replPolicy: str | None
     replSrcTxnIds: list[int] | None
     txn_type: int | None
     def __init__(
         self,
-        num_txns: int | None = ...,
-        user: str | None = ...,
-        hostname: str | None = ...,
+        num_txns: int = ...,
+        user: str = ...,
+        hostname: str = ...,
         agentInfo: str | None = ...,
         replPolicy: str | None = ...,
         replSrcTxnIds: list[int] | None = ...,
@@ -2245,21 +2245,21 @@ class OpenTxnRequest(TPayload):
 
 
 class OpenTxnsResponse(TPayload):
-    txn_ids: list[int] | None
+    txn_ids: list[int]
     def __init__(
         self,
-        txn_ids: list[int] | None = ...,
+        txn_ids: list[int] = ...,
     ) -> None: ...
 
 
 class AbortTxnRequest(TPayload):
-    txnid: int | None
+    txnid: int
     replPolicy: str | None
     txn_type: int | None
     errorCode: int | None
     def __init__(
         self,
-        txnid: int | None = ...,
+        txnid: int = ...,
         replPolicy: str | None = ...,
         txn_type: int | None = ...,
         errorCode: int | None = ...,
@@ -2267,41 +2267,41 @@ class AbortTxnRequest(TPayload):
 
 
 class AbortTxnsRequest(TPayload):
-    txn_ids: list[int] | None
+    txn_ids: list[int]
     errorCode: int | None
     def __init__(
         self,
-        txn_ids: list[int] | None = ...,
+        txn_ids: list[int] = ...,
         errorCode: int | None = ...,
     ) -> None: ...
 
 
 class CommitTxnKeyValue(TPayload):
-    tableId: int | None
-    key: str | None
-    value: str | None
+    tableId: int
+    key: str
+    value: str
     def __init__(
         self,
-        tableId: int | None = ...,
-        key: str | None = ...,
-        value: str | None = ...,
+        tableId: int = ...,
+        key: str = ...,
+        value: str = ...,
     ) -> None: ...
 
 
 class WriteEventInfo(TPayload):
-    writeId: int | None
-    database: str | None
-    table: str | None
-    files: str | None
+    writeId: int
+    database: str
+    table: str
+    files: str
     partition: str | None
     tableObj: str | None
     partitionObj: str | None
     def __init__(
         self,
-        writeId: int | None = ...,
-        database: str | None = ...,
-        table: str | None = ...,
-        files: str | None = ...,
+        writeId: int = ...,
+        database: str = ...,
+        table: str = ...,
+        files: str = ...,
         partition: str | None = ...,
         tableObj: str | None = ...,
         partitionObj: str | None = ...,
@@ -2309,15 +2309,15 @@ class WriteEventInfo(TPayload):
 
 
 class ReplLastIdInfo(TPayload):
-    database: str | None
-    lastReplId: int | None
+    database: str
+    lastReplId: int
     table: str | None
     catalog: str | None
     partitionList: list[str] | None
     def __init__(
         self,
-        database: str | None = ...,
-        lastReplId: int | None = ...,
+        database: str = ...,
+        lastReplId: int = ...,
         table: str | None = ...,
         catalog: str | None = ...,
         partitionList: list[str] | None = ...,
@@ -2325,7 +2325,7 @@ class ReplLastIdInfo(TPayload):
 
 
 class CommitTxnRequest(TPayload):
-    txnid: int | None
+    txnid: int
     replPolicy: str | None
     writeEventInfos: list[WriteEventInfo] | None
     replLastIdInfo: ReplLastIdInfo | None
@@ -2334,7 +2334,7 @@ class CommitTxnRequest(TPayload):
     txn_type: int | None
     def __init__(
         self,
-        txnid: int | None = ...,
+        txnid: int = ...,
         replPolicy: str | None = ...,
         writeEventInfos: list[WriteEventInfo] | None = ...,
         replLastIdInfo: ReplLastIdInfo | None = ...,
@@ -2345,62 +2345,62 @@ class CommitTxnRequest(TPayload):
 
 
 class GetValidWriteIdsRequest(TPayload):
-    fullTableNames: list[str] | None
+    fullTableNames: list[str]
     validTxnList: str | None
     writeId: int | None
     def __init__(
         self,
-        fullTableNames: list[str] | None = ...,
+        fullTableNames: list[str] = ...,
         validTxnList: str | None = ...,
         writeId: int | None = ...,
     ) -> None: ...
 
 
 class TableValidWriteIds(TPayload):
-    fullTableName: str | None
-    writeIdHighWaterMark: int | None
-    invalidWriteIds: list[int] | None
+    fullTableName: str
+    writeIdHighWaterMark: int
+    invalidWriteIds: list[int]
     minOpenWriteId: int | None
-    abortedBits: bytes | None
+    abortedBits: bytes
     def __init__(
         self,
-        fullTableName: str | None = ...,
-        writeIdHighWaterMark: int | None = ...,
-        invalidWriteIds: list[int] | None = ...,
+        fullTableName: str = ...,
+        writeIdHighWaterMark: int = ...,
+        invalidWriteIds: list[int] = ...,
         minOpenWriteId: int | None = ...,
-        abortedBits: bytes | None = ...,
+        abortedBits: bytes = ...,
     ) -> None: ...
 
 
 class GetValidWriteIdsResponse(TPayload):
-    tblValidWriteIds: list[TableValidWriteIds] | None
+    tblValidWriteIds: list[TableValidWriteIds]
     def __init__(
         self,
-        tblValidWriteIds: list[TableValidWriteIds] | None = ...,
+        tblValidWriteIds: list[TableValidWriteIds] = ...,
     ) -> None: ...
 
 
 class TxnToWriteId(TPayload):
-    txnId: int | None
-    writeId: int | None
+    txnId: int
+    writeId: int
     def __init__(
         self,
-        txnId: int | None = ...,
-        writeId: int | None = ...,
+        txnId: int = ...,
+        writeId: int = ...,
     ) -> None: ...
 
 
 class AllocateTableWriteIdsRequest(TPayload):
-    dbName: str | None
-    tableName: str | None
+    dbName: str
+    tableName: str
     txnIds: list[int] | None
     replPolicy: str | None
     srcTxnToWriteIdList: list[TxnToWriteId] | None
     reallocate: bool | None
     def __init__(
         self,
-        dbName: str | None = ...,
-        tableName: str | None = ...,
+        dbName: str = ...,
+        tableName: str = ...,
         txnIds: list[int] | None = ...,
         replPolicy: str | None = ...,
         srcTxnToWriteIdList: list[TxnToWriteId] | None = ...,
@@ -2409,35 +2409,35 @@ class AllocateTableWriteIdsRequest(TPayload):
 
 
 class AllocateTableWriteIdsResponse(TPayload):
-    txnToWriteIds: list[TxnToWriteId] | None
+    txnToWriteIds: list[TxnToWriteId]
     def __init__(
         self,
-        txnToWriteIds: list[TxnToWriteId] | None = ...,
+        txnToWriteIds: list[TxnToWriteId] = ...,
     ) -> None: ...
 
 
 class MaxAllocatedTableWriteIdRequest(TPayload):
-    dbName: str | None
-    tableName: str | None
+    dbName: str
+    tableName: str
     def __init__(
         self,
-        dbName: str | None = ...,
-        tableName: str | None = ...,
+        dbName: str = ...,
+        tableName: str = ...,
     ) -> None: ...
 
 
 class MaxAllocatedTableWriteIdResponse(TPayload):
-    maxWriteId: int | None
+    maxWriteId: int
     def __init__(
         self,
-        maxWriteId: int | None = ...,
+        maxWriteId: int = ...,
     ) -> None: ...
 
 
 class LockComponent(TPayload):
-    type: int | None
-    level: int | None
-    dbname: str | None
+    type: int
+    level: int
+    dbname: str
     tablename: str | None
     partitionname: str | None
     operationType: int | None
@@ -2445,9 +2445,9 @@ class LockComponent(TPayload):
     isDynamicPartitionWrite: bool | None
     def __init__(
         self,
-        type: int | None = ...,
-        level: int | None = ...,
-        dbname: str | None = ...,
+        type: int = ...,
+        level: int = ...,
+        dbname: str = ...,
         tablename: str | None = ...,
         partitionname: str | None = ...,
         operationType: int | None = ...,
@@ -2457,20 +2457,20 @@ class LockComponent(TPayload):
 
 
 class LockRequest(TPayload):
-    component: list[LockComponent] | None
+    component: list[LockComponent]
     txnid: int | None
-    user: str | None
-    hostname: str | None
+    user: str
+    hostname: str
     agentInfo: str | None
     zeroWaitReadEnabled: bool | None
     exclusiveCTAS: bool | None
     locklessReadsEnabled: bool | None
     def __init__(
         self,
-        component: list[LockComponent] | None = ...,
+        component: list[LockComponent] = ...,
         txnid: int | None = ...,
-        user: str | None = ...,
-        hostname: str | None = ...,
+        user: str = ...,
+        hostname: str = ...,
         agentInfo: str | None = ...,
         zeroWaitReadEnabled: bool | None = ...,
         exclusiveCTAS: bool | None = ...,
@@ -2479,34 +2479,34 @@ class LockRequest(TPayload):
 
 
 class LockResponse(TPayload):
-    lockid: int | None
-    state: int | None
+    lockid: int
+    state: int
     errorMessage: str | None
     def __init__(
         self,
-        lockid: int | None = ...,
-        state: int | None = ...,
+        lockid: int = ...,
+        state: int = ...,
         errorMessage: str | None = ...,
     ) -> None: ...
 
 
 class CheckLockRequest(TPayload):
-    lockid: int | None
+    lockid: int
     txnid: int | None
     elapsed_ms: int | None
     def __init__(
         self,
-        lockid: int | None = ...,
+        lockid: int = ...,
         txnid: int | None = ...,
         elapsed_ms: int | None = ...,
     ) -> None: ...
 
 
 class UnlockRequest(TPayload):
-    lockid: int | None
+    lockid: int
     def __init__(
         self,
-        lockid: int | None = ...,
+        lockid: int = ...,
     ) -> None: ...
 
 
@@ -2527,17 +2527,17 @@ class ShowLocksRequest(TPayload):
 
 
 class ShowLocksResponseElement(TPayload):
-    lockid: int | None
-    dbname: str | None
+    lockid: int
+    dbname: str
     tablename: str | None
     partname: str | None
-    state: int | None
-    type: int | None
+    state: int
+    type: int
     txnid: int | None
-    lastheartbeat: int | None
+    lastheartbeat: int
     acquiredat: int | None
-    user: str | None
-    hostname: str | None
+    user: str
+    hostname: str
     heartbeatCount: int | None
     agentInfo: str | None
     blockedByExtId: int | None
@@ -2545,17 +2545,17 @@ class ShowLocksResponseElement(TPayload):
     lockIdInternal: int | None
     def __init__(
         self,
-        lockid: int | None = ...,
-        dbname: str | None = ...,
+        lockid: int = ...,
+        dbname: str = ...,
         tablename: str | None = ...,
         partname: str | None = ...,
-        state: int | None = ...,
-        type: int | None = ...,
+        state: int = ...,
+        type: int = ...,
         txnid: int | None = ...,
-        lastheartbeat: int | None = ...,
+        lastheartbeat: int = ...,
         acquiredat: int | None = ...,
-        user: str | None = ...,
-        hostname: str | None = ...,
+        user: str = ...,
+        hostname: str = ...,
         heartbeatCount: int | None = ...,
         agentInfo: str | None = ...,
         blockedByExtId: int | None = ...,
@@ -2583,27 +2583,27 @@ class HeartbeatRequest(TPayload):
 
 
 class HeartbeatTxnRangeRequest(TPayload):
-    min: int | None
-    max: int | None
+    min: int
+    max: int
     def __init__(
         self,
-        min: int | None = ...,
-        max: int | None = ...,
+        min: int = ...,
+        max: int = ...,
     ) -> None: ...
 
 
 class HeartbeatTxnRangeResponse(TPayload):
-    aborted: list[int] | set[int] | None
-    nosuch: list[int] | set[int] | None
+    aborted: list[int] | set[int]
+    nosuch: list[int] | set[int]
     def __init__(
         self,
-        aborted: list[int] | set[int] | None = ...,
-        nosuch: list[int] | set[int] | None = ...,
+        aborted: list[int] | set[int] = ...,
+        nosuch: list[int] | set[int] = ...,
     ) -> None: ...
 
 
 class NotificationEventRequest(TPayload):
-    lastEvent: int | None
+    lastEvent: int
     maxEvents: int | None
     eventTypeSkipList: list[str] | None
     catName: str | None
@@ -2611,7 +2611,7 @@ class NotificationEventRequest(TPayload):
     tableNames: list[str] | None
     def __init__(
         self,
-        lastEvent: int | None = ...,
+        lastEvent: int = ...,
         maxEvents: int | None = ...,
         eventTypeSkipList: list[str] | None = ...,
         catName: str | None = ...,
@@ -2621,53 +2621,53 @@ class NotificationEventRequest(TPayload):
 
 
 class NotificationEvent(TPayload):
-    eventId: int | None
-    eventTime: int | None
-    eventType: str | None
+    eventId: int
+    eventTime: int
+    eventType: str
     dbName: str | None
     tableName: str | None
-    message: str | None
+    message: str
     messageFormat: str | None
     catName: str | None
     def __init__(
         self,
-        eventId: int | None = ...,
-        eventTime: int | None = ...,
-        eventType: str | None = ...,
+        eventId: int = ...,
+        eventTime: int = ...,
+        eventType: str = ...,
         dbName: str | None = ...,
         tableName: str | None = ...,
-        message: str | None = ...,
+        message: str = ...,
         messageFormat: str | None = ...,
         catName: str | None = ...,
     ) -> None: ...
 
 
 class NotificationEventResponse(TPayload):
-    events: list[NotificationEvent] | None
+    events: list[NotificationEvent]
     def __init__(
         self,
-        events: list[NotificationEvent] | None = ...,
+        events: list[NotificationEvent] = ...,
     ) -> None: ...
 
 
 class CurrentNotificationEventId(TPayload):
-    eventId: int | None
+    eventId: int
     def __init__(
         self,
-        eventId: int | None = ...,
+        eventId: int = ...,
     ) -> None: ...
 
 
 class NotificationEventsCountRequest(TPayload):
-    fromEventId: int | None
-    dbName: str | None
+    fromEventId: int
+    dbName: str
     catName: str | None
     toEventId: int | None
     limit: int | None
     def __init__(
         self,
-        fromEventId: int | None = ...,
-        dbName: str | None = ...,
+        fromEventId: int = ...,
+        dbName: str = ...,
         catName: str | None = ...,
         toEventId: int | None = ...,
         limit: int | None = ...,
@@ -2675,23 +2675,23 @@ class NotificationEventsCountRequest(TPayload):
 
 
 class NotificationEventsCountResponse(TPayload):
-    eventsCount: int | None
+    eventsCount: int
     def __init__(
         self,
-        eventsCount: int | None = ...,
+        eventsCount: int = ...,
     ) -> None: ...
 
 
 class InsertEventRequestData(TPayload):
     replace: bool | None
-    filesAdded: list[str] | None
+    filesAdded: list[str]
     filesAddedChecksum: list[str] | None
     subDirectoryList: list[str] | None
     partitionVal: list[str] | None
     def __init__(
         self,
         replace: bool | None = ...,
-        filesAdded: list[str] | None = ...,
+        filesAdded: list[str] = ...,
         filesAddedChecksum: list[str] | None = ...,
         subDirectoryList: list[str] | None = ...,
         partitionVal: list[str] | None = ...,
@@ -2699,16 +2699,16 @@ class InsertEventRequestData(TPayload):
 
 
 class FireEventRequest(TPayload):
-    successful: bool | None
-    data: FireEventRequestData | None
+    successful: bool
+    data: FireEventRequestData
     dbName: str | None
     tableName: str | None
     partitionVals: list[str] | None
     catName: str | None
     def __init__(
         self,
-        successful: bool | None = ...,
-        data: FireEventRequestData | None = ...,
+        successful: bool = ...,
+        data: FireEventRequestData = ...,
         dbName: str | None = ...,
         tableName: str | None = ...,
         partitionVals: list[str] | None = ...,
@@ -2725,8 +2725,8 @@ class FireEventResponse(TPayload):
 
 
 class PartitionBatchRequest(TPayload):
-    dbName: str | None
-    tblName: str | None
+    dbName: str
+    tblName: str
     catName: str | None
     fromPartitionId: int | None
     toPartitionId: int | None
@@ -2734,8 +2734,8 @@ class PartitionBatchRequest(TPayload):
     filter: str | None
     def __init__(
         self,
-        dbName: str | None = ...,
-        tblName: str | None = ...,
+        dbName: str = ...,
+        tblName: str = ...,
         catName: str | None = ...,
         fromPartitionId: int | None = ...,
         toPartitionId: int | None = ...,
@@ -2745,30 +2745,30 @@ class PartitionBatchRequest(TPayload):
 
 
 class PartitionBatchResponse(TPayload):
-    partitions: list[Partition] | None
-    nextPartitionId: int | None
-    minPartitionId: int | None
-    maxPartitionId: int | None
+    partitions: list[Partition]
+    nextPartitionId: int
+    minPartitionId: int
+    maxPartitionId: int
     def __init__(
         self,
-        partitions: list[Partition] | None = ...,
-        nextPartitionId: int | None = ...,
-        minPartitionId: int | None = ...,
-        maxPartitionId: int | None = ...,
+        partitions: list[Partition] = ...,
+        nextPartitionId: int = ...,
+        minPartitionId: int = ...,
+        maxPartitionId: int = ...,
     ) -> None: ...
 
 
 class PartitionNameBatchResponse(TPayload):
-    names: list[str] | None
-    nextPartitionId: int | None
-    minPartitionId: int | None
-    maxPartitionId: int | None
+    names: list[str]
+    nextPartitionId: int
+    minPartitionId: int
+    maxPartitionId: int
     def __init__(
         self,
-        names: list[str] | None = ...,
-        nextPartitionId: int | None = ...,
-        minPartitionId: int | None = ...,
-        maxPartitionId: int | None = ...,
+        names: list[str] = ...,
+        nextPartitionId: int = ...,
+        minPartitionId: int = ...,
+        maxPartitionId: int = ...,
     ) -> None: ...
 
 

@@ -7,7 +7,9 @@ same .thrift files the runtime loads (``python -m hmsproxy.idl.stubgen``), and t
 fails when the committed stubs differ from a fresh rendering.
 
 How thriftpy2's values look, and so how they are typed: a field left unset is its default, None unless the IDL
-gives one, and a caller may pass None for any field, so every field is ``X | None``; string fields decode to
+gives one, and a caller may pass None for any field, so a field is ``X | None`` -- unless the IDL declares it
+``required``: every peer sets those (Java's writer refuses a struct without them), so they are typed as set,
+though thriftpy2 does not check them when it reads; string fields decode to
 ``str``, binary to ``bytes``; lists and sets decode to lists (and sets are written from either); a map keyed by
 lists has tuple keys (the fix-up in ``hmsproxy.idl``); an enum-typed field holds a plain int.
 """
@@ -82,8 +84,9 @@ def _field_type(field: tuple[object, ...]) -> str:
 
 
 def _fields(cls: type[TPayload]) -> list[tuple[str, str]]:
-    """(name, annotation) of each field of a generated class, in id order."""
-    return [(field[1], f"{_field_type(field)} | None") for _, field in sorted(cls.thrift_spec.items())]
+    """(name, annotation) of each field of a generated class, in id order: None allowed unless it is required."""
+    return [(field[1], _field_type(field) if field[-1] is True else f"{_field_type(field)} | None")
+            for _, field in sorted(cls.thrift_spec.items())]
 
 
 def _struct(cls: type[TPayload], base: str) -> list[str]:

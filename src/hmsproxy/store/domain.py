@@ -26,6 +26,16 @@ TxnInfo = hms.TxnInfo
 ShowLocksResponseElement = hms.ShowLocksResponseElement
 NotificationEvent = hms.NotificationEvent
 TableMeta = tuple[str, str, str, str | None]   # (database, table, table type, comment)
+T = TypeVar("T")
+Kept = TypeVar("Kept", Table, Partition, Database)   # what RawStore.kept takes and gives back
+
+
+def present(value: T | None) -> T:
+    """A field the IDL leaves optional that every object a store returns has (a table's name and storage
+    descriptor, a database's location, ...): to its callers it is set."""
+    if value is None:
+        raise ValueError("a stored object lacks a field every store sets")
+    return value
 
 
 def is_transactional(table: Table) -> bool:
@@ -79,7 +89,6 @@ class LockOutcome:
 
 
 BATCH_SCAN_FACTOR = 10   # a filtered batch examines at most this many times its size of partitions per call
-T = TypeVar("T")
 
 
 def batch_scan(size: int, filtered: bool) -> int:

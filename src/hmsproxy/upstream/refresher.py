@@ -24,7 +24,7 @@ from hmsproxy.ops.burst_log import BurstLog
 from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.shared_cache import TableEntry, TableKey
-from hmsproxy.store.domain import Function, Table, TableMeta
+from hmsproxy.store.domain import Function, Table, TableMeta, present
 
 log = logging.getLogger(__name__)
 TABLES_PER_CALL = 100   # get_table_objects_by_name batch
@@ -130,7 +130,7 @@ class Refresher:
         for db, entries in by_db.items():
             names = sorted(entries)
             for start in range(0, len(names), TABLES_PER_CALL):
-                current = {t.tableName.lower(): t for t in
+                current = {present(t.tableName).lower(): t for t in
                            upstream.get_table_objects(DEFAULT_CATALOG, db, names[start:start + TABLES_PER_CALL])}
                 stale += [key for key, entry in map(entries.__getitem__, names[start:start + TABLES_PER_CALL])
                           if not self._current(key, entry, current.get(key[2]))]
@@ -156,4 +156,4 @@ def _keys(meta: Sequence[TableMeta]) -> set[TableKey]:
 
 
 def _by_name(functions: Sequence[Function]) -> dict[tuple[str, str], Function]:
-    return {(f.dbName, f.functionName): f for f in functions}
+    return {(present(f.dbName), present(f.functionName)): f for f in functions}

@@ -45,6 +45,7 @@ from hmsproxy.store.domain import (
     PartitionSink,
     TableBundle,
     is_transactional,
+    present,
 )
 from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.reader import INTERNAL, Reader, shallow_copy
@@ -319,7 +320,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
             if self.cache.knows_tables_of((cat, name)):
                 return database, {}, {}
             tables = {t: (kind, comment) for db, t, kind, comment in self.delegate.get_table_meta(cat) if db == name}
-            return database, tables, {f.functionName: f for f in self.delegate.get_functions(cat, name)}
+            return database, tables, {present(f.functionName): f for f in self.delegate.get_functions(cat, name)}
 
         def install(read_back: tuple[Any, dict[str, tuple[str, str | None]], dict[str, Any]]) -> None:
             database, tables, functions = read_back
@@ -416,7 +417,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
             stored = self.delegate.kept(canonical.table(table, tbl_id, table.catName))
             self.cache.index_table(key, stored)
             if self.policy.allows(table.dbName, table.tableName):
-                keys = tuple(k.name for k in stored.partitionKeys)
+                keys = tuple(present(k.name) for k in present(stored.partitionKeys))
                 write_ids = ValidWriteIdList.of(f"{table.dbName}.{table.tableName}", 0) \
                     if self._has_write_ids(stored) else None
                 self.cache.put_table(key, TableEntry(stored, PartitionSet(keys=keys), write_ids=write_ids,
@@ -533,7 +534,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
                 self.request_load(new_key)
                 return
             stored = self.delegate.kept(canonical.table(new_table, old.table_id, cat))
-            columns = {c.name for c in stored.sd.cols or []}
+            columns = {c.name for c in present(stored.sd).cols or []}
             table_stats = {c: s for c, s in old.table_stats.items() if c in columns}
             self.cache.index_table(key, stored)
             self.cache.put_table(key, old.but(table=stored, table_stats=table_stats,
@@ -752,7 +753,7 @@ def entries_read(store: RawStore, cat: str, tables: Sequence[tuple[str, str]]) -
 def entry_from_bundle(bundle: TableBundle, partitions: PartitionSetBuilder | None = None) -> TableEntry:
     """The cache entry of a loaded table; its partitions come from the builder they streamed into, or from
     the bundle's list."""
-    keys = tuple(k.name for k in bundle.table.partitionKeys or [])
+    keys = tuple(present(k.name) for k in bundle.table.partitionKeys or [])
     builder = partitions or PartitionSetBuilder(PartitionSet(keys=keys))
     builder.add(bundle.partitions, bundle.partition_ids)
     return TableEntry(

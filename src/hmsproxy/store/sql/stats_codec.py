@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from thriftpy2.thrift import TPayload
+
 from hmsproxy.idl import hms
 
 _LONG_TYPES = ("tinyint", "smallint", "int", "integer", "bigint")
@@ -93,9 +95,10 @@ def obj_to_row(obj: Any) -> dict[str, Any]:
     return row
 
 
-def row_to_obj(row: Mapping[Any, Any]) -> Any:
+def row_to_obj(row: Mapping[Any, Any]) -> hms.ColumnStatisticsObj:
     kind = stats_kind(row["COLUMN_TYPE"])
     common = {"numNulls": row["NUM_NULLS"], "bitVectors": row["BIT_VECTOR"]}
+    stats: TPayload
     if kind == "booleanStats":
         stats = hms.BooleanColumnStatsData(numTrues=row["NUM_TRUES"], numFalses=row["NUM_FALSES"], **common)
     elif kind == "stringStats":
@@ -124,5 +127,6 @@ def row_to_obj(row: Mapping[Any, Any]) -> Any:
     else:
         stats = hms.LongColumnStatsData(lowValue=row["LONG_LOW_VALUE"], highValue=row["LONG_HIGH_VALUE"],
                                         numDVs=row["NUM_DISTINCTS"], histogram=row["HISTOGRAM"], **common)
-    return hms.ColumnStatisticsObj(colName=row["COLUMN_NAME"], colType=row["COLUMN_TYPE"],
-                                   statsData=hms.ColumnStatisticsData(**{kind: stats}))
+    data = hms.ColumnStatisticsData()
+    setattr(data, kind, stats)   # the union's one set field
+    return hms.ColumnStatisticsObj(colName=row["COLUMN_NAME"], colType=row["COLUMN_TYPE"], statsData=data)
