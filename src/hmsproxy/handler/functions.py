@@ -9,7 +9,7 @@ from hmsproxy.events.journal import Journal
 from hmsproxy.handler.common import Calls, ErrorType, lower, now, require_valid_name, split_catalog
 from hmsproxy.hive.names import filter_by_pattern
 from hmsproxy.idl import hms
-from hmsproxy.store.domain import present
+from hmsproxy.idl.fields import present
 
 
 class FunctionCalls(Calls):

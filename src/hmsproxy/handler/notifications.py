@@ -6,7 +6,7 @@ from typing import Any
 from hmsproxy.events import messages
 from hmsproxy.handler.common import Calls, lower, split_catalog
 from hmsproxy.idl import hms
-from hmsproxy.store.domain import present
+from hmsproxy.idl.fields import present
 
 MAX_EVENTS_PER_CALL = 100_000
 

@@ -34,8 +34,8 @@ from hmsproxy.hive.names import (
 from hmsproxy.hive.partition_filter import FilterError, FilterTypeMismatch, compile_filter, compile_partition_filter
 from hmsproxy.hive.partitions_to_add import check_new_and_distinct
 from hmsproxy.idl import hms
+from hmsproxy.idl.fields import present
 from hmsproxy.storage.warehouse import DirectoryWork, join
-from hmsproxy.store.domain import present
 from hmsproxy.store.reader import Reader, shallow_copy
 from hmsproxy.store.ready import Ready
 

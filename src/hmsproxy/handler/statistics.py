@@ -9,7 +9,7 @@ from hmsproxy.handler.common import Calls, lower, split_catalog, with_snapshot
 from hmsproxy.hive.names import parse_partition_name
 from hmsproxy.hive.stats_aggregate import aggregate_stats
 from hmsproxy.idl import hms
-from hmsproxy.store.domain import present
+from hmsproxy.idl.fields import present
 
 
 class StatisticsCalls(Calls):

@@ -27,8 +27,8 @@ from hmsproxy.hive.names import filter_by_pattern
 from hmsproxy.hive.partition_filter import FilterError
 from hmsproxy.hive.table_filter import TableFilterRefused, compile_table_filter
 from hmsproxy.idl import hms
+from hmsproxy.idl.fields import present
 from hmsproxy.storage.warehouse import DirectoryWork, Warehouse
-from hmsproxy.store.domain import present
 from hmsproxy.store.reader import Reader, shallow_copy
 from hmsproxy.store.ready import Ready
 

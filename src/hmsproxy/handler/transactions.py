@@ -6,7 +6,7 @@ from typing import Any
 from hmsproxy.handler.common import Calls
 from hmsproxy.hive.write_ids import ValidTxnList
 from hmsproxy.idl import hms
-from hmsproxy.store.domain import present
+from hmsproxy.idl.fields import present
 
 
 def _bits(flags: list[bool]) -> bytes:

@@ -30,14 +30,6 @@ T = TypeVar("T")
 Kept = TypeVar("Kept", Table, Partition, Database)   # what RawStore.kept takes and gives back
 
 
-def present(value: T | None) -> T:
-    """A field the IDL leaves optional that every object a store returns has (a table's name and storage
-    descriptor, a database's location, ...): to its callers it is set."""
-    if value is None:
-        raise ValueError("a stored object lacks a field every store sets")
-    return value
-
-
 def is_transactional(table: Table) -> bool:
     """ACID tables (full or insert-only): their reads are checked against write-id snapshots."""
     return str((table.parameters or {}).get("transactional", "")).lower() == "true"

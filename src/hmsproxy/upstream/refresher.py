@@ -20,11 +20,12 @@ from collections.abc import Callable, Sequence
 
 from hmsproxy.hive.names import DEFAULT_CATALOG
 from hmsproxy.idl import hms
+from hmsproxy.idl.fields import present
 from hmsproxy.ops.burst_log import BurstLog
 from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.shared_cache import TableEntry, TableKey
-from hmsproxy.store.domain import Function, Table, TableMeta, present
+from hmsproxy.store.domain import Function, Table, TableMeta
 
 log = logging.getLogger(__name__)
 TABLES_PER_CALL = 100   # get_table_objects_by_name batch

@@ -32,6 +32,7 @@ from hmsproxy.hive.names import DEFAULT_CATALOG, parse_partition_name
 from hmsproxy.hive.partition_filter import PartitionFilter, names_matching
 from hmsproxy.hive.write_ids import LONG_MAX, ValidTxnList, ValidWriteIdList
 from hmsproxy.idl import hms
+from hmsproxy.idl.fields import present
 from hmsproxy.store.domain import (
     Catalog,
     ColumnStatistics,
@@ -53,7 +54,6 @@ from hmsproxy.store.domain import (
     TableWrite,
     TxnInfo,
     is_transactional,
-    present,
 )
 from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.reader import Reader

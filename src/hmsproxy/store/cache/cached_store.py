@@ -30,6 +30,7 @@ from hmsproxy.hive.names import make_partition_name
 from hmsproxy.hive.partition_filter import FilterError, PartitionFilter, compile_partition_filter
 from hmsproxy.hive.write_ids import ValidWriteIdList, is_fresh_or_newer
 from hmsproxy.idl import hms
+from hmsproxy.idl.fields import present
 from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store import canonical
 from hmsproxy.store.cache.partition_stats import PartitionStats
@@ -45,7 +46,6 @@ from hmsproxy.store.domain import (
     PartitionSink,
     TableBundle,
     is_transactional,
-    present,
 )
 from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.reader import INTERNAL, Reader, shallow_copy
