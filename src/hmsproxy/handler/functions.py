@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from hmsproxy.events import messages
 from hmsproxy.events.journal import Journal
@@ -14,7 +13,7 @@ from hmsproxy.idl.fields import present
 
 class FunctionCalls(Calls):
 
-    def _normalised(self, func: Any, error: ErrorType = hms.InvalidObjectException) -> Any:
+    def _normalised(self, func: hms.Function | None, error: ErrorType = hms.InvalidObjectException) -> hms.Function:
         if func is None:
             raise error(message="function must not be null")
         function = copy.deepcopy(func)
@@ -24,7 +23,7 @@ class FunctionCalls(Calls):
             raise error(message=f"function {function.functionName} needs a class name")
         return function
 
-    def create_function(self, func: Any) -> None:
+    def create_function(self, func: hms.Function) -> None:
         function = self._normalised(func)
         function.createTime = now()
         try:
@@ -32,7 +31,7 @@ class FunctionCalls(Calls):
         except hms.AlreadyExistsException:  # Hive's text names the function as the client spelt it
             raise hms.AlreadyExistsException(message=f"Function {func.functionName} already exists") from None
 
-    def get_function(self, dbName: str, funcName: str) -> Any:
+    def get_function(self, dbName: str, funcName: str) -> hms.Function:
         catalog, db_name = split_catalog(dbName)
         return self.ctx.store.get_function(catalog, db_name, lower(funcName, "function"))
 
@@ -41,18 +40,18 @@ class FunctionCalls(Calls):
         names = [present(f.functionName) for f in self.ctx.store.get_functions(catalog, db_name)]
         return filter_by_pattern(names, pattern)
 
-    def get_all_functions(self) -> Any:
+    def get_all_functions(self) -> hms.GetAllFunctionsResponse:
         return hms.GetAllFunctionsResponse(functions=self.ctx.store.get_functions("hive"))
 
-    def alter_function(self, dbName: str, funcName: str, newFunc: Any) -> None:
+    def alter_function(self, dbName: str, funcName: str, newFunc: hms.Function) -> None:
         catalog, db_name = split_catalog(dbName)
         function = self._normalised(newFunc, hms.InvalidOperationException)
         old = self._existing(catalog, db_name, lower(funcName, "function"))
         function.createTime = old.createTime
         changed = Journal.of(messages.drop_function(old), messages.create_function(function))  # Hive has no alter event
-        self.ctx.store.alter_function(catalog, db_name, old.functionName, function, journal=changed)
+        self.ctx.store.alter_function(catalog, db_name, present(old.functionName), function, journal=changed)
 
-    def _existing(self, catalog: str, db_name: str, name: str) -> Any:
+    def _existing(self, catalog: str, db_name: str, name: str) -> hms.Function:
         try:
             return self.ctx.store.get_function(catalog, db_name, name)
         except hms.NoSuchObjectException:

@@ -1,8 +1,6 @@
 """Thrift calls on the notification log: what replication tools and other caches read."""
 from __future__ import annotations
 
-from typing import Any
-
 from hmsproxy.events import messages
 from hmsproxy.handler.common import Calls, lower, split_catalog
 from hmsproxy.idl import hms
@@ -13,7 +11,7 @@ MAX_EVENTS_PER_CALL = 100_000
 
 class NotificationCalls(Calls):
 
-    def get_next_notification(self, rqst: Any) -> Any:
+    def get_next_notification(self, rqst: hms.NotificationEventRequest) -> hms.NotificationEventResponse:
         limit = rqst.maxEvents if rqst.maxEvents and rqst.maxEvents > 0 else MAX_EVENTS_PER_CALL
         events = self.ctx.store.get_events(
             rqst.lastEvent or 0, min(limit, MAX_EVENTS_PER_CALL), skip_types=list(rqst.eventTypeSkipList or []),
@@ -21,17 +19,18 @@ class NotificationCalls(Calls):
             tables=[t.lower() for t in rqst.tableNames] if rqst.tableNames else None)
         return hms.NotificationEventResponse(events=events)
 
-    def get_current_notificationEventId(self) -> Any:
+    def get_current_notificationEventId(self) -> hms.CurrentNotificationEventId:
         return hms.CurrentNotificationEventId(eventId=self.ctx.store.current_event_id())
 
-    def get_notification_events_count(self, rqst: Any) -> Any:
+    def get_notification_events_count(self, rqst: hms.NotificationEventsCountRequest
+                                      ) -> hms.NotificationEventsCountResponse:
         count = self.ctx.store.count_events(rqst.fromEventId or 0, lower(rqst.dbName, "database"),
                                             rqst.catName.lower() if rqst.catName else None, rqst.toEventId)
         if rqst.limit and rqst.limit > 0:
             count = min(count, rqst.limit)
         return hms.NotificationEventsCountResponse(eventsCount=count)
 
-    def fire_listener_event(self, rqst: Any) -> Any:
+    def fire_listener_event(self, rqst: hms.FireEventRequest) -> hms.FireEventResponse:
         """Records INSERT events for data a client wrote (one per InsertEventRequestData)."""
         catalog, db = split_catalog(rqst.dbName, rqst.catName)
         table = self.ctx.store.get_table(catalog, db, lower(rqst.tableName, "table"))
