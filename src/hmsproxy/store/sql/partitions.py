@@ -24,6 +24,7 @@ from hmsproxy.hive.partition_filter import PartitionFilter, names_matching
 from hmsproxy.hive.partitions_to_add import check_new_and_distinct
 from hmsproxy.idl import hms
 from hmsproxy.idl.codec import encode
+from hmsproxy.idl.fields import present
 from hmsproxy.idl.partition_bytes import EncodedPartitions, descriptor_tail, location_field, needs_tolerant
 from hmsproxy.store.canonical import write_id
 from hmsproxy.store.domain import PartitionBatch, batch_scan, cut_batch
@@ -63,8 +64,8 @@ class PartitionStore:
 
     # ---- writes ------------------------------------------------------------------------------------
 
-    def add_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any],
-                       if_not_exists: bool = False, journal: Journal | None = None) -> list[Any]:
+    def add_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[hms.Partition],
+                       if_not_exists: bool = False, journal: Journal | None = None) -> list[hms.Partition]:
         """Adds all partitions or none. A duplicate inside the request is a MetaException; an existing
         partition is AlreadyExistsException, or skipped with if_not_exists. Returns what was added.
 
@@ -99,7 +100,7 @@ class PartitionStore:
                 raise
             with self.db.transaction() as conn:
                 ref = table_ref(conn, cat, db_name, tbl_name)
-                names = [make_partition_name(ref.partition_keys, p.values) for p in parts]
+                names = [make_partition_name(ref.partition_keys, present(p.values)) for p in parts]
                 existing = self._existing_names(conn, ref.tbl_id, names)
             check_new_and_distinct(names, parts, existing, False)
             raise
@@ -184,23 +185,24 @@ class PartitionStore:
         own = iter(own_ids)
         return [table_cd if is_shared and table_cd is not None else next(own) for is_shared in shared], rows
 
-    def alter_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any],
+    def alter_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[hms.Partition],
                          journal: Journal | None = None) -> None:
         """Replaces each partition's definition (matched by its values), keeping its id. The table's row is read with
         a locking read: a drop of the table or of these partitions commits wholly before (they are missing) or after
         (it drops what this wrote), never between this read and the rows written."""
         with self.db.transaction(write=True, journal=journal) as conn:
             ref = table_ref(conn, cat, db_name, tbl_name, with_columns=True, share_lock=True)
-            self._replace_partitions(conn, ref, [(list(p.values), p) for p in parts], journal)
+            self._replace_partitions(conn, ref, [(list(present(p.values)), p) for p in parts], journal)
 
-    def rename_partition(self, cat: str, db_name: str, tbl_name: str, old_values: Sequence[str], part: Any,
+    def rename_partition(self, cat: str, db_name: str, tbl_name: str, old_values: Sequence[str], part: hms.Partition,
                          journal: Journal | None = None) -> None:
         """Gives the partition new values and definition, keeping its id; locks as alter_partitions does."""
         with self.db.transaction(write=True, journal=journal) as conn:
             ref = table_ref(conn, cat, db_name, tbl_name, with_columns=True, share_lock=True)
-            new_name = make_partition_name(ref.partition_keys, part.values)
+            new_values = present(part.values)
+            new_name = make_partition_name(ref.partition_keys, new_values)
             if self._existing_names(conn, ref.tbl_id, [new_name]):
-                raise hms.InvalidOperationException(message=partition_exists_message(db_name, tbl_name, part.values))
+                raise hms.InvalidOperationException(message=partition_exists_message(db_name, tbl_name, new_values))
             self._replace_partitions(conn, ref, [(list(old_values), part)], journal)
 
     def _replace_partitions(self, conn: Connection, ref: TableRef, changes: Sequence[tuple[list[str], Any]],
@@ -232,7 +234,7 @@ class PartitionStore:
                              .values(PARTITION_NAME=new_name))
 
     def drop_partitions(self, cat: str, db_name: str, tbl_name: str, names: Sequence[str],
-                        if_exists: bool = False, journal: Journal | None = None) -> list[Any]:
+                        if_exists: bool = False, journal: Journal | None = None) -> list[hms.Partition]:
         """Drops the named partitions, all or none: a missing one is NoSuchObjectException unless if_exists. The
         table's row is locked first, as a drop of the table does: the table cannot go meanwhile, and statistics
         written to the partitions commit wholly before or after."""
@@ -291,7 +293,7 @@ class PartitionStore:
                                  .where(s.PARTITIONS.c.TBL_ID == tbl_id, s.PARTITIONS.c.PART_NAME.in_(chunk))).all()
         return rows
 
-    def get_partitions(self, cat: str, db_name: str, tbl_name: str, max_parts: int = -1) -> Sequence[Any]:
+    def get_partitions(self, cat: str, db_name: str, tbl_name: str, max_parts: int = -1) -> Sequence[hms.Partition]:
         """Sorted by name, read encoded (partition_bytes.py): a listing is sent as those bytes, as from the cache."""
         with self.db.transaction() as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
@@ -306,13 +308,14 @@ class PartitionStore:
             read = [self._read_encoded_partitions(conn, cat, named, chunk, False)[ref.tbl_id][0] for chunk in chunks]
         return EncodedPartitions.joined(read).listing()
 
-    def get_partitions_by_names(self, cat: str, db_name: str, tbl_name: str, names: Sequence[str]) -> list[Any]:
+    def get_partitions_by_names(self, cat: str, db_name: str, tbl_name: str,
+                                names: Sequence[str]) -> list[hms.Partition]:
         with self.db.transaction() as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
             ids = [r.PART_ID for r in self._rows_by_names(conn, ref.tbl_id, list(dict.fromkeys(names)))]
             return self._load_partitions(conn, cat, db_name, tbl_name, ref, ids)
 
-    def get_partition(self, cat: str, db_name: str, tbl_name: str, values: Sequence[str]) -> Any:
+    def get_partition(self, cat: str, db_name: str, tbl_name: str, values: Sequence[str]) -> hms.Partition:
         with self.db.transaction() as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
             name = make_partition_name(ref.partition_keys, values)

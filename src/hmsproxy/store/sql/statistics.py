@@ -71,7 +71,8 @@ class StatisticsStore:
     db: Database
     layout: Layout
 
-    def update_table_column_statistics(self, cat: str, stats: Any, journal: Journal | None = None) -> None:
+    def update_table_column_statistics(self, cat: str, stats: hms.ColumnStatistics,
+                                       journal: Journal | None = None) -> None:
         desc = stats.statsDesc
         with self.db.transaction(write=True, journal=journal) as conn:
             ref = table_ref(conn, cat, desc.dbName, desc.tableName, share_lock=True)   # see _write
@@ -80,7 +81,7 @@ class StatisticsStore:
             self._write(conn, s.TAB_COL_STATS, s.TABLE_PARAMS, "TBL_ID", ref.tbl_id, "MTableColumnStatistics", rows,
                         {"CAT_NAME": cat, "DB_NAME": desc.dbName, "TABLE_NAME": desc.tableName})
 
-    def update_partition_column_statistics(self, cat: str, stats: Any, values: Sequence[str],
+    def update_partition_column_statistics(self, cat: str, stats: hms.ColumnStatistics, values: Sequence[str],
                                            journal: Journal | None = None) -> None:
         desc = stats.statsDesc
         with self.db.transaction(write=True, journal=journal) as conn:
@@ -134,7 +135,7 @@ class StatisticsStore:
         return rows
 
     def get_table_column_statistics(self, cat: str, db_name: str, tbl_name: str,
-                                    col_names: Sequence[str]) -> list[Any]:
+                                    col_names: Sequence[str]) -> list[hms.ColumnStatisticsObj]:
         with self.db.transaction() as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
             rows = conn.execute(select(s.TAB_COL_STATS).where(
@@ -143,7 +144,7 @@ class StatisticsStore:
         return [by_name[c] for c in col_names if c in by_name]
 
     def get_partition_column_statistics(self, cat: str, db_name: str, tbl_name: str, part_names: Sequence[str],
-                                        col_names: Sequence[str]) -> dict[str, list[Any]]:
+                                        col_names: Sequence[str]) -> dict[str, list[hms.ColumnStatisticsObj]]:
         """Per partition name, the statistics of the asked columns that exist (in the asked column order)."""
         with self.db.transaction() as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
