@@ -481,12 +481,12 @@ class PartitionCalls(Calls):
         part.parameters = dict(part.parameters or {})
         part.parameters[DDL_TIME] = str(now())
         part.createTime = old.createTime
-        move: tuple[str, str] | None = None
+        move: tuple[str | None, str] | None = None
         if is_external(table):
             part.sd.location = present(old.sd).location
         else:
             part.sd.location = join(present(table.sd).location, self._name(table, part.values))
-            move = (present(present(old.sd).location), part.sd.location)
+            move = (present(old.sd).location, part.sd.location)
         with self.ctx.warehouse.changes() as work:
             if move:
                 try:
