@@ -1,7 +1,11 @@
-"""A field the IDL leaves optional where the value at hand always has it."""
+"""Reading and setting the IDL's optional fields: one that the value at hand always has, a union's one field."""
 from __future__ import annotations
 
 from typing import TypeVar
+
+from thriftpy2.thrift import TPayload
+
+from hmsproxy.idl import hms
 
 T = TypeVar("T")
 
@@ -12,3 +16,10 @@ def present(value: T | None) -> T:
     if value is None:
         raise ValueError("an IDL object lacks a field that is always set where it comes from")
     return value
+
+
+def stats_data(kind: str, stats: TPayload) -> hms.ColumnStatisticsData:
+    """The ColumnStatisticsData union with its field `kind` ("longStats", ...) set to `stats`."""
+    data = hms.ColumnStatisticsData()
+    setattr(data, kind, stats)
+    return data

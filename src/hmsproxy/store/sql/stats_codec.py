@@ -13,6 +13,7 @@ from typing import Any
 from thriftpy2.thrift import TPayload
 
 from hmsproxy.idl import hms
+from hmsproxy.idl.fields import stats_data
 
 _LONG_TYPES = ("tinyint", "smallint", "int", "integer", "bigint")
 _DOUBLE_TYPES = ("float", "double", "double precision")
@@ -127,6 +128,5 @@ def row_to_obj(row: Mapping[Any, Any]) -> hms.ColumnStatisticsObj:
     else:
         stats = hms.LongColumnStatsData(lowValue=row["LONG_LOW_VALUE"], highValue=row["LONG_HIGH_VALUE"],
                                         numDVs=row["NUM_DISTINCTS"], histogram=row["HISTOGRAM"], **common)
-    data = hms.ColumnStatisticsData()
-    setattr(data, kind, stats)   # the union's one set field
-    return hms.ColumnStatisticsObj(colName=row["COLUMN_NAME"], colType=row["COLUMN_TYPE"], statsData=data)
+    return hms.ColumnStatisticsObj(colName=row["COLUMN_NAME"], colType=row["COLUMN_TYPE"],
+                                   statsData=stats_data(kind, stats))
