@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
 
@@ -39,7 +38,7 @@ class DatabaseStore:
                            createTime=row.CREATE_TIME)
 
     @staticmethod
-    def _implied_catalog(conn: Connection, name: str) -> Any:
+    def _implied_catalog(conn: Connection, name: str) -> hms.Catalog:
         """Before Hive 3 the one catalog is implied; its location is the warehouse, as the default database's."""
         if name != DEFAULT_CATALOG:
             raise no_such_object(f"catalog {name} does not exist")

@@ -14,7 +14,7 @@ from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.lookups import database_id, no_such_object, principal_type_name, principal_type_value
 
 
-def _function_row(function: Any) -> dict[str, Any]:
+def _function_row(function: hms.Function) -> dict[str, Any]:
     return {"FUNC_NAME": function.functionName, "CLASS_NAME": function.className,
             "OWNER_NAME": function.ownerName, "OWNER_TYPE": principal_type_name(function.ownerType),
             "CREATE_TIME": function.createTime or 0, "FUNC_TYPE": function.functionType or 1}
@@ -33,7 +33,7 @@ class FunctionStore:
             self._write_resources(conn, func_id, function)
 
     @staticmethod
-    def _write_resources(conn: Connection, func_id: int, function: Any) -> None:
+    def _write_resources(conn: Connection, func_id: int, function: hms.Function) -> None:
         rows = [{"FUNC_ID": func_id, "RESOURCE_TYPE": r.resourceType, "RESOURCE_URI": r.uri, "INTEGER_IDX": i}
                 for i, r in enumerate(function.resourceUris or [])]
         if rows:
@@ -54,7 +54,7 @@ class FunctionStore:
         """All functions of a database (or of the whole catalog when db_name is None), sorted by name."""
         return self._load(cat, db_name, None)
 
-    def _load(self, cat: str, db_name: str | None, name: str | None) -> list[Any]:
+    def _load(self, cat: str, db_name: str | None, name: str | None) -> list[hms.Function]:
         with self.db.transaction() as conn:
             query = select(s.FUNCS, s.DBS.c.NAME.label("DB_NAME")).join(s.DBS, s.DBS.c.DB_ID == s.FUNCS.c.DB_ID) \
                 .where(s.DBS.c.CTLG_NAME == cat)
@@ -63,7 +63,7 @@ class FunctionStore:
             if name is not None:
                 query = query.where(s.FUNCS.c.FUNC_NAME == name)
             rows = conn.execute(query).all()
-            resources: dict[int, list[Any]] = defaultdict(list)
+            resources: dict[int, list[hms.ResourceUri]] = defaultdict(list)
             ids = [r.FUNC_ID for r in rows]
             if ids:
                 for func_id, kind, uri in conn.execute(

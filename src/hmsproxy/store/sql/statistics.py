@@ -117,7 +117,7 @@ class StatisticsStore:
         _set_param(conn, params_table, owner_col, owner_id, ACCURATE, mark_columns_accurate(current, names))
 
     @staticmethod
-    def _rows(stats: Any, known_columns: dict[str, str], owner: str) -> list[dict[str, Any]]:
+    def _rows(stats: hms.ColumnStatistics, known_columns: dict[str, str], owner: str) -> list[dict[str, Any]]:
         last_analyzed = int(time.time())  # the time of writing, whatever the client says (as HMS 2.3 does)
         rows = []
         for obj in stats.statsObj or []:
