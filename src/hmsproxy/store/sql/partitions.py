@@ -59,7 +59,7 @@ Fields = Mapping[Any, Any]   # a partition's fields as read, by name (a row's ma
 class PartitionStore:
     db: Database
     layout: Layout
-    _load_tables: Callable[[Connection, str, str, Sequence[str]], list[Any]]   # TableStore
+    _load_tables: Callable[[Connection, str, str, Sequence[str]], list[hms.Table]]   # TableStore
     remembered_tables: RememberedTables
 
     # ---- writes ------------------------------------------------------------------------------------
