@@ -105,8 +105,9 @@ class PartitionStore:
             check_new_and_distinct(names, parts, existing, False)
             raise
 
-    def _add_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any], if_not_exists: bool,
-                        journal: Journal | None, remembered: Remembered | None, share_lock: bool = False) -> list[Any]:
+    def _add_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[hms.Partition],
+                        if_not_exists: bool, journal: Journal | None, remembered: Remembered | None,
+                        share_lock: bool = False) -> list[hms.Partition]:
         """`remembered`: the table as an earlier write read it, to plan from without reading it; `share_lock`: the
         table is read with a locking read (always where the write's query does not hold it unchanged)."""
         holding = self._holding(journal)
@@ -124,7 +125,7 @@ class PartitionStore:
                 if not _fits(ref, part):
                     raise hms.MetaException(message=f"partition values {part.values} do not match the partition "
                                                     f"keys {list(ref.partition_keys)} of {db_name}.{tbl_name}")
-            names = [make_partition_name(ref.partition_keys, p.values) for p in parts]
+            names = [make_partition_name(ref.partition_keys, present(p.values)) for p in parts]
             must_ask = if_not_exists or len(set(names)) < len(names)
             existing = self._existing_names(conn, ref.tbl_id, names) if must_ask else set()
             check_new_and_distinct(names, parts, existing, if_not_exists)
@@ -151,14 +152,14 @@ class PartitionStore:
                 s.PARTITIONS.c.TBL_ID == tbl_id, s.PARTITIONS.c.PART_NAME.in_(chunk))).scalars())
         return found
 
-    def _insert_partitions(self, conn: Connection, ref: TableRef, named: Sequence[tuple[str, Any]],
+    def _insert_partitions(self, conn: Connection, ref: TableRef, named: Sequence[tuple[str, hms.Partition]],
                            journal: Journal | None = None) -> list[int]:
         """Writes the partitions (with a journal: leaves their rows to go with its events, at the commit); returns
         the ids they were given, in order."""
         if not named:
             return []
-        cd_ids, columns = self._column_descriptors(conn, ref, [part.sd.cols for _, part in named])
-        sd_ids, descriptors = descriptor_rows(self.db, conn, [p.sd for _, p in named], cd_ids)
+        cd_ids, columns = self._column_descriptors(conn, ref, [present(part.sd).cols for _, part in named])
+        sd_ids, descriptors = descriptor_rows(self.db, conn, [present(p.sd) for _, p in named], cd_ids)
         first = self.db.allocate_ids(conn, "MPartition", len(named))
         rows, values, params = [], [], []
         for i, ((name, part), sd_id) in enumerate(zip(named, sd_ids)):
@@ -167,14 +168,15 @@ class PartitionStore:
                 "PART_ID": part_id, "TBL_ID": ref.tbl_id, "SD_ID": sd_id, "PART_NAME": name,
                 "CREATE_TIME": part.createTime or 0, "LAST_ACCESS_TIME": part.lastAccessTime or 0,
                 "WRITE_ID": write_id(part.writeId)}))
-            values += [{"PART_ID": part_id, "PART_KEY_VAL": v, "INTEGER_IDX": j} for j, v in enumerate(part.values)]
+            values += [{"PART_ID": part_id, "PART_KEY_VAL": v, "INTEGER_IDX": j}
+                       for j, v in enumerate(present(part.values))]
             params += params_rows("PART_ID", part_id, part.parameters)
         insert_at_commit(conn, [*columns, *descriptors, (s.PARTITIONS, rows), (s.PARTITION_KEY_VALS, values),
                                   (s.PARTITION_PARAMS, params)], journal)
         return [first + i for i in range(len(named))]
 
-    def _column_descriptors(self, conn: Connection, ref: TableRef, column_lists: Sequence[Sequence[Any] | None]
-                            ) -> tuple[list[int], Inserts]:
+    def _column_descriptors(self, conn: Connection, ref: TableRef,
+                            column_lists: Sequence[Sequence[hms.FieldSchema] | None]) -> tuple[list[int], Inserts]:
         """As Hive: each partition's column descriptor is the table's where its columns are the table's, else one of
         its own; with the rows that write those, to go with the partitions' other rows."""
         assert ref.columns is not None, "the table is read with its columns to write partitions"
@@ -205,7 +207,7 @@ class PartitionStore:
                 raise hms.InvalidOperationException(message=partition_exists_message(db_name, tbl_name, new_values))
             self._replace_partitions(conn, ref, [(list(old_values), part)], journal)
 
-    def _replace_partitions(self, conn: Connection, ref: TableRef, changes: Sequence[tuple[list[str], Any]],
+    def _replace_partitions(self, conn: Connection, ref: TableRef, changes: Sequence[tuple[list[str], hms.Partition]],
                             journal: Journal | None) -> None:
         old_names = [make_partition_name(ref.partition_keys, old) for old, _ in changes]
         found = {r.PART_NAME: r for r in self._rows_by_names(conn, ref.tbl_id, old_names)}
@@ -214,10 +216,11 @@ class PartitionStore:
             raise hms.InvalidOperationException(message=f"partition does not exist: {missing[0]}")
         for old_name, (_, part) in zip(old_names, changes):
             row = found[old_name]
-            cd_ids, columns = self._column_descriptors(conn, ref, [part.sd.cols])
-            [sd_id], descriptors = descriptor_rows(self.db, conn, [part.sd], cd_ids)
+            sd = present(part.sd)
+            cd_ids, columns = self._column_descriptors(conn, ref, [sd.cols])
+            [sd_id], descriptors = descriptor_rows(self.db, conn, [sd], cd_ids)
             insert_rows(conn, [*columns, *descriptors])
-            new_name = make_partition_name(ref.partition_keys, part.values)
+            new_name = make_partition_name(ref.partition_keys, present(part.values))
             conn.execute(update(s.PARTITIONS).where(s.PARTITIONS.c.PART_ID == row.PART_ID).values(
                 self.layout.values(s.PARTITIONS, {
                     "PART_NAME": new_name, "SD_ID": sd_id, "CREATE_TIME": part.createTime or 0,
@@ -227,7 +230,7 @@ class PartitionStore:
                                in_use=cd_ids)
             insert_at_commit(conn, [
                 (s.PARTITION_KEY_VALS, [{"PART_ID": row.PART_ID, "PART_KEY_VAL": v, "INTEGER_IDX": j}
-                                        for j, v in enumerate(part.values)]),
+                                        for j, v in enumerate(present(part.values))]),
                 (s.PARTITION_PARAMS, params_rows("PART_ID", row.PART_ID, part.parameters))], journal)
             if new_name != old_name:
                 conn.execute(update(s.PART_COL_STATS).where(s.PART_COL_STATS.c.PART_ID == row.PART_ID)
@@ -424,7 +427,7 @@ class PartitionStore:
         return by_table
 
     @staticmethod
-    def _descriptor_tail(m: Any, columns: dict[int, list[Any]], skew: dict[int, Any],
+    def _descriptor_tail(m: Any, columns: dict[int, list[hms.FieldSchema]], skew: dict[int, hms.SkewedInfo],
                          names: tuple[str, str, str], tolerant: set[bytes]) -> bytes:
         """The tail of the row's partition (partition_bytes.py), added to `tolerant` if it needs that decoder."""
         sd = descriptor_from_row(m, columns, skew)
@@ -436,7 +439,7 @@ class PartitionStore:
 
 
 def _partition_rows(conn: Connection, kept: ColumnElement[bool], packed: bool
-                    ) -> tuple[Sequence[Fields], dict[int, list[Any]], dict[int, Any]]:
+                    ) -> tuple[Sequence[Fields], dict[int, list[hms.FieldSchema]], dict[int, hms.SkewedInfo]]:
     """(rows, columns by CD_ID, skew by SD_ID) of the partitions meeting `kept`: each partition as a mapping of its
     fields (_partition_fields' names: its values, parameters and storage descriptor), then the descriptors'
     columns and skew.
@@ -571,6 +574,6 @@ def _values_in(name: str) -> list[str]:
         return [name]
 
 
-def _fits(ref: TableRef, part: Any) -> bool:
+def _fits(ref: TableRef, part: hms.Partition) -> bool:
     """The partition has a value for each of the table's partition keys (and the table has keys)."""
     return bool(ref.partition_keys) and len(part.values or []) == len(ref.partition_keys)
