@@ -35,7 +35,8 @@ def test_structs_have_their_fields_typed_by_element() -> None:
     assert table["sd"] == "StorageDescriptor | None"
     assert _fields(classes["SkewedInfo"])["skewedColValueLocationMaps"] == "dict[tuple[str, ...], str] | None"
     assert _fields(classes["HeartbeatTxnRangeResponse"])["aborted"] == "list[int] | set[int]"   # required
-    assert _fields(classes["ColumnStatisticsObj"]).keys() == {"colName", "colType", "statsData"}
+    assert _fields(classes["ColumnStatisticsObj"]) == {   # all three required: typed as set
+        "colName": "str", "colType": "str", "statsData": "ColumnStatisticsData"}
     assert [base.id for base in classes["Table"].bases] == ["TPayload"]
     assert [base.id for base in classes["NoSuchObjectException"].bases] == ["TException"]
 

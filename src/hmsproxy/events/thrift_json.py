@@ -59,7 +59,7 @@ def _field_spec(field: tuple[Any, ...]) -> tuple[int, str, Any]:
 
 # --- encoding -------------------------------------------------------------------------------------------------------
 
-def encode(obj: Any) -> str:
+def encode(obj: TPayload) -> str:
     """TJSONProtocol text of a thriftpy2 struct, as Java's ``TSerializer.toString`` returns it."""
     return _WRITERS[obj.__class__](obj)
 
