@@ -9,9 +9,9 @@ fails when the committed stubs differ from a fresh rendering.
 How thriftpy2's values look, and so how they are typed: a field left unset is its default, None unless the IDL
 gives one, and a caller may pass None for any field, so a field is ``X | None`` -- unless the IDL declares it
 ``required``: every peer sets those (Java's writer refuses a struct without them), so they are typed as set,
-though thriftpy2 does not check them when it reads; string fields decode to
-``str``, binary to ``bytes``; lists and sets decode to lists (and sets are written from either); a map keyed by
-lists has tuple keys (the fix-up in ``hmsproxy.idl``); an enum-typed field holds a plain int.
+though thriftpy2 does not check them when it reads; string fields decode to ``str``, binary to ``bytes``; lists
+and sets decode to lists (and sets are written from either); a map keyed by lists has tuple keys (the fix-up in
+``hmsproxy.idl``); an enum-typed field holds a plain int.
 """
 from __future__ import annotations
 
@@ -42,28 +42,28 @@ def _split(spec: object) -> tuple[int, object]:
     return spec, None
 
 
-def _type_of(ttype: int, spec: object, *, key: bool = False) -> str:
-    """The Python type thriftpy2 decodes a value of (ttype, spec) to; `key`: it is a map key."""
+def _type_of(ttype: int, spec: object, own: str, *, key: bool = False) -> str:
+    """The Python type thriftpy2 decodes a value of (ttype, spec) to, named in stub `own`; `key`: it is a map key."""
     if ttype in _SCALARS:
         return _SCALARS[ttype]
     if ttype == TType.STRUCT:
         assert isinstance(spec, type)
-        return _class_name(spec)
+        return _class_name(spec, own)
     if ttype in (TType.LIST, TType.SET):
-        element = _type_of(*_split(spec), key=key)
+        element = _type_of(*_split(spec), own, key=key)
         if key:
             return f"tuple[{element}, ...]"
         return f"list[{element}]" if ttype == TType.LIST else f"list[{element}] | set[{element}]"
     if ttype == TType.MAP:
         assert isinstance(spec, tuple)
-        return f"dict[{_type_of(*_split(spec[0]), key=True)}, {_type_of(*_split(spec[1]))}]"
+        return f"dict[{_type_of(*_split(spec[0]), own, key=True)}, {_type_of(*_split(spec[1]), own)}]"
     raise ValueError(f"no Python type for Thrift type {ttype}")
 
 
-def _class_name(cls: type) -> str:
-    """A generated class as the stub names it: bare in its own module, qualified by its module otherwise."""
+def _class_name(cls: type, own: str) -> str:
+    """A generated class as stub `own` names it: bare if it is its own, qualified by its module otherwise."""
     module = cls.__module__
-    return cls.__name__ if module == _rendering else f"{module}.{cls.__name__}"
+    return cls.__name__ if module == own else f"{module}.{cls.__name__}"
 
 
 def _stub_name(module: ModuleType) -> str:
@@ -73,24 +73,21 @@ def _stub_name(module: ModuleType) -> str:
     return name if name.endswith("_thrift") else f"{name}_thrift"
 
 
-_rendering = ""   # the module being rendered (set by render(); a generator run renders one module at a time)
-
-
-def _field_type(field: tuple[object, ...]) -> str:
+def _field_type(field: tuple[object, ...], own: str) -> str:
     """A thrift_spec entry's Python type: (ttype, name, [spec,] required)."""
     ttype = field[0]
     assert isinstance(ttype, int)
-    return _type_of(ttype, field[2] if len(field) > 3 else None)
+    return _type_of(ttype, field[2] if len(field) > 3 else None, own)
 
 
-def _fields(cls: type[TPayload]) -> list[tuple[str, str]]:
+def _fields(cls: type[TPayload], own: str) -> list[tuple[str, str]]:
     """(name, annotation) of each field of a generated class, in id order: None allowed unless it is required."""
-    return [(field[1], _field_type(field) if field[-1] is True else f"{_field_type(field)} | None")
+    return [(field[1], _field_type(field, own) if field[-1] is True else f"{_field_type(field, own)} | None")
             for _, field in sorted(cls.thrift_spec.items())]
 
 
-def _struct(cls: type[TPayload], base: str) -> list[str]:
-    fields = _fields(cls)
+def _struct(cls: type[TPayload], base: str, own: str) -> list[str]:
+    fields = _fields(cls, own)
     lines = [f"class {cls.__name__}({base}):"]
     lines += [f"    {name}: {annotation}" for name, annotation in fields]
     if fields:
@@ -116,20 +113,20 @@ def _constant(name: str, value: object) -> str:
     return f"{name}: Final[{type(value).__name__}]"
 
 
-def _service(cls: Any) -> list[str]:
+def _service(cls: Any, own: str) -> list[str]:
     """The service class (as thriftpy2 builds it: a holder of its method names) and a protocol of its client."""
-    own = [name for name in cls.thrift_services if name not in _inherited_methods(cls)]
+    methods = [name for name in cls.thrift_services if name not in _inherited_methods(cls)]
     base = next((b for b in cls.__bases__ if b is not object), None)
-    lines = [f"class {cls.__name__}({_class_name(base)}):" if base else f"class {cls.__name__}:",
+    lines = [f"class {cls.__name__}({_class_name(base, own)}):" if base else f"class {cls.__name__}:",
              "    thrift_services: ClassVar[list[str]]", "", "",
-             f"class {cls.__name__}Client({_class_name(base)}Client, Protocol):" if base
+             f"class {cls.__name__}Client({_class_name(base, own)}Client, Protocol):" if base
              else f"class {cls.__name__}Client(Protocol):",
              f'    """The client thriftpy2 makes for {cls.__name__} (make_client, TClient); stub only."""']
-    for name in own:
+    for name in methods:
         args = getattr(cls, name + "_args").thrift_spec
-        params = ["self"] + [f"{field[1]}: {_field_type(field)}" for _, field in sorted(args.items())]
+        params = ["self"] + [f"{field[1]}: {_field_type(field, own)}" for _, field in sorted(args.items())]
         result = getattr(cls, name + "_result").thrift_spec
-        returns = _field_type(result[0]) if 0 in result else "None"
+        returns = _field_type(result[0], own) if 0 in result else "None"
         line = f"    def {name}({', '.join(params)}) -> {returns}: ..."
         if len(line) > _LINE_LENGTH:
             line = "\n".join([f"    def {name}("] + [f"        {p}," for p in params] + [f"    ) -> {returns}: ..."])
@@ -151,15 +148,14 @@ def _constants(module: ModuleType) -> list[tuple[str, object]]:
 
 def render(module: ModuleType, source: str) -> str:
     """The stub of one loaded IDL module."""
-    global _rendering
-    _rendering = _stub_name(module)
+    own = _stub_name(module)
     meta = module.__thrift_meta__
     includes = meta.get("includes", [])
     blocks: list[list[str]] = []
     blocks += [_enum(cls) for cls in meta.get("enums", [])]
-    blocks += [_struct(cls, "TPayload") for cls in meta.get("structs", []) + meta.get("unions", [])]
-    blocks += [_struct(cls, "TException") for cls in meta.get("exceptions", [])]
-    blocks += [_service(cls) for cls in meta.get("services", [])]
+    blocks += [_struct(cls, "TPayload", own) for cls in meta.get("structs", []) + meta.get("unions", [])]
+    blocks += [_struct(cls, "TException", own) for cls in meta.get("exceptions", [])]
+    blocks += [_service(cls, own) for cls in meta.get("services", [])]
     bases = [name for name, kind in (("TException", "exceptions"), ("TPayload", "structs")) if meta.get(kind)]
     head = [_HEADER.format(source=source).rstrip("\n"), "", "from typing import Any, ClassVar, Final, Protocol", ""]
     if bases:
