@@ -26,7 +26,6 @@ TxnInfo = hms.TxnInfo
 ShowLocksResponseElement = hms.ShowLocksResponseElement
 NotificationEvent = hms.NotificationEvent
 TableMeta = tuple[str, str, str, str | None]   # (database, table, table type, comment)
-T = TypeVar("T")
 Kept = TypeVar("Kept", Table, Partition, Database)   # what RawStore.kept takes and gives back
 
 
@@ -81,6 +80,7 @@ class LockOutcome:
 
 
 BATCH_SCAN_FACTOR = 10   # a filtered batch examines at most this many times its size of partitions per call
+T = TypeVar("T")
 
 
 def batch_scan(size: int, filtered: bool) -> int:
