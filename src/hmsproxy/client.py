@@ -39,7 +39,8 @@ def decode_bitset(data: bytes | None, count: int) -> list[bool]:
     return [i // 8 < len(data) and bool(data[i // 8] >> (i % 8) & 1) for i in range(count)]
 
 
-def reader_snapshot(client: Any, full_table_name: str, txn_id: int | None = None) -> ValidWriteIdList:
+def reader_snapshot(client: ThriftHiveMetastoreClient | MetastoreClient, full_table_name: str,
+                    txn_id: int | None = None) -> ValidWriteIdList:
     """The table's ValidWriteIdList as a Hive reader builds it (inside transaction `txn_id`, whose own
     writes it sees, or outside any): what a snapshot read sends as validWriteIdList."""
     state = client.get_open_txns()
