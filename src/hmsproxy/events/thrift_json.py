@@ -130,7 +130,7 @@ class _Source:
                                       "_double": _double, "_double_key": _double_key, "_out_of_range": _out_of_range}
         self.helpers: list[str] = []
 
-    def bind(self, value: Any) -> str:
+    def bind(self, value: object) -> str:
         name = f"_bound{len(self.names)}"
         self.names[name] = value
         return name
