@@ -65,7 +65,8 @@ class MetastoreClient:
 
     def _connect(self) -> ThriftHiveMetastoreClient:
         extra = {"trans_factory": TCyFramedTransportFactory()} if self.framed else {}
-        client = thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, self.host, self.port,  # type: ignore[arg-type]  # thriftpy2 annotates a service as a module; it is a class
+        # thriftpy2 annotates the service as a module; it is the generated class
+        client = thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, self.host, self.port,  # type: ignore[arg-type]
                                            timeout=int(self.timeout_s * 1000), **extra)
         return cast("ThriftHiveMetastoreClient", client)   # its methods are the service's, looked up by name
 
