@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hmsproxy.hive.like import LikePattern
-from hmsproxy.hive.partition_filter import (
+from hmsproxy.hive.partition_filter.grammar import (
     And,
     Between,
     Comparison,
