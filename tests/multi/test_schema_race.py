@@ -14,7 +14,8 @@ from sqlalchemy import create_engine, inspect, select
 
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
-from hmsproxy.store.sql.database import Database, schema_lock
+from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.schema_setup import schema_lock
 from support.builders import connect_thrift
 from support.cli import run_hmsproxy
 from support.databases import BACKENDS, fresh_database
