@@ -17,6 +17,7 @@ from sqlalchemy.schema import CreateColumn
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.engines import SQLITE_BUSY_TIMEOUT_S
+from hmsproxy.store.sql.hive_only_tables import HIVE_SCHEMA
 from hmsproxy.store.sql.hive_versions import HIVE_2_3, HIVE_3_1
 from hmsproxy.store.sql.layout import column_names, stored_lower_case
 from hmsproxy.store.sql.sequences import (
@@ -168,7 +169,7 @@ def _add_new_columns(conn: Connection) -> list[str]:
     preparer = conn.dialect.identifier_preparer
     added = []
     present = column_names(conn)
-    for table in s.metadata.sorted_tables:
+    for table in HIVE_SCHEMA.sorted_tables:
         have = present.get(table.name, set())
         for column in table.columns:
             if column.name in have:
@@ -212,7 +213,7 @@ def prepare_schema(conn: Connection, default_catalog_location: str) -> bool:
                      .values(LOCATION_URI=default_catalog_location))
         return False
     created = layout == "empty"
-    s.metadata.create_all(conn)
+    HIVE_SCHEMA.create_all(conn)
     if not created:
         for column in _add_new_columns(conn):
             log.info("added column %s, which this hmsproxy declares and the schema lacked", column)
