@@ -16,8 +16,9 @@ from hmsproxy.rpc.tls import TlsRefused
 from hmsproxy.storage.warehouse import to_uri
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql import upgrade
-from hmsproxy.store.sql.database import (
-    Database,
+from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.hive_versions import SERVED_VERSIONS
+from hmsproxy.store.sql.schema_setup import (
     SchemaRefused,
     check_servable,
     prepare_schema,
@@ -25,7 +26,6 @@ from hmsproxy.store.sql.database import (
     schema_version,
     servable_layout,
 )
-from hmsproxy.store.sql.hive_versions import SERVED_VERSIONS
 from hmsproxy.store.sql.upgrade import UpgradeRefused
 from hmsproxy.store.sql.validate import schema_differences, schema_report
 

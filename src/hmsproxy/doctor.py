@@ -19,8 +19,9 @@ from sqlalchemy.engine import make_url
 
 from hmsproxy.ops.config import Settings
 from hmsproxy.rpc.tls import TlsRefused, server_context
-from hmsproxy.store.sql.database import Database, SchemaRefused, check_servable, schema_version
+from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.event_log import current_event_id
+from hmsproxy.store.sql.schema_setup import SchemaRefused, check_servable, schema_version
 
 
 @dataclass(frozen=True)

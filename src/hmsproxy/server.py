@@ -30,7 +30,8 @@ from hmsproxy.store.cache.unlogged_writes import UnloggedWrites
 from hmsproxy.store.cache.wiring import cache_over
 from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.reaper import Reaper
-from hmsproxy.store.sql.database import Database, init_schema, schema_version
+from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.schema_setup import init_schema, schema_version
 from hmsproxy.store.sql.store import SqlStore
 from hmsproxy.store.sql.validate import own_keys_missing_on_mysql
 from hmsproxy.upstream.serving import UpstreamParts, start_upstream

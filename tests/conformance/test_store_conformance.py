@@ -27,7 +27,8 @@ from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache
 from hmsproxy.store.domain import TableBundle
 from hmsproxy.store.rawstore import RawStore
-from hmsproxy.store.sql.database import Database, init_schema
+from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.schema_setup import init_schema
 from hmsproxy.store.sql.store import SqlStore
 from hmsproxy.upstream.pool import UpstreamPool
 from hmsproxy.upstream.store import UpstreamStore

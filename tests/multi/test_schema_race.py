@@ -14,7 +14,9 @@ from sqlalchemy import create_engine, inspect, select
 
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
-from hmsproxy.store.sql.database import Database, schema_lock
+from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.hive_only_tables import HIVE_SCHEMA
+from hmsproxy.store.sql.schema_setup import schema_lock
 from support.builders import connect_thrift
 from support.cli import run_hmsproxy
 from support.databases import BACKENDS, fresh_database
@@ -30,7 +32,7 @@ def _schema_created_once_and_whole(url: str) -> None:
     `hmsproxy schema validate` finds missing."""
     engine = create_engine(url)
     try:
-        assert set(s.metadata.tables) <= set(inspect(engine).get_table_names())
+        assert set(HIVE_SCHEMA.tables) <= set(inspect(engine).get_table_names())
         with engine.connect() as conn:
             assert conn.execute(select(s.VERSION.c.SCHEMA_VERSION)).scalars().all() == [s.SCHEMA_VERSION]
             assert conn.execute(select(s.CTLGS.c.NAME)).scalars().all() == ["hive"]

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from hmsproxy.idl import hms
-from hmsproxy.store.sql.database import PING_IDLE_S, POSTGRES_WAIT_MARGIN_S
+from hmsproxy.store.sql.engines import PING_IDLE_S, POSTGRES_WAIT_MARGIN_S
 from support.builders import connect_thrift, partition, table
 from support.databases import fresh_database
 from support.hmsproxy_server import start_hmsproxy_process

@@ -7,7 +7,8 @@ import re
 import pytest
 from sqlalchemy import create_engine, text
 
-from hmsproxy.store.sql.database import Database, init_schema
+from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.schema_setup import init_schema
 from support.cli import run_hmsproxy
 from support.databases import fresh_database
 from support.hive_schema import load_hive_3_0, load_hive_script

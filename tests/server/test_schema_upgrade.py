@@ -15,7 +15,8 @@ from sqlalchemy import create_engine, insert, text
 
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql import upgrade
-from hmsproxy.store.sql.database import Database, check_servable, init_schema
+from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.schema_setup import check_servable, init_schema
 from hmsproxy.store.sql.validate import own_keys_missing_on_mysql
 from support.cli import run_hmsproxy as hmsproxy
 from support.databases import fresh_database

@@ -3,7 +3,8 @@ import pytest
 
 from hmsproxy.idl import hms
 from hmsproxy.idl.codec import EncodedList
-from hmsproxy.store.sql.database import Database, init_schema
+from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.schema_setup import init_schema
 from hmsproxy.store.sql.store import SqlStore
 from support.sql_stores import add_table_t, fresh_store
 from support.statements import count_statements

@@ -8,8 +8,9 @@ from sqlalchemy import select
 
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
-from hmsproxy.store.sql.database import Database, init_schema
+from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.id_blocks import ID_BLOCK
+from hmsproxy.store.sql.schema_setup import init_schema
 from hmsproxy.store.sql.sequences import MODEL_PREFIX
 from hmsproxy.store.sql.store import SqlStore
 from support.databases import BACKENDS, fresh_database

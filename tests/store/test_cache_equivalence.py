@@ -18,7 +18,8 @@ from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache
-from hmsproxy.store.sql.database import Database, init_schema
+from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.schema_setup import init_schema
 from hmsproxy.store.sql.store import SqlStore
 
 CAT, DB = "hive", "d"

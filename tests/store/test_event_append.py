@@ -9,6 +9,7 @@ from sqlalchemy import delete, func, insert, select
 from hmsproxy.events.journal import Journal
 from hmsproxy.events.messages import Event
 from hmsproxy.store.sql import schema as s
+from hmsproxy.store.sql.hive_only_tables import MASTER_KEYS
 from hmsproxy.store.sql.row_inserts import MAX_QUERY_CHARS
 from support.databases import BACKENDS
 from support.sql_stores import fresh_store
@@ -25,7 +26,7 @@ def _write(store, events: list[Event]) -> list[int]:
     """One write transaction that appends `events` (and adds a row of its own); the ids they were given."""
     journal = Journal(list(events))
     with store.db.transaction(write=True, journal=journal) as conn:
-        conn.execute(insert(s.MASTER_KEYS).values(KEY_ID=next(_KEY_IDS), MASTER_KEY="k"))
+        conn.execute(insert(MASTER_KEYS).values(KEY_ID=next(_KEY_IDS), MASTER_KEY="k"))
     return journal.event_ids
 
 
@@ -78,7 +79,7 @@ def test_a_counter_without_its_row_fails_the_write_and_leaves_nothing(backend, t
             _write(store, [_event("lost"), _event("too")])
         assert _log(store) == before
         with store.db.transaction() as conn:
-            assert conn.execute(select(func.count()).select_from(s.MASTER_KEYS)).scalar_one() == 0
+            assert conn.execute(select(func.count()).select_from(MASTER_KEYS)).scalar_one() == 0
 
 
 def test_on_mariadb_the_query_that_appends_the_events_commits_the_write(tmp_path):

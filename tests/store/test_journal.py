@@ -10,7 +10,8 @@ from hmsproxy.events import messages
 from hmsproxy.events.journal import Journal
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
-from hmsproxy.store.sql.database import Database, init_schema
+from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.schema_setup import init_schema
 
 
 @pytest.fixture

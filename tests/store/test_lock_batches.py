@@ -14,7 +14,8 @@ from sqlalchemy import create_engine, text
 from thriftpy2.thrift import TException
 
 from hmsproxy.idl import hms
-from hmsproxy.store.sql.database import Database, init_schema
+from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.schema_setup import init_schema
 from hmsproxy.store.sql.store import SqlStore
 from support.databases import fresh_database
 from support.polling import wait_for

@@ -1,4 +1,4 @@
-"""A pooled connection is pinged at checkout only when it has been idle (database.PING_IDLE_S): one the database
+"""A pooled connection is pinged at checkout only when it has been idle (engines.PING_IDLE_S): one the database
 dropped while it was idle is replaced before a call uses it, and a connection in steady use is not pinged at
 all, which saves a round trip per transaction. MariaDB and PostgreSQL; the database ends the session itself."""
 from __future__ import annotations

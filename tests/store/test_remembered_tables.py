@@ -15,7 +15,8 @@ from hmsproxy.events.journal import Journal
 from hmsproxy.events.messages import Event
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
-from hmsproxy.store.sql.database import Database, init_schema
+from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.schema_setup import init_schema
 from hmsproxy.store.sql.store import SqlStore
 from support.databases import BACKENDS, fresh_database
 from support.lock_waits import run_while_locked

@@ -15,8 +15,9 @@ from hmsproxy.events import messages
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import event_log
 from hmsproxy.store.sql import schema as s
-from hmsproxy.store.sql.database import Database, init_schema
+from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.layout import column_names
+from hmsproxy.store.sql.schema_setup import init_schema
 from hmsproxy.store.sql.sequences import reserve
 from hmsproxy.store.sql.store import SqlStore
 from support.databases import fresh_database

@@ -2,7 +2,8 @@
 (java_map_order.py), whatever order they were written in."""
 from hmsproxy.idl import hms
 from hmsproxy.idl.java_map_order import in_java_hashmap_order
-from hmsproxy.store.sql.database import Database, init_schema
+from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.schema_setup import init_schema
 from hmsproxy.store.sql.store import SqlStore
 
 

@@ -13,7 +13,8 @@ from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store.cache.unlogged_writes import UnloggedWrites
 from hmsproxy.store.sql import event_log
 from hmsproxy.store.sql import schema as s
-from hmsproxy.store.sql.database import Database, init_schema
+from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.schema_setup import init_schema
 from hmsproxy.store.sql.sequences import reserve
 from hmsproxy.store.sql.store import SqlStore
 from support.databases import BACKENDS, fresh_database

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from hmsproxy.idl import hms
-from hmsproxy.store.sql.database import Database, init_schema
+from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.schema_setup import init_schema
 from hmsproxy.store.sql.store import SqlStore
 from support.databases import fresh_database
 

@@ -14,7 +14,7 @@ import operator
 from collections.abc import Callable
 
 from hmsproxy.hive.like import LikePattern
-from hmsproxy.hive.partition_filter import (
+from hmsproxy.hive.partition_filter.grammar import (
     And,
     Between,
     Comparison,

@@ -2,7 +2,7 @@
 reading every one.
 
 For each key a filter compares, and each way it reads that key's values (as strings in Java's order, as
-integers, decimals, dates or timestamps: partition_filter.ORDERS), the readings are sorted once, the first time
+integers, decimals, dates or timestamps: partition_filter.plan.ORDERS), the readings are sorted once, the first time
 a filter asks, and kept with the set of partitions they index (PartitionSet is immutable, so the index never
 goes stale; a write builds a new set and so a new index). A filter's plan of key ranges becomes positions by
 binary search: for OR the union of its parts; for AND the positions of its narrowest part (counted first,
@@ -19,7 +19,7 @@ from array import array
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hmsproxy.hive.partition_filter import ORDERS, AllOf, AnyOf, Plan, Range
+from hmsproxy.hive.partition_filter.plan import ORDERS, AllOf, AnyOf, Plan, Range
 
 NO_RANK = 0xFFFFFFFF   # the rank of a value that does not read in an order: past the end of every span
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, and_, exists, or_, select
 
-from hmsproxy.hive.partition_filter import AllOf, AnyOf, Plan, Range
+from hmsproxy.hive.partition_filter.plan import AllOf, AnyOf, Plan, Range
 from hmsproxy.store.sql import schema as s
 
 _SURROGATES = re.compile("[\ud800-\udfff]")   # in a Java order reading: a character beyond the BMP

@@ -1,5 +1,6 @@
 """What Hive's own schema scripts of the versions served in place (3.1.0, 2.3.0) lack of Hive 4.0.0's layout
-(schema.py): facts read from Hive's hive-schema scripts for MySQL and PostgreSQL, which agree on them.
+(schema.py, hive_only_tables.py): facts read from Hive's hive-schema scripts for MySQL and PostgreSQL, which agree
+on them.
 `schema validate` holds such a database to the rest of the layout; store/sql/layout.py serves what is there."""
 from __future__ import annotations
 

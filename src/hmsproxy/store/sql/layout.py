@@ -1,5 +1,6 @@
-"""Which of the declared columns (Hive 4.0.0's, schema.py) the database holds: a Hive 3.1.0 or 2.3.0 schema is
-served in place, as Hive's script created it, without the columns Hive added since (hive_versions.py).
+"""Which of the declared columns (Hive 4.0.0's, schema.py and hive_only_tables.py) the database holds: a Hive 3.1.0
+or 2.3.0 schema is served in place, as Hive's script created it, without the columns Hive added since
+(hive_versions.py).
 
 Statements are written for Hive 4.0.0's layout. The engine renders a column the database lacks as the value Hive
 implies where it is missing (a 3.1 statistics row is the 'hive' engine's, a table there has no write id), so
@@ -22,6 +23,7 @@ from sqlalchemy import Alias, Connection, Engine, Table, inspect, select, text
 from hmsproxy.idl import hms
 from hmsproxy.store.domain import Kept
 from hmsproxy.store.sql import schema as s
+from hmsproxy.store.sql.hive_only_tables import HIVE_SCHEMA
 
 DEFAULT_CATALOG = "hive"  # before Hive 3 the only one, implied by every row
 # What a row means where its schema lacks the column; a column not listed here implies NULL.
@@ -59,7 +61,7 @@ class Layout:
         folded = stored_lower_case(present)
         absent: set[tuple[str, str]] = set()
         absent_tables: set[str] = set()
-        for table in s.metadata.sorted_tables:
+        for table in HIVE_SCHEMA.sorted_tables:
             stored = table.name.lower() if table.name in folded else table.name
             have = {column.upper() if table.name in folded else column for column in present.get(stored, ())}
             if have:
@@ -165,9 +167,9 @@ def _unquote_folded_names(engine: Engine, layout: Layout) -> None:
     stays quoted: of the folded tables' columns only RUNTIME_STATS.CREATE_TIME, which hmsproxy does not use."""
     if not layout.folded:
         return
-    upper_case = {column.name for table in s.metadata.sorted_tables if table.name not in layout.folded
+    upper_case = {column.name for table in HIVE_SCHEMA.sorted_tables if table.name not in layout.folded
                   for column in table.columns}
-    names = set(layout.folded) | {"NTXN_NEXT"} | {column.name for table in s.metadata.sorted_tables
+    names = set(layout.folded) | {"NTXN_NEXT"} | {column.name for table in HIVE_SCHEMA.sorted_tables
                                                   if table.name in layout.folded for column in table.columns}
     names -= upper_case
     preparer = engine.dialect.identifier_preparer

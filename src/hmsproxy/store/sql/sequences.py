@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import Connection, func, insert, literal, select, update
 
 from hmsproxy.store.sql import schema as s
+from hmsproxy.store.sql.hive_only_tables import NEXT_COMPACTION_QUEUE_ID
 
 MODEL_PREFIX = "org.apache.hadoop.hive.metastore.model."
 ID_COLUMNS = {
@@ -99,7 +100,7 @@ def catch_up_sequences(conn: Connection) -> list[str]:
 
 # The single rows Hive's scripts insert into its counter and mutex tables.
 SINGLE_ROWS = ((s.NOTIFICATION_SEQUENCE, {"NNI_ID": 1, "NEXT_EVENT_ID": 1}), (s.NEXT_LOCK_ID, {"NL_NEXT": 1}),
-               (s.NEXT_COMPACTION_QUEUE_ID, {"NCQ_NEXT": 1}), (s.TXN_LOCK_TBL, {"TXN_LOCK": 1}))
+               (NEXT_COMPACTION_QUEUE_ID, {"NCQ_NEXT": 1}), (s.TXN_LOCK_TBL, {"TXN_LOCK": 1}))
 
 
 def single_row_statements() -> list[Any]:

@@ -13,12 +13,13 @@ from hmsproxy.store.sql.databases import DatabaseStore
 from hmsproxy.store.sql.functions import FunctionStore
 from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.lock_waits import LockReleases
+from hmsproxy.store.sql.locks import PendingLock
 from hmsproxy.store.sql.notifications import NotificationStore
 from hmsproxy.store.sql.partitions import PartitionStore
 from hmsproxy.store.sql.remembered_tables import RememberedTables
 from hmsproxy.store.sql.statistics import StatisticsStore
 from hmsproxy.store.sql.tables import TableStore
-from hmsproxy.store.sql.transactions import PendingLock, TransactionStore
+from hmsproxy.store.sql.transactions import TransactionStore
 from hmsproxy.store.sql.txn_ids import txn_ids_for
 
 

@@ -1,9 +1,9 @@
 """`hmsproxy schema upgrade`: a metastore database of Hive 2.3.0 up to 4.0.0-beta-1 brought to Hive 4.0.0's layout.
 
 The upgrade is planned from what the database holds, not replayed from a list of past scripts: the layout it
-goes to is the one schema.py declares (Hive 4.0.0's, see tests/store/test_schema_layout.py), so it compares
-each table, column, width, nullability and key with that declaration and plans the statements that close the
-gap. What a comparison cannot know comes from the facts of Hive's releases: renamed columns and tables, the
+goes to is the one schema.py and hive_only_tables.py declare (Hive 4.0.0's, see tests/store/test_schema_layout.py),
+so it compares each table, column, width, nullability and key with that declaration and plans the statements that
+close the gap. What a comparison cannot know comes from the facts of Hive's releases: renamed columns and tables, the
 values Hive's upgrades give to new columns of existing rows, and the data Hive's upgrades rewrite (DATA_STEPS).
 
 Why not Alembic: its revisions describe one project's own history and record it in a table of its own
@@ -26,6 +26,7 @@ from sqlalchemy.dialects import mysql
 from sqlalchemy.schema import CreateColumn, CreateIndex, CreateTable, UniqueConstraint
 
 from hmsproxy.store.sql import schema as s
+from hmsproxy.store.sql.hive_only_tables import HIVE_SCHEMA, MV_CREATION_METADATA, PARTITION_EVENTS, WM_RESOURCEPLAN
 from hmsproxy.store.sql.sequences import catch_up_statements, single_row_statements
 from hmsproxy.store.sql.validate import Key, declared_keys, dialect_type, present_keys
 
@@ -206,7 +207,7 @@ def _copy(column: Column[Any], nullable: bool) -> Column[Any]:
 
 
 def _model_tables() -> dict[str, Table]:
-    return {table.name: table for table in s.metadata.sorted_tables}
+    return {table.name: table for table in HIVE_SCHEMA.sorted_tables}
 
 
 def _renames(layout: _Layout, ddl: _Ddl) -> list[str]:
@@ -398,7 +399,7 @@ def _to_3_0_0(layout: _Layout) -> list[Any]:
         *(_s3n_to_s3a(c) for c in (s.FUNC_RU.c.RESOURCE_URI, s.SKEWED_COL_VALUE_LOC_MAP.c.LOCATION,
                                    s.SDS.c.LOCATION, s.DBS.c.DB_LOCATION_URI)),
         _fill(s.NOTIFICATION_LOG.c.CAT_NAME, "hive", s.NOTIFICATION_LOG.c.DB_NAME.isnot(None)),
-        _fill(s.PARTITION_EVENTS.c.CAT_NAME, "hive", s.PARTITION_EVENTS.c.DB_NAME.isnot(None)),
+        _fill(PARTITION_EVENTS.c.CAT_NAME, "hive", PARTITION_EVENTS.c.DB_NAME.isnot(None)),
         _fill(s.TXN_COMPONENTS.c.TC_WRITEID, s.TXN_COMPONENTS.c.TC_TXNID),
         _fill(s.COMPLETED_TXN_COMPONENTS.c.CTC_WRITEID, s.COMPLETED_TXN_COMPONENTS.c.CTC_TXNID),
     ]
@@ -422,12 +423,12 @@ def _to_3_0_0(layout: _Layout) -> list[Any]:
 
 def _to_3_1_0(layout: _Layout) -> list[Any]:
     return [_fill(s.COMPLETED_TXN_COMPONENTS.c.CTC_UPDATE_DELETE, "N"),
-            _fill(s.MV_CREATION_METADATA.c.MATERIALIZATION_TIME, 0)]
+            _fill(MV_CREATION_METADATA.c.MATERIALIZATION_TIME, 0)]
 
 
 def _to_4_0_0_alpha_1(layout: _Layout) -> list[Any]:
     """Hive 4.0.0-alpha-1: workload namespaces; statistics per engine; MultiDelimitSerDe moved out of contrib."""
-    return [_fill(s.WM_RESOURCEPLAN.c.NS, "default"),
+    return [_fill(WM_RESOURCEPLAN.c.NS, "default"),
             _fill(s.TAB_COL_STATS.c.ENGINE, "hive"), _fill(s.PART_COL_STATS.c.ENGINE, "hive"),
             _fill(s.DBS.c.TYPE, "NATIVE"),
             update(s.SERDES).where(s.SERDES.c.SLIB == "org.apache.hadoop.hive.contrib.serde2.MultiDelimitSerDe")

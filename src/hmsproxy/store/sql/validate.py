@@ -24,6 +24,7 @@ from sqlalchemy import types as t
 from sqlalchemy.dialects import mysql
 
 from hmsproxy.store.sql import schema as s
+from hmsproxy.store.sql.hive_only_tables import HIVE_SCHEMA
 from hmsproxy.store.sql.hive_versions import LACKS, NOTHING_LACKING, SERVED_VERSIONS
 from hmsproxy.store.sql.layout import Layout, install
 from hmsproxy.store.sql.sequences import ID_COLUMNS, MODEL_PREFIX, sequences_behind
@@ -64,7 +65,7 @@ def schema_report(engine: Engine) -> tuple[list[str], list[str]]:
     hive_4_ids = "TXN_LOCK_TBL" in present and "NEXT_TXN_ID" not in present
     if "NEXT_TXN_ID" not in present and "TXN_LOCK_TBL" not in present:
         differences.append("no source of transaction ids: neither NEXT_TXN_ID nor Hive 4's TXN_LOCK_TBL")
-    for table in s.metadata.sorted_tables:
+    for table in HIVE_SCHEMA.sorted_tables:
         if table.name not in present:
             differences += [] if table.name in lacks.tables else [f"table {table.name} is missing"]
             continue
@@ -91,7 +92,7 @@ def own_keys_missing_on_mysql(engine: Engine) -> list[str]:
         return []
     keys = present_keys(engine)
     owning = {table for table, _ in s.OWN_KEYS}
-    return [line for table in s.metadata.sorted_tables if table.name in owning and table.name in keys
+    return [line for table in HIVE_SCHEMA.sorted_tables if table.name in owning and table.name in keys
             for line, own in missing_keys(keys[table.name], table, "mysql") if own]
 
 
