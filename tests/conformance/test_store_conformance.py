@@ -28,6 +28,7 @@ from hmsproxy.store.cache.shared_cache import SharedCache
 from hmsproxy.store.domain import TableBundle
 from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.sql.database import Database, init_schema
+from hmsproxy.store.sql.stats_codec import stats_as_stored
 from hmsproxy.store.sql.store import SqlStore
 from hmsproxy.upstream.pool import UpstreamPool
 from hmsproxy.upstream.store import UpstreamStore
@@ -63,7 +64,7 @@ def _sql(backend: str, workdir: Path) -> Iterator[SqlStore]:
 def _cached(backend: str, workdir: Path) -> Iterator[RawStore]:
     """The cache over the database, as `serve` builds it (without the threads that load and poll)."""
     with _sql(backend, workdir) as sql:
-        yield CachedStore(sql, SharedCache(max_bytes=1 << 30), CachePolicy.from_patterns(), Metrics())
+        yield CachedStore(sql, SharedCache(max_bytes=1 << 30), CachePolicy.from_patterns(), Metrics(), stats_as_stored)
 
 
 @contextlib.contextmanager

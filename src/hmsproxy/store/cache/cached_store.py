@@ -70,14 +70,17 @@ class _LoadInFlight:
 
 class CachedStore(CachedStatistics, CachedTransactions):
     def __init__(self, delegate: RawStore, cache: SharedCache, policy: CachePolicy, metrics: Metrics,
-                 request_load: Callable[[TableKey], None] = lambda key: None, strict_snapshots: bool = False) -> None:
+                 stats_as_stored: Callable[[Sequence[Any]], dict[str, Any]], *,
+                 request_load: Callable[[TableKey], None] = lambda key: None,
+                 catch_up: Callable[[int], bool] = lambda event_id: False, strict_snapshots: bool = False) -> None:
         self.delegate = delegate
         self.cache = cache
         self.policy = policy
         self.metrics = metrics
-        self.request_load = request_load
+        self.stats_as_stored = stats_as_stored
+        self.request_load = request_load   # queues a table for the loader (store/cache/prewarm.py)
         # Applies the notification log up to an event id now; False if it cannot (store/cache/poller.py).
-        self.catch_up: Callable[[int], bool] = lambda event_id: False
+        self.catch_up = catch_up
         self.strict_snapshots = strict_snapshots
         self._loads_in_flight: dict[TableKey, list[_LoadInFlight]] = {}
         self.passing_through = False  # set for good when another writer logs no events (store/cache/unlogged_writes.py)

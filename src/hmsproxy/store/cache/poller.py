@@ -36,7 +36,7 @@ OWN_CONFIRM_TIMEOUT_S = 10.0   # past it, an event still unconfirmed is applied 
 class Poller:
     def __init__(self, store: CachedStore, metrics: Metrics, *, interval_s: float, event_ttl_s: int,
                  start_after: Callable[[], int], reload_everything: Callable[[], int],
-                 unlogged: UnloggedWrites | None = None, unlogged_check_s: float = 0.0) -> None:
+                 unlogged: UnloggedWrites[Any] | None = None, unlogged_check_s: float = 0.0) -> None:
         self.store = store
         self.metrics = metrics
         self.interval_s = interval_s

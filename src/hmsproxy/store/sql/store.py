@@ -1,6 +1,7 @@
 """SqlStore: the RawStore on a relational database with the Hive metastore schema."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from hmsproxy.store.domain import LockOutcome
@@ -25,8 +26,11 @@ class SqlStore(BundleStore, DatabaseStore, TableStore, PartitionStore, FunctionS
                TransactionStore, NotificationStore):
     """Every method is one database transaction; objects in and out are the IDL's types."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, txn_timeout_ms: int = TransactionStore.txn_timeout_ms,
+                 check_lock_wait_s: float = TransactionStore.check_lock_wait_s) -> None:
         self.db = db
+        self.txn_timeout_ms = txn_timeout_ms
+        self.check_lock_wait_s = check_lock_wait_s
         self.remembered_tables = RememberedTables()
         db.adopt(Layout.read(db.engine))
         self.layout = db.layout
@@ -123,3 +127,17 @@ class SqlStore(BundleStore, DatabaseStore, TableStore, PartitionStore, FunctionS
     def close(self) -> None:
         self.db.dispose()
 
+
+@dataclass(frozen=True)
+class DatabaseAccess:
+    """What another process (a prewarm worker) needs to open the server's database as the server did."""
+
+    url: str
+    added_latency_ms: float = 0.0
+    connect_timeout_s: float = 10.0
+    statement_timeout_s: float = 60.0
+
+    def open(self) -> SqlStore:
+        db = Database(self.url, pool_size=1, added_latency_ms=self.added_latency_ms,
+                      connect_timeout_s=self.connect_timeout_s, statement_timeout_s=self.statement_timeout_s)
+        return SqlStore(db)
