@@ -32,6 +32,7 @@ from hmsproxy.hive.write_ids import ValidWriteIdList, is_fresh_or_newer
 from hmsproxy.idl import hms
 from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store import canonical
+from hmsproxy.store.cache.own_bytes import HotOwnBytes
 from hmsproxy.store.cache.partition_stats import PartitionStats
 from hmsproxy.store.cache.partitions import PartitionSet, PartitionSetBuilder, encoded_rows
 from hmsproxy.store.cache.policy import CachePolicy
@@ -209,7 +210,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
 
     def read_entries(self, cat: str, tables: Sequence[tuple[str, str]]) -> list[TableEntry]:
         """The cache entries of tables read together from the delegate; those that do not exist are left out."""
-        return entries_read(self.delegate, cat, tables)
+        return entries_read(self.delegate, cat, tables, self.cache.hot)
 
     @contextlib.contextmanager
     def _loading(self, keys: Sequence[TableKey]) -> Iterator[list[_LoadInFlight]]:
@@ -238,7 +239,8 @@ class CachedStore(CachedStatistics, CachedTransactions):
         def collect(table: Any, chunk: Sequence[Any], ids: list[int] | None) -> None:
             nonlocal builder
             if builder is None:
-                builder = PartitionSetBuilder(PartitionSet(keys=tuple(k.name for k in table.partitionKeys)))
+                builder = PartitionSetBuilder(PartitionSet(keys=tuple(k.name for k in table.partitionKeys),
+                                                           hot=self.cache.hot))
             builder.add(chunk, ids)
 
         try:
@@ -422,8 +424,8 @@ class CachedStore(CachedStatistics, CachedTransactions):
                 keys = tuple(k.name for k in stored.partitionKeys)
                 write_ids = ValidWriteIdList.of(f"{table.dbName}.{table.tableName}", 0) \
                     if self._has_write_ids(stored) else None
-                self.cache.put_table(key, TableEntry(stored, PartitionSet(keys=keys), write_ids=write_ids,
-                                                     version=journal.version))
+                self.cache.put_table(key, TableEntry(stored, PartitionSet(keys=keys, hot=self.cache.hot),
+                                                     write_ids=write_ids, version=journal.version))
         return tbl_id
 
     def _has_write_ids(self, table: Any) -> bool:
@@ -743,20 +745,23 @@ class CachedStore(CachedStatistics, CachedTransactions):
 EntryReader = Callable[[str, Sequence[tuple[str, str]]], list[TableEntry]]
 
 
-def entries_read(store: RawStore, cat: str, tables: Sequence[tuple[str, str]]) -> list[TableEntry]:
+def entries_read(store: RawStore, cat: str, tables: Sequence[tuple[str, str]], hot: HotOwnBytes | None = None
+                 ) -> list[TableEntry]:
     """The cache entries of tables read together from `store` (database, table each), with their sizes counted;
-    tables that do not exist are left out."""
-    entries = [entry_from_bundle(bundle) for bundle in store.get_table_bundles(cat, tables)]
+    tables that do not exist are left out. `hot`: the cache's, where their partitions are read (none in a worker
+    process)."""
+    entries = [entry_from_bundle(bundle, hot=hot) for bundle in store.get_table_bundles(cat, tables)]
     for entry in entries:
         entry.size_bytes()
     return entries
 
 
-def entry_from_bundle(bundle: TableBundle, partitions: PartitionSetBuilder | None = None) -> TableEntry:
+def entry_from_bundle(bundle: TableBundle, partitions: PartitionSetBuilder | None = None,
+                      hot: HotOwnBytes | None = None) -> TableEntry:
     """The cache entry of a loaded table; its partitions come from the builder they streamed into, or from
-    the bundle's list."""
+    the bundle's list (a set kept hot in `hot`)."""
     keys = tuple(k.name for k in bundle.table.partitionKeys or [])
-    builder = partitions or PartitionSetBuilder(PartitionSet(keys=keys))
+    builder = partitions or PartitionSetBuilder(PartitionSet(keys=keys, hot=hot))
     builder.add(bundle.partitions, bundle.partition_ids)
     return TableEntry(
         table=bundle.table, partitions=builder.build(), table_stats=bundle.table_stats,

@@ -200,7 +200,7 @@ class Loader:
         partitions = sum(sum(counted.values()) for counted in counts.values() if counted is not None)
         if not self.worker_plan.wanted(partitions):
             return counts, None
-        workers = PrewarmWorkers(self.worker_plan, fallback=self.store.read_entries)
+        workers = PrewarmWorkers(self.worker_plan, fallback=self.store.read_entries, hot=self.store.cache.hot)
         log.info("prewarm: %d partitions, read by %d worker processes (%s)", partitions, workers.processes,
                  "forked" if workers.forked else "spawned")
         return counts, workers

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from hmsproxy.store.cache.cached_store import EntryReader, entries_read
+from hmsproxy.store.cache.own_bytes import HotOwnBytes
 from hmsproxy.store.cache.shared_cache import TableEntry
 from hmsproxy.store.rawstore import RawStore
 
@@ -53,9 +54,10 @@ class WorkerPlan:
 class PrewarmWorkers:
     """Worker processes, each with its own connection to the database, reading groups of tables."""
 
-    def __init__(self, plan: WorkerPlan, fallback: EntryReader) -> None:
+    def __init__(self, plan: WorkerPlan, fallback: EntryReader, hot: HotOwnBytes | None = None) -> None:
         self.processes = plan.processes
         self._fallback = fallback
+        self._hot = hot   # the cache's, where the entries read by a worker are kept hot once here
         self._broken = False
         self.forked = threading.active_count() == 1
         context = multiprocessing.get_context("fork" if self.forked else "spawn")
@@ -69,7 +71,9 @@ class PrewarmWorkers:
         a worker died)."""
         if not self._broken:
             try:
-                return self._executor.submit(_read_group, cat, list(tables)).result()
+                entries = self._executor.submit(_read_group, cat, list(tables)).result()
+                return entries if self._hot is None else \
+                    [entry.but(partitions=entry.partitions.kept_in(self._hot)) for entry in entries]
             except BrokenExecutor:
                 if not self._broken:
                     log.warning("a prewarm worker process died: the loader reads the rest of the tables itself")

@@ -9,7 +9,6 @@ from typing import Any
 
 from hmsproxy.ops.config import Settings
 from hmsproxy.ops.metrics import Metrics
-from hmsproxy.store.cache import own_bytes
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.poller import Poller
@@ -38,7 +37,8 @@ def cache_over(store: RawStore, settings: Settings, metrics: Metrics,
     """The cache in front of `store` with its loader (its prewarm read by `workers` if given) and its poller, none
     started yet, and a look for unlogged writes through `creations` if given; its size and bookkeeping exported.
     `stats_as_stored`: statistics objects as `store` returns them (CachedStore)."""
-    cache = SharedCache(settings.cache_max_bytes, on_evict=lambda key: metrics.cache_evictions.inc())
+    cache = SharedCache(settings.cache_max_bytes, on_evict=lambda key: metrics.cache_evictions.inc(),
+                        hot_bytes=settings.cache_hot_bytes)
     policy = CachePolicy.from_patterns(settings.cache_whitelist, settings.cache_blacklist)
     # The store asks the loader and the poller, which are built over it next: both work on it.
     cached_store = CachedStore(store, cache, policy, metrics, stats_as_stored,
@@ -52,8 +52,7 @@ def cache_over(store: RawStore, settings: Settings, metrics: Metrics,
                     start_after=loader.start_after, reload_everything=loader.prewarm_again,
                     unlogged=unlogged, unlogged_check_s=settings.unlogged_check_s)
     metrics.cache_bytes.set_function(cache.bytes_used)
-    own_bytes.HOT.budget = settings.cache_hot_bytes
-    metrics.cache_hot_bytes.set_function(own_bytes.HOT.expanded_size)
+    metrics.cache_hot_bytes.set_function(cache.hot.expanded_size)
     metrics.cache_objects.labels("table").set_function(cache.table_count)
     metrics.cache_objects.labels("database").set_function(cache.database_count)
     metrics.cache_pending_entries.set_function(cache.pending_entries)
