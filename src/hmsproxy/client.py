@@ -16,13 +16,16 @@ import enum
 import queue
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import thriftpy2.rpc
 from thriftpy2.transport import TCyFramedTransportFactory
 
 from hmsproxy.hive.write_ids import LONG_MAX, ValidTxnList, ValidWriteIdList
 from hmsproxy.idl import hms
+
+if TYPE_CHECKING:
+    from hmsproxy.idl.hive_metastore_thrift import ThriftHiveMetastoreClient
 
 
 class _Done(enum.Enum):
@@ -36,7 +39,8 @@ def decode_bitset(data: bytes | None, count: int) -> list[bool]:
     return [i // 8 < len(data) and bool(data[i // 8] >> (i % 8) & 1) for i in range(count)]
 
 
-def reader_snapshot(client: Any, full_table_name: str, txn_id: int | None = None) -> ValidWriteIdList:
+def reader_snapshot(client: ThriftHiveMetastoreClient | MetastoreClient, full_table_name: str,
+                    txn_id: int | None = None) -> ValidWriteIdList:
     """The table's ValidWriteIdList as a Hive reader builds it (inside transaction `txn_id`, whose own
     writes it sees, or outside any): what a snapshot read sends as validWriteIdList."""
     state = client.get_open_txns()
@@ -59,10 +63,12 @@ class MetastoreClient:
         self.host, self.port, self.timeout_s, self.framed = host, port, timeout_s, framed
         self._client = self._connect()
 
-    def _connect(self) -> Any:
+    def _connect(self) -> ThriftHiveMetastoreClient:
         extra = {"trans_factory": TCyFramedTransportFactory()} if self.framed else {}
-        return thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, self.host, self.port,
-                                         timeout=int(self.timeout_s * 1000), **extra)
+        # thriftpy2 annotates the service as a module; it is the generated class
+        client = thriftpy2.rpc.make_client(hms.ThriftHiveMetastore, self.host, self.port,  # type: ignore[arg-type]
+                                           timeout=int(self.timeout_s * 1000), **extra)
+        return cast("ThriftHiveMetastoreClient", client)   # its methods are the service's, looked up by name
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         """Any method of the HMS Thrift API, e.g. client.get_table("db", "t")."""
@@ -74,7 +80,7 @@ class MetastoreClient:
     def __enter__(self) -> MetastoreClient:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # ---- batched partition listings ----------------------------------------------------------------
@@ -88,18 +94,19 @@ class MetastoreClient:
                              connections: int = 1) -> Iterator[str]:
         return self._iterate(db, table, batch_size, filter, connections, names=True)
 
-    def _fetch(self, client: Any, db: str, table: str, start: int, end: int, size: int, filter: str | None,
-               names: bool) -> tuple[list[Any], Any]:
+    def _fetch(self, client: ThriftHiveMetastoreClient, db: str, table: str, start: int, end: int, size: int,
+               filter: str | None, names: bool) -> tuple[list[Any], hms.PartitionBatchResponse
+                                                         | hms.PartitionNameBatchResponse]:
         request = hms.PartitionBatchRequest(dbName=db, tblName=table, fromPartitionId=start, toPartitionId=end,
                                             batchSize=size, filter=filter)
         if names:
-            response = client.get_partition_names_batch(request)
-            return response.names, response
+            named = client.get_partition_names_batch(request)
+            return named.names, named
         response = client.get_partitions_batch(request)
         return response.partitions, response
 
-    def _range(self, client: Any, db: str, table: str, start: int, end: int, size: int, filter: str | None,
-               names: bool) -> Iterator[Any]:
+    def _range(self, client: ThriftHiveMetastoreClient, db: str, table: str, start: int, end: int, size: int,
+               filter: str | None, names: bool) -> Iterator[Any]:
         """Batches of [start, end) (end -1: to the last partition) until the server says it is done."""
         while start >= 0:
             items, response = self._fetch(client, db, table, start, end, size, filter, names)

@@ -23,11 +23,16 @@ import time
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+from thriftpy2.thrift import TPayload
 
 from hmsproxy.events.thrift_json import decode, encode
 from hmsproxy.hive.names import DEFAULT_CATALOG, make_partition_name
 from hmsproxy.idl import hms
+from hmsproxy.idl.fields import present
+
+P = TypeVar("P", bound=TPayload)   # an IDL struct
 
 MESSAGE_FORMAT = "json-0.2"
 SERVER = ""
@@ -87,40 +92,40 @@ def _now(timestamp: int | None) -> int:
     return int(time.time()) if timestamp is None else timestamp
 
 
-def _key_values(table: Any, partition: Any) -> dict[str, str]:
+def _key_values(table: hms.Table, partition: hms.Partition) -> dict[str, str]:
     """Hive's MessageBuilder.getPartitionKeyValues: partition key name -> value, in key order."""
-    return {key.name: value for key, value in zip(table.partitionKeys or [], partition.values or [])}
+    return {present(key.name): value for key, value in zip(table.partitionKeys or [], partition.values or [])}
 
 
-def _part_name(table: Any, values: Sequence[str]) -> str:
-    return make_partition_name([key.name for key in table.partitionKeys or []], values)
+def _part_name(table: hms.Table, values: Sequence[str]) -> str:
+    return make_partition_name([present(key.name) for key in table.partitionKeys or []], values)
 
 
 # --- databases ------------------------------------------------------------------------------------------------------
 
-def create_database(db: Any, *, timestamp: int | None = None) -> Event:
+def create_database(db: hms.Database, *, timestamp: int | None = None) -> Event:
     body = {**_origin(), "cat": db.catalogName, "db": db.name, "dbJson": encode(db), "timestamp": _now(timestamp)}
     return _event(CREATE_DATABASE, db.catalogName or DEFAULT_CATALOG, db.name, None, body)
 
 
-def alter_database(before: Any, after: Any, *, timestamp: int | None = None) -> Event:
+def alter_database(before: hms.Database, after: hms.Database, *, timestamp: int | None = None) -> Event:
     body = {**_origin(), "db": before.name, "dbObjBeforeJson": encode(before), "dbObjAfterJson": encode(after),
             "timestamp": _now(timestamp)}
     return _event(ALTER_DATABASE, before.catalogName or DEFAULT_CATALOG, before.name, None, body)
 
 
-def drop_database(db: Any, *, timestamp: int | None = None) -> Event:
+def drop_database(db: hms.Database, *, timestamp: int | None = None) -> Event:
     body = {**_origin(), "cat": db.catalogName, "db": db.name, "dbJson": encode(db), "timestamp": _now(timestamp)}
     return _event(DROP_DATABASE, db.catalogName or DEFAULT_CATALOG, db.name, None, body)
 
 
 # --- tables ---------------------------------------------------------------------------------------------------------
 
-def _table_event(event_type: str, table: Any, body: dict[str, Any], created_rows: int = 1) -> Event:
+def _table_event(event_type: str, table: hms.Table, body: dict[str, Any], created_rows: int = 1) -> Event:
     return _event(event_type, table.catName or DEFAULT_CATALOG, table.dbName, table.tableName, body, created_rows)
 
 
-def insert(table: Any, partition: Any | None, files: Sequence[str], checksums: Sequence[str] = (), *,
+def insert(table: hms.Table, partition: hms.Partition | None, files: Sequence[str], checksums: Sequence[str] = (), *,
            replace: bool = False, timestamp: int | None = None) -> Event:
     """What fire_listener_event records for data inserted outside the metastore (Hive's JSONInsertMessage)."""
     body = {**_origin(), "db": table.dbName, "table": table.tableName, "tableType": table.tableType,
@@ -130,13 +135,13 @@ def insert(table: Any, partition: Any | None, files: Sequence[str], checksums: S
     return _table_event(INSERT, table, body)
 
 
-def create_table(table: Any, *, files: Sequence[str] = (), timestamp: int | None = None) -> Event:
+def create_table(table: hms.Table, *, files: Sequence[str] = (), timestamp: int | None = None) -> Event:
     body = {**_origin(), "db": table.dbName, "table": table.tableName, "tableType": table.tableType,
             "tableObjJson": encode(table), "timestamp": _now(timestamp), "files": list(files)}
     return _table_event(CREATE_TABLE, table, body)
 
 
-def alter_table(before: Any, after: Any, *, is_truncate: bool = False, write_id: int | None = None,
+def alter_table(before: hms.Table, after: hms.Table, *, is_truncate: bool = False, write_id: int | None = None,
                 timestamp: int | None = None) -> Event:
     """The message names the table as it was (a rename's old name); the row, as it is now."""
     body = {**_origin(), "db": before.dbName, "table": before.tableName, "tableType": before.tableType,
@@ -145,7 +150,7 @@ def alter_table(before: Any, after: Any, *, is_truncate: bool = False, write_id:
     return _table_event(ALTER_TABLE, after, body)
 
 
-def drop_table(table: Any, *, timestamp: int | None = None) -> Event:
+def drop_table(table: hms.Table, *, timestamp: int | None = None) -> Event:
     body = {**_origin(), "db": table.dbName, "table": table.tableName, "tableType": table.tableType,
             "tableObjJson": encode(table), "timestamp": _now(timestamp)}
     return _table_event(DROP_TABLE, table, body)
@@ -153,7 +158,7 @@ def drop_table(table: Any, *, timestamp: int | None = None) -> Event:
 
 # --- partitions -----------------------------------------------------------------------------------------------------
 
-def add_partition(table: Any, partitions: Sequence[Any], *, timestamp: int | None = None) -> Event:
+def add_partition(table: hms.Table, partitions: Sequence[hms.Partition], *, timestamp: int | None = None) -> Event:
     body = {**_origin(), "db": table.dbName, "table": table.tableName, "tableType": table.tableType,
             "tableObjJson": encode(table), "timestamp": _now(timestamp),
             "partitions": [_key_values(table, p) for p in partitions],
@@ -161,7 +166,7 @@ def add_partition(table: Any, partitions: Sequence[Any], *, timestamp: int | Non
     return _table_event(ADD_PARTITION, table, body, created_rows=len(partitions))
 
 
-def alter_partition(table: Any, before: Any, after: Any, *, is_truncate: bool = False,
+def alter_partition(table: hms.Table, before: hms.Partition, after: hms.Partition, *, is_truncate: bool = False,
                     write_id: int | None = None, timestamp: int | None = None) -> Event:
     body = {**_origin(), "cat": table.catName, "db": table.dbName, "table": table.tableName,
             "tableType": table.tableType, "tableObjJson": encode(table),
@@ -171,7 +176,7 @@ def alter_partition(table: Any, before: Any, after: Any, *, is_truncate: bool = 
     return _table_event(ALTER_PARTITION, table, body)
 
 
-def drop_partition(table: Any, partitions: Sequence[Any], *, timestamp: int | None = None) -> Event:
+def drop_partition(table: hms.Table, partitions: Sequence[hms.Partition], *, timestamp: int | None = None) -> Event:
     """Hive records only the dropped partitions' key values, not the partition objects."""
     body = {**_origin(), "cat": table.catName, "db": table.dbName, "table": table.tableName,
             "tableType": table.tableType, "tableObjJson": encode(table), "timestamp": _now(timestamp),
@@ -181,12 +186,12 @@ def drop_partition(table: Any, partitions: Sequence[Any], *, timestamp: int | No
 
 # --- functions ------------------------------------------------------------------------------------------------------
 
-def create_function(function: Any, *, timestamp: int | None = None) -> Event:
+def create_function(function: hms.Function, *, timestamp: int | None = None) -> Event:
     body = {**_origin(), "db": function.dbName, "functionObjJson": encode(function), "timestamp": _now(timestamp)}
     return _event(CREATE_FUNCTION, function.catName or DEFAULT_CATALOG, function.dbName, None, body)
 
 
-def drop_function(function: Any, *, timestamp: int | None = None) -> Event:
+def drop_function(function: hms.Function, *, timestamp: int | None = None) -> Event:
     body = {**_origin(), "db": function.dbName, "functionName": function.functionName,
             "timestamp": _now(timestamp)}
     return _event(DROP_FUNCTION, function.catName or DEFAULT_CATALOG, function.dbName, None, body)
@@ -194,7 +199,8 @@ def drop_function(function: Any, *, timestamp: int | None = None) -> Event:
 
 # --- column statistics ----------------------------------------------------------------------------------------------
 
-def update_table_column_stat(table: Any, stats: Any, write_id: int, valid_write_ids: str | None, *,
+def update_table_column_stat(table: hms.Table, stats: hms.ColumnStatistics, write_id: int,
+                             valid_write_ids: str | None, *,
                              parameters: Mapping[str, str] | None = None, timestamp: int | None = None) -> Event:
     """``parameters``: the table's parameters after the update (Hive passes the updated ones)."""
     desc = stats.statsDesc
@@ -204,13 +210,13 @@ def update_table_column_stat(table: Any, stats: Any, write_id: int, valid_write_
     return _event(UPDATE_TBL_COL_STAT, desc.catName or DEFAULT_CATALOG, desc.dbName, desc.tableName, body)
 
 
-def delete_table_column_stat(table: Any, column: str | None, *, timestamp: int | None = None) -> Event:
+def delete_table_column_stat(table: hms.Table, column: str | None, *, timestamp: int | None = None) -> Event:
     """Hive's message carries only the database and column; the table is in the row's TBL_NAME."""
     body = {"timestamp": _now(timestamp), **_origin(), "database": table.dbName, "colName": column}
     return _table_event(DELETE_TBL_COL_STAT, table, body)
 
 
-def update_part_column_stat(table: Any, part_values: Sequence[str], stats: Any, write_id: int, *,
+def update_part_column_stat(table: hms.Table, part_values: Sequence[str], stats: hms.ColumnStatistics, write_id: int, *,
                             parameters: Mapping[str, str] | None = None, timestamp: int | None = None) -> Event:
     """Unlike the table message, Hive's partition message has no validWriteIds."""
     desc = stats.statsDesc
@@ -221,7 +227,7 @@ def update_part_column_stat(table: Any, part_values: Sequence[str], stats: Any, 
     return _event(UPDATE_PART_COL_STAT, desc.catName or DEFAULT_CATALOG, desc.dbName, desc.tableName, body)
 
 
-def delete_part_column_stat(table: Any, part_values: Sequence[str], column: str | None, *,
+def delete_part_column_stat(table: hms.Table, part_values: Sequence[str], column: str | None, *,
                             timestamp: int | None = None) -> Event:
     body = {"timestamp": _now(timestamp), **_origin(), "catalog": table.catName or DEFAULT_CATALOG,
             "database": table.dbName, "colName": column, "partName": _part_name(table, part_values),
@@ -270,13 +276,13 @@ def alloc_write_id(db: str, table: str, txn_to_write_ids: Iterable[tuple[int, in
     return _event(ALLOC_WRITE_ID, None, db, table, body)
 
 
-def acid_write(txn_id: int, write_id: int, table: Any, partition: Any | None = None, *,
+def acid_write(txn_id: int, write_id: int, table: hms.Table, partition: hms.Partition | None = None, *,
                files: Sequence[str] = (), timestamp: int | None = None) -> Event:
     """Hive 4 stores this message in TXN_WRITE_NOTIFICATION_LOG (WNL_TABLE_OBJ etc.), not NOTIFICATION_LOG;
     the row columns here are the ones its NotificationEvent carries."""
     body = {"txnid": txn_id, "writeId": write_id, "timestamp": _now(timestamp), **_origin(),
             "database": table.dbName, "table": table.tableName,
-            "partition": _part_name(table, partition.values) if partition is not None else None,
+            "partition": _part_name(table, present(partition.values)) if partition is not None else None,
             "tableObjJson": encode(table), "partitionObjJson": encode(partition) if partition is not None else None,
             "files": list(files)}
     return _event(ACID_WRITE, None, table.dbName, table.tableName, body)
@@ -352,7 +358,7 @@ class ParsedMessage:
             raise ValueError(f"{self.event_type} message has no {key}")
         return value
 
-    def _obj(self, cls: type, key: str) -> Any:
+    def _obj(self, cls: type[P], key: str) -> P:
         return decode(cls, self._get(key))
 
     @property
@@ -369,15 +375,15 @@ class ParsedMessage:
         return name if isinstance(name, str) else None
 
     @property
-    def table(self) -> Any:
+    def table(self) -> hms.Table:
         return self._obj(hms.Table, "tableObjJson")
 
     @property
-    def table_before(self) -> Any:
+    def table_before(self) -> hms.Table:
         return self._obj(hms.Table, "tableObjBeforeJson")
 
     @property
-    def table_after(self) -> Any:
+    def table_after(self) -> hms.Table:
         return self._obj(hms.Table, "tableObjAfterJson")
 
     @property
@@ -385,7 +391,7 @@ class ParsedMessage:
         return self.body.get("isTruncateOp") == "true"
 
     @property
-    def partitions(self) -> list[Any]:
+    def partitions(self) -> list[hms.Partition]:
         """ADD_PARTITION's partition objects."""
         return [decode(hms.Partition, text) for text in self._get("partitionListJson")]
 
@@ -402,15 +408,15 @@ class ParsedMessage:
         return self._get("partitions")
 
     @property
-    def partition_before(self) -> Any:
+    def partition_before(self) -> hms.Partition:
         return self._obj(hms.Partition, "partitionObjBeforeJson")
 
     @property
-    def partition_after(self) -> Any:
+    def partition_after(self) -> hms.Partition:
         return self._obj(hms.Partition, "partitionObjAfterJson")
 
     @property
-    def partition(self) -> Any | None:
+    def partition(self) -> hms.Partition | None:
         """ACID_WRITE's partition object, None for an unpartitioned table."""
         text = self.body.get("partitionObjJson")
         return decode(hms.Partition, text) if text is not None else None
@@ -421,19 +427,19 @@ class ParsedMessage:
         return self._get("partVals" if self.event_type == UPDATE_PART_COL_STAT else "partValues")
 
     @property
-    def database(self) -> Any:
+    def database(self) -> hms.Database:
         return self._obj(hms.Database, "dbJson")
 
     @property
-    def database_before(self) -> Any:
+    def database_before(self) -> hms.Database:
         return self._obj(hms.Database, "dbObjBeforeJson")
 
     @property
-    def database_after(self) -> Any:
+    def database_after(self) -> hms.Database:
         return self._obj(hms.Database, "dbObjAfterJson")
 
     @property
-    def function(self) -> Any:
+    def function(self) -> hms.Function:
         return self._obj(hms.Function, "functionObjJson")
 
     @property
@@ -441,7 +447,7 @@ class ParsedMessage:
         return self._get("functionName")
 
     @property
-    def column_statistics(self) -> Any:
+    def column_statistics(self) -> hms.ColumnStatistics:
         return self._obj(hms.ColumnStatistics, "colStatsJson")
 
     @property

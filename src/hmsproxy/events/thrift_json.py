@@ -59,7 +59,7 @@ def _field_spec(field: tuple[Any, ...]) -> tuple[int, str, Any]:
 
 # --- encoding -------------------------------------------------------------------------------------------------------
 
-def encode(obj: Any) -> str:
+def encode(obj: TPayload) -> str:
     """TJSONProtocol text of a thriftpy2 struct, as Java's ``TSerializer.toString`` returns it."""
     return _WRITERS[obj.__class__](obj)
 
@@ -130,7 +130,7 @@ class _Source:
                                       "_double": _double, "_double_key": _double_key, "_out_of_range": _out_of_range}
         self.helpers: list[str] = []
 
-    def bind(self, value: Any) -> str:
+    def bind(self, value: object) -> str:
         name = f"_bound{len(self.names)}"
         self.names[name] = value
         return name

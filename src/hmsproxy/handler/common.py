@@ -67,7 +67,7 @@ def split_catalog(name: str | None, default_catalog: str | None = None) -> tuple
     return catalog, name.lower()
 
 
-def plain_table_name(dbname: Any, tbl_name: Any) -> tuple[str, str, str] | None:
+def plain_table_name(dbname: object, tbl_name: object) -> tuple[str, str, str] | None:
     """(catalog, database, table) of an old-style call's names for a ready answer; None where the call's ordinary
     way must decide: a name that is not a string, an empty table name, or a catalog-qualified database."""
     if not isinstance(dbname, str) or not isinstance(tbl_name, str) or not tbl_name or dbname.startswith("@"):
@@ -88,11 +88,11 @@ def require_valid_name(name: str | None, error: ErrorType = hms.InvalidObjectExc
     return name.lower()
 
 
-def env_properties(env: Any) -> dict[str, str]:
+def env_properties(env: hms.EnvironmentContext | None) -> dict[str, str]:
     return dict(env.properties or {}) if env is not None and getattr(env, "properties", None) else {}
 
 
-def check_partition_values(table: Any, values: Sequence[str] | None) -> list[str]:
+def check_partition_values(table: hms.Table, values: Sequence[str] | None) -> list[str]:
     """The values must match the table's partition keys one to one. An empty value is kept as given (Hive
     stores it so); only the partition's name and directory say __HIVE_DEFAULT_PARTITION__ for it."""
     keys = [k.name for k in table.partitionKeys or []]

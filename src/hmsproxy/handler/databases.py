@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any
 
 from hmsproxy.events import messages
 from hmsproxy.events.journal import Journal
@@ -18,15 +17,15 @@ class DatabaseCalls(Calls):
 
     # ---- catalogs ----------------------------------------------------------------------------------
 
-    def get_catalog(self, request: Any) -> Any:
+    def get_catalog(self, request: hms.GetCatalogRequest) -> hms.GetCatalogResponse:
         return hms.GetCatalogResponse(catalog=self.ctx.store.get_catalog((request.name or "").lower()))
 
-    def get_catalogs(self) -> Any:
+    def get_catalogs(self) -> hms.GetCatalogsResponse:
         return hms.GetCatalogsResponse(names=self.ctx.store.get_catalog_names())
 
     # ---- databases ---------------------------------------------------------------------------------
 
-    def create_database(self, database: Any) -> None:
+    def create_database(self, database: hms.Database) -> None:
         if database is None:
             raise hms.InvalidObjectException(message="database must not be null")
         name = require_valid_name(database.name)
@@ -44,11 +43,11 @@ class DatabaseCalls(Calls):
             work.mkdirs(location)
             self.ctx.store.create_database(stored, journal=Journal.of(messages.create_database(stored)))
 
-    def get_database(self, name: str) -> Any:
+    def get_database(self, name: str) -> hms.Database:
         catalog, db_name = split_catalog(name)
         return self.ctx.store.get_database(catalog, db_name)
 
-    def get_database_req(self, request: Any) -> Any:
+    def get_database_req(self, request: hms.GetDatabaseRequest) -> hms.Database:
         catalog, db_name = split_catalog(request.name, request.catalogName)
         return self.ctx.store.get_database(catalog, db_name)
 
@@ -62,7 +61,7 @@ class DatabaseCalls(Calls):
     def get_all_databases(self) -> list[str]:
         return self.ctx.store.get_database_names("hive")
 
-    def alter_database(self, dbname: str, db: Any) -> None:
+    def alter_database(self, dbname: str, db: hms.Database) -> None:
         catalog, db_name = split_catalog(dbname)
         if db is None:
             raise hms.MetaException(message="database must not be null")
@@ -80,7 +79,7 @@ class DatabaseCalls(Calls):
         catalog, db_name = split_catalog(name)
         self._drop_database(catalog, db_name, bool(deleteData), bool(cascade), ignore_unknown=False)
 
-    def drop_database_req(self, request: Any) -> None:
+    def drop_database_req(self, request: hms.DropDatabaseRequest) -> None:
         catalog, db_name = split_catalog(request.name, request.catalogName)
         self._drop_database(catalog, db_name, bool(request.deleteData), bool(request.cascade),
                             ignore_unknown=bool(request.ignoreUnknownDb))

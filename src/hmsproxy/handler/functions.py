@@ -2,18 +2,18 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from hmsproxy.events import messages
 from hmsproxy.events.journal import Journal
 from hmsproxy.handler.common import Calls, ErrorType, lower, now, require_valid_name, split_catalog
 from hmsproxy.hive.names import filter_by_pattern
 from hmsproxy.idl import hms
+from hmsproxy.idl.fields import present
 
 
 class FunctionCalls(Calls):
 
-    def _normalised(self, func: Any, error: ErrorType = hms.InvalidObjectException) -> Any:
+    def _normalised(self, func: hms.Function | None, error: ErrorType = hms.InvalidObjectException) -> hms.Function:
         if func is None:
             raise error(message="function must not be null")
         function = copy.deepcopy(func)
@@ -23,7 +23,7 @@ class FunctionCalls(Calls):
             raise error(message=f"function {function.functionName} needs a class name")
         return function
 
-    def create_function(self, func: Any) -> None:
+    def create_function(self, func: hms.Function) -> None:
         function = self._normalised(func)
         function.createTime = now()
         try:
@@ -31,27 +31,27 @@ class FunctionCalls(Calls):
         except hms.AlreadyExistsException:  # Hive's text names the function as the client spelt it
             raise hms.AlreadyExistsException(message=f"Function {func.functionName} already exists") from None
 
-    def get_function(self, dbName: str, funcName: str) -> Any:
+    def get_function(self, dbName: str, funcName: str) -> hms.Function:
         catalog, db_name = split_catalog(dbName)
         return self.ctx.store.get_function(catalog, db_name, lower(funcName, "function"))
 
     def get_functions(self, dbName: str, pattern: str | None) -> list[str]:
         catalog, db_name = split_catalog(dbName)
-        names = [f.functionName for f in self.ctx.store.get_functions(catalog, db_name)]
+        names = [present(f.functionName) for f in self.ctx.store.get_functions(catalog, db_name)]
         return filter_by_pattern(names, pattern)
 
-    def get_all_functions(self) -> Any:
+    def get_all_functions(self) -> hms.GetAllFunctionsResponse:
         return hms.GetAllFunctionsResponse(functions=self.ctx.store.get_functions("hive"))
 
-    def alter_function(self, dbName: str, funcName: str, newFunc: Any) -> None:
+    def alter_function(self, dbName: str, funcName: str, newFunc: hms.Function) -> None:
         catalog, db_name = split_catalog(dbName)
         function = self._normalised(newFunc, hms.InvalidOperationException)
         old = self._existing(catalog, db_name, lower(funcName, "function"))
         function.createTime = old.createTime
         changed = Journal.of(messages.drop_function(old), messages.create_function(function))  # Hive has no alter event
-        self.ctx.store.alter_function(catalog, db_name, old.functionName, function, journal=changed)
+        self.ctx.store.alter_function(catalog, db_name, present(old.functionName), function, journal=changed)
 
-    def _existing(self, catalog: str, db_name: str, name: str) -> Any:
+    def _existing(self, catalog: str, db_name: str, name: str) -> hms.Function:
         try:
             return self.ctx.store.get_function(catalog, db_name, name)
         except hms.NoSuchObjectException:
@@ -60,5 +60,5 @@ class FunctionCalls(Calls):
     def drop_function(self, dbName: str, funcName: str) -> None:
         catalog, db_name = split_catalog(dbName)
         function = self.ctx.store.get_function(catalog, db_name, lower(funcName, "function"))
-        self.ctx.store.drop_function(catalog, db_name, function.functionName,
+        self.ctx.store.drop_function(catalog, db_name, present(function.functionName),
                                      journal=Journal.of(messages.drop_function(function)))

@@ -34,6 +34,7 @@ from hmsproxy.hive.names import (
 from hmsproxy.hive.partition_filter import FilterError, FilterTypeMismatch, compile_filter, compile_partition_filter
 from hmsproxy.hive.partitions_to_add import check_new_and_distinct
 from hmsproxy.idl import hms
+from hmsproxy.idl.fields import present
 from hmsproxy.storage.warehouse import DirectoryWork, join
 from hmsproxy.store.reader import Reader, shallow_copy
 from hmsproxy.store.ready import Ready
@@ -150,7 +151,7 @@ class PartitionCalls(Calls):
         if not names:
             return set()
         found = self.ctx.store.get_partitions_by_names(catalog, db_name, table.tableName, names)
-        return {self._name(table, p.values) for p in found}
+        return {self._name(table, present(p.values)) for p in found}
 
     def add_partition(self, new_part: Any) -> Any:
         return self._add_one(new_part)
@@ -436,7 +437,7 @@ class PartitionCalls(Calls):
             except hms.MetaException as exc:
                 values.append(hms.InvalidOperationException(message=f"alter is not possible: {exc.message}"))
         names = [make_partition_name(keys, v) for v in values if not isinstance(v, Exception)]
-        stored = {make_partition_name(keys, p.values): p
+        stored = {make_partition_name(keys, present(p.values)): p
                   for p in self.ctx.store.get_partitions_by_names(catalog, db, table.tableName, names)} if names else {}
         olds = []
         for checked in values:
@@ -480,12 +481,12 @@ class PartitionCalls(Calls):
         part.parameters = dict(part.parameters or {})
         part.parameters[DDL_TIME] = str(now())
         part.createTime = old.createTime
-        move: tuple[str, str] | None = None
+        move: tuple[str | None, str] | None = None
         if is_external(table):
-            part.sd.location = old.sd.location
+            part.sd.location = present(old.sd).location
         else:
-            part.sd.location = join(table.sd.location, self._name(table, part.values))
-            move = (old.sd.location, part.sd.location)
+            part.sd.location = join(present(table.sd).location, self._name(table, part.values))
+            move = (present(old.sd).location, part.sd.location)
         with self.ctx.warehouse.changes() as work:
             if move:
                 try:

@@ -1,19 +1,18 @@
 """Thrift calls on table and partition column statistics, including aggregation over partitions."""
 from __future__ import annotations
 
-from typing import Any
-
 from hmsproxy.events import messages
 from hmsproxy.events.journal import Journal
 from hmsproxy.handler.common import Calls, lower, split_catalog, with_snapshot
 from hmsproxy.hive.names import parse_partition_name
 from hmsproxy.hive.stats_aggregate import aggregate_stats
 from hmsproxy.idl import hms
+from hmsproxy.idl.fields import present
 
 
 class StatisticsCalls(Calls):
 
-    def _apply(self, stats: Any) -> None:
+    def _apply(self, stats: hms.ColumnStatistics | None) -> None:
         if stats is None or stats.statsDesc is None:
             raise hms.InvalidInputException(message="column statistics need a statistics descriptor")
         desc = stats.statsDesc
@@ -33,32 +32,33 @@ class StatisticsCalls(Calls):
         self.ctx.store.update_partition_column_statistics(
             catalog, stats, values, journal=Journal.of(messages.update_part_column_stat(table, values, stats, 0)))
 
-    def update_table_column_statistics(self, stats_obj: Any) -> bool:
+    def update_table_column_statistics(self, stats_obj: hms.ColumnStatistics) -> bool:
         if stats_obj is not None and stats_obj.statsDesc is not None and not stats_obj.statsDesc.isTblLevel:
             raise hms.InvalidInputException(message="update_table_column_statistics needs table-level statistics")
         self._apply(stats_obj)
         return True
 
-    def update_partition_column_statistics(self, stats_obj: Any) -> bool:
+    def update_partition_column_statistics(self, stats_obj: hms.ColumnStatistics) -> bool:
         if stats_obj is not None and stats_obj.statsDesc is not None and stats_obj.statsDesc.isTblLevel:
             raise hms.InvalidInputException(message="update_partition_column_statistics needs partition statistics")
         self._apply(stats_obj)
         return True
 
-    def set_aggr_stats_for(self, request: Any) -> bool:
+    def set_aggr_stats_for(self, request: hms.SetPartitionsStatsRequest) -> bool:
         for stats in request.colStats or []:
             self._apply(stats)
         return True
 
-    def update_table_column_statistics_req(self, req: Any) -> Any:
+    def update_table_column_statistics_req(self, req: hms.SetPartitionsStatsRequest) -> hms.SetPartitionsStatsResponse:
         self.set_aggr_stats_for(req)
         return hms.SetPartitionsStatsResponse(result=True)
 
-    def update_partition_column_statistics_req(self, req: Any) -> Any:
+    def update_partition_column_statistics_req(self, req: hms.SetPartitionsStatsRequest
+                                               ) -> hms.SetPartitionsStatsResponse:
         self.set_aggr_stats_for(req)
         return hms.SetPartitionsStatsResponse(result=True)
 
-    def get_table_column_statistics(self, db_name: str, tbl_name: str, col_name: str) -> Any:
+    def get_table_column_statistics(self, db_name: str, tbl_name: str, col_name: str) -> hms.ColumnStatistics:
         catalog, db = split_catalog(db_name)
         table = lower(tbl_name, "table")
         column = lower(col_name, "column")
@@ -71,7 +71,8 @@ class StatisticsCalls(Calls):
                                                lastAnalyzed=analyzed),
             statsObj=objs)
 
-    def get_partition_column_statistics(self, db_name: str, tbl_name: str, part_name: str, col_name: str) -> Any:
+    def get_partition_column_statistics(self, db_name: str, tbl_name: str, part_name: str,
+                                        col_name: str) -> hms.ColumnStatistics:
         catalog, db = split_catalog(db_name)
         table = lower(tbl_name, "table")
         column = lower(col_name, "column")
@@ -85,14 +86,14 @@ class StatisticsCalls(Calls):
             statsObj=found[part_name])
 
     @with_snapshot
-    def get_table_statistics_req(self, request: Any) -> Any:
+    def get_table_statistics_req(self, request: hms.TableStatsRequest) -> hms.TableStatsResult:
         catalog, db = split_catalog(request.dbName, request.catName)
         cols = [c.lower() for c in request.colNames or []]
         objs = self.ctx.store.get_table_column_statistics(catalog, db, lower(request.tblName, "table"), cols)
         return hms.TableStatsResult(tableStats=objs)
 
     @with_snapshot
-    def get_partitions_statistics_req(self, request: Any) -> Any:
+    def get_partitions_statistics_req(self, request: hms.PartitionsStatsRequest) -> hms.PartitionsStatsResult:
         catalog, db = split_catalog(request.dbName, request.catName)
         cols = [c.lower() for c in request.colNames or []]
         found = self.ctx.store.get_partition_column_statistics(
@@ -100,7 +101,7 @@ class StatisticsCalls(Calls):
         return hms.PartitionsStatsResult(partStats=found)
 
     @with_snapshot
-    def get_aggr_stats_for(self, request: Any) -> Any:
+    def get_aggr_stats_for(self, request: hms.PartitionsStatsRequest) -> hms.AggrStats:
         catalog, db = split_catalog(request.dbName, request.catName)
         table = lower(request.tblName, "table")
         cols = [c.lower() for c in request.colNames or []]
@@ -118,7 +119,8 @@ class StatisticsCalls(Calls):
         table = self.ctx.store.get_table(catalog, db, lower(tbl_name, "table"))
         column = col_name.lower() if col_name else None
         self.ctx.store.delete_table_column_statistics(
-            catalog, db, table.tableName, column, journal=Journal.of(messages.delete_table_column_stat(table, column)))
+            catalog, db, present(table.tableName), column,
+            journal=Journal.of(messages.delete_table_column_stat(table, column)))
         return True
 
     def delete_partition_column_statistics(self, db_name: str, tbl_name: str, part_name: str, col_name: str | None,
@@ -131,7 +133,7 @@ class StatisticsCalls(Calls):
         except ValueError as exc:
             raise hms.InvalidInputException(message=str(exc)) from None
         self.ctx.store.delete_partition_column_statistics(
-            catalog, db, table.tableName, part_name, column,
+            catalog, db, present(table.tableName), part_name, column,
             journal=Journal.of(messages.delete_part_column_stat(table, values, column)))
         return True
 

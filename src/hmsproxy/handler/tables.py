@@ -27,6 +27,7 @@ from hmsproxy.hive.names import filter_by_pattern
 from hmsproxy.hive.partition_filter import FilterError
 from hmsproxy.hive.table_filter import TableFilterRefused, compile_table_filter
 from hmsproxy.idl import hms
+from hmsproxy.idl.fields import present
 from hmsproxy.storage.warehouse import DirectoryWork, Warehouse
 from hmsproxy.store.reader import Reader, shallow_copy
 from hmsproxy.store.ready import Ready
@@ -122,7 +123,7 @@ class TableCalls(Calls):
                 table.sd.location = checked_location(table.sd.location, hms.InvalidObjectException) or None
             else:
                 table.sd.location = checked_location(table.sd.location, hms.InvalidObjectException) or \
-                    Warehouse.default_table_location(database.locationUri, table.tableName)
+                    Warehouse.default_table_location(present(database.locationUri), table.tableName)
                 made = work.mkdirs(table.sd.location)
                 if not strip_marker(table.parameters) and not table.partitionKeys:
                     update_quick_stats(self.ctx.warehouse, table.parameters, table.sd.location, new_dir=made,
@@ -239,7 +240,7 @@ class TableCalls(Calls):
             table = self.ctx.store.get_table(catalog, db_name, lower(table_name, "table"))
         except hms.NoSuchObjectException as exc:
             raise hms.UnknownTableException(message=exc.message) from None
-        fields = list(table.sd.cols or [])
+        fields = list(present(table.sd).cols or [])
         return fields + list(table.partitionKeys or []) if with_partition_keys else fields
 
     # ---- alter -------------------------------------------------------------------------------------
@@ -286,7 +287,8 @@ class TableCalls(Calls):
         table.tableType = table.tableType or old.tableType
         table.parameters = dict(table.parameters or {})
         table.parameters.setdefault(DDL_TIME, str(now()))
-        table.sd.location = checked_location(table.sd.location, hms.InvalidOperationException) or old.sd.location
+        table.sd.location = (checked_location(table.sd.location, hms.InvalidOperationException)
+                             or present(old.sd).location)
         renamed = (table.dbName, table.tableName) != (db_name, tbl_name)
         with self.ctx.warehouse.changes() as work:
             moves = self._rename_move(catalog, old, table, work) if renamed else None
@@ -314,9 +316,9 @@ class TableCalls(Calls):
             raise hms.InvalidOperationException(message=f"Unable to change partition or table. "
                                                         f"Database {table.dbName} does not exist") from None
         old_db_location = self._db_location(catalog, old.dbName)
-        if old.sd.location != Warehouse.default_table_location(old_db_location, old.tableName):
+        if old.sd.location != Warehouse.default_table_location(old_db_location, present(old.tableName)):
             return None
-        db_location = target_db.locationUri if target_db else old_db_location
+        db_location = present(target_db.locationUri) if target_db else old_db_location
         table.sd.location = Warehouse.default_table_location(db_location, table.tableName)
         try:
             work.move(old.sd.location, table.sd.location)
@@ -325,7 +327,7 @@ class TableCalls(Calls):
         return old.sd.location, table.sd.location
 
     def _db_location(self, catalog: str, db_name: str) -> str:
-        return self.ctx.store.get_database(catalog, db_name).locationUri
+        return present(self.ctx.store.get_database(catalog, db_name).locationUri)
 
     # ---- drop / truncate ---------------------------------------------------------------------------
 
@@ -339,7 +341,7 @@ class TableCalls(Calls):
     def _drop_table(self, dbname: str, name: str, delete_data: bool) -> None:
         catalog, db_name = split_catalog(dbname)
         table = self.ctx.store.get_table(catalog, db_name, lower(name, "table"))
-        dropped = self.ctx.store.drop_table(catalog, db_name, table.tableName,
+        dropped = self.ctx.store.drop_table(catalog, db_name, present(table.tableName),
                                             journal=Journal.of(messages.drop_table(table)))
         if delete_data:
             self._delete_table_data(dropped)
@@ -358,24 +360,26 @@ class TableCalls(Calls):
         table = copy.deepcopy(self.ctx.store.get_table(catalog, db_name, lower(tableName, "table")))
         if is_external(table) or is_view(table):
             raise hms.MetaException(message=f"Cannot truncate non-managed table {db_name}.{table.tableName}")
+        name = present(table.tableName)
         if table.partitionKeys:
-            names = partNames or self.ctx.store.get_partition_names(catalog, db_name, table.tableName)
-            parts = copy.deepcopy(self.ctx.store.get_partitions_by_names(catalog, db_name, table.tableName, names))
+            names = partNames or self.ctx.store.get_partition_names(catalog, db_name, name)
+            parts = copy.deepcopy(self.ctx.store.get_partitions_by_names(catalog, db_name, name, names))
             for part in parts:
-                self.ctx.warehouse.empty(part.sd.location)
-                update_quick_stats(self.ctx.warehouse, part.parameters, part.sd.location, new_dir=False, force=True,
-                                   env={})
-            before = {p.sd.location: p for p in self.ctx.store.get_partitions_by_names(
-                catalog, db_name, table.tableName, names)}
-            events = [messages.alter_partition(table, before.get(p.sd.location, p), p, is_truncate=True) for p in parts]
-            self.ctx.store.alter_partitions(catalog, db_name, table.tableName, parts, journal=Journal.of(*events))
+                self.ctx.warehouse.empty(present(part.sd).location)
+                update_quick_stats(self.ctx.warehouse, present(part.parameters), present(part.sd).location,
+                                   new_dir=False, force=True, env={})
+            before = {present(p.sd).location: p for p in self.ctx.store.get_partitions_by_names(
+                catalog, db_name, name, names)}
+            events = [messages.alter_partition(table, before.get(present(p.sd).location, p), p, is_truncate=True)
+                      for p in parts]
+            self.ctx.store.alter_partitions(catalog, db_name, name, parts, journal=Journal.of(*events))
         else:
-            self.ctx.warehouse.empty(table.sd.location)
-            update_quick_stats(self.ctx.warehouse, table.parameters, table.sd.location, new_dir=False, force=True,
-                               env={})
-            before = self.ctx.store.get_table(catalog, db_name, table.tableName)
-            self.ctx.store.alter_table(catalog, db_name, table.tableName, table,
-                                       journal=Journal.of(messages.alter_table(before, table, is_truncate=True)))
+            self.ctx.warehouse.empty(present(table.sd).location)
+            update_quick_stats(self.ctx.warehouse, present(table.parameters), present(table.sd).location,
+                               new_dir=False, force=True, env={})
+            before_table = self.ctx.store.get_table(catalog, db_name, name)
+            self.ctx.store.alter_table(catalog, db_name, name, table,
+                                       journal=Journal.of(messages.alter_table(before_table, table, is_truncate=True)))
 
     def truncate_table_req(self, req: Any) -> Any:
         self.truncate_table(req.dbName, req.tableName, req.partNames)

@@ -23,6 +23,7 @@ from decimal import Decimal
 from typing import Any
 
 from hmsproxy.idl import hms
+from hmsproxy.idl.fields import stats_data
 
 _KINDS = ("booleanStats", "longStats", "doubleStats", "stringStats", "binaryStats", "decimalStats", "dateStats",
           "timestampStats")
@@ -63,7 +64,8 @@ class Placement:
         return len(self.position) - 1
 
 
-def aggregate_stats(per_partition: dict[str, list[Any]], columns: Sequence[str], asked: Sequence[str]) -> Any:
+def aggregate_stats(per_partition: dict[str, list[hms.ColumnStatisticsObj]], columns: Sequence[str],
+                    asked: Sequence[str]) -> hms.AggrStats:
     """AggrStats of `columns` (in their order, repeats repeated) over the partitions named `asked`, from each
     partition's statistics objects. partsFound: the partitions holding statistics of every asked column."""
     placement = Placement.of(asked)
@@ -77,7 +79,8 @@ def aggregate_stats(per_partition: dict[str, list[Any]], columns: Sequence[str],
     return hms.AggrStats(colStats=col_stats, partsFound=parts_found)
 
 
-def aggregate_column(held: Sequence[tuple[str, Any]], placement: Placement) -> Any:
+def aggregate_column(held: Sequence[tuple[str, hms.ColumnStatisticsObj]], placement: Placement
+                     ) -> hms.ColumnStatisticsObj:
     """One column's statistics from (partition name, statistics object) pairs."""
     first = held[0][1]
     kind = _kind(first)
@@ -97,11 +100,10 @@ def aggregate_column(held: Sequence[tuple[str, Any]], placement: Placement) -> A
     if kind in _RANGED and merged.lowValue is not None and merged.highValue is not None:
         span = _number(merged.highValue, _RANGED[kind]) - _number(merged.lowValue, _RANGED[kind]) + 1
         merged.numDVs = min(merged.numDVs, span)
-    return hms.ColumnStatisticsObj(colName=first.colName, colType=first.colType,
-                                   statsData=hms.ColumnStatisticsData(**{kind: merged}))
+    return hms.ColumnStatisticsObj(colName=first.colName, colType=first.colType, statsData=stats_data(kind, merged))
 
 
-def _kind(obj: Any) -> str:
+def _kind(obj: hms.ColumnStatisticsObj) -> str:
     return next(k for k in _KINDS if getattr(obj.statsData, k, None) is not None)
 
 

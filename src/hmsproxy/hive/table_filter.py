@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from typing import Any
 
 from hmsproxy.hive.like import LikePattern
 from hmsproxy.hive.partition_filter import (
@@ -28,6 +27,7 @@ from hmsproxy.hive.partition_filter import (
     Or,
     parse_filter,
 )
+from hmsproxy.idl import hms
 
 OWNER, LAST_ACCESS, PARAMS = ("hive_filter_field_owner__", "hive_filter_field_last_access__",
                               "hive_filter_field_params__")
@@ -35,7 +35,7 @@ INVALID_KEY = "Invalid key name in filter.  Use constants from org.apache.hadoop
 PARAMS_OPERATORS = "Only [=, !=, LIKE, <>] are supported operators for HIVE_FILTER_FIELD_PARAMS"
 LIKE_ON_LAST_ACCESS = "Like is not supported for HIVE_FILTER_FIELD_LAST_ACCESS"
 
-TablePredicate = Callable[[Any], bool]
+TablePredicate = Callable[[hms.Table], bool]
 _ORDER = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
           ">=": operator.ge}
 
@@ -102,7 +102,7 @@ def _comparison(text: str, key: Key, op: str, const: Const, named: set[str]) -> 
     raise TableFilterRefused(INVALID_KEY)
 
 
-def _string_test(field: Callable[[Any], str | None], op: str, const: Const) -> TablePredicate:
+def _string_test(field: Callable[[hms.Table], str | None], op: str, const: Const) -> TablePredicate:
     if op == "like":
         pattern = LikePattern.compile(const.text())
         return lambda table: (value := field(table)) is not None and pattern.matches(value)

@@ -56,7 +56,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import thriftpy2
 from thriftpy2.protocol import binary as _pybinary
@@ -290,7 +290,11 @@ def _load() -> ModuleType:
     return module
 
 
-#: The generated Hive Metastore module (types, exceptions, enums, ThriftHiveMetastore).
-hms: Any = _load()
-#: The included fb303 module (FacebookService, fb_status).
-fb303: Any = hms.fb303
+if TYPE_CHECKING:  # to mypy, the stubs generated from the same .thrift files (stubgen.py)
+    from hmsproxy.idl import fb303_thrift as fb303
+    from hmsproxy.idl import hive_metastore_thrift as hms
+else:
+    #: The generated Hive Metastore module (types, exceptions, enums, ThriftHiveMetastore).
+    hms = _load()
+    #: The included fb303 module (FacebookService, fb_status).
+    fb303 = hms.fb303

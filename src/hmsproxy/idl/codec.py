@@ -8,31 +8,33 @@ from __future__ import annotations
 import io
 import struct
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from thriftpy2.protocol.binary import write_val
 
 # From the compiled modules themselves: they have no type stubs, so to mypy these classes are Any.
 from thriftpy2.protocol.cybin.cybin import TCyBinaryProtocol
-from thriftpy2.thrift import TType
+from thriftpy2.thrift import TPayload, TType
 from thriftpy2.transport.memory.cymemory import TCyMemoryBuffer
 
 from hmsproxy.idl import LEGACY_CONTAINER_KINDS
 
+P = TypeVar("P", bound=TPayload)   # an IDL struct
 
-def encode(obj: Any) -> bytes:
+
+def encode(obj: TPayload) -> bytes:
     buffer = TCyMemoryBuffer()
     TCyBinaryProtocol(buffer).write_struct(obj)
     return buffer.getvalue()
 
 
-def has_legacy_kinds(obj: Any) -> bool:
+def has_legacy_kinds(obj: object) -> bool:
     """Whether `obj` is a struct with a field Hive 2.3 declared as another container kind (a set where ours has a
     list): encode_for_every_hive writes it."""
     return type(obj).__name__ in LEGACY_CONTAINER_KINDS
 
 
-def encode_for_every_hive(obj: Any) -> bytes:
+def encode_for_every_hive(obj: TPayload) -> bytes:
     """encode(obj), with each LEGACY_CONTAINER_KINDS field of it written a second time in Hive 2.3's kind: a Thrift
     reader skips a field whose type is not the one its IDL declares, so a Hive 2.3 reader keeps the set and a Hive
     3/4 one the list, and each finds its required field."""
@@ -46,7 +48,7 @@ def encode_for_every_hive(obj: Any) -> bytes:
     return encode(obj)[:-1] + copies.getvalue() + b"\x00"
 
 
-def decode(cls: type, data: bytes, tolerant: bool = False) -> Any:
+def decode(cls: type[P], data: bytes, tolerant: bool = False) -> P:
     """Decodes one struct. `tolerant` takes the slower path that can read list-keyed maps (see idl.py)."""
     protocol = TCyBinaryProtocol(TCyMemoryBuffer(data))
     obj = cls()

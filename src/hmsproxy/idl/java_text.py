@@ -12,7 +12,7 @@ import re
 from functools import cache
 from typing import Any
 
-from thriftpy2.thrift import TType
+from thriftpy2.thrift import TPayload, TType
 
 from hmsproxy.idl import THRIFT_DIR
 from hmsproxy.idl.java_map_order import java_hashmap_order
@@ -22,7 +22,7 @@ _NUMBERS = {TType.BOOL: "false", TType.BYTE: "0", TType.I16: "0", TType.I32: "0"
 _BINARY_SHOWN = 128  # TBaseHelper.toString prints at most this many bytes, then "..."
 
 
-def java_text(struct: Any) -> str:
+def java_text(struct: TPayload) -> str:
     """`struct` as Java's Thrift toString prints it."""
     optional = _optional_fields().get(type(struct).__name__, frozenset())
     parts = []

@@ -11,16 +11,16 @@ from __future__ import annotations
 import functools
 import struct
 from collections.abc import Container, Sequence
-from typing import Any
 
 from hmsproxy.idl import hms
 from hmsproxy.idl.codec import EncodedList, decode, encode
+from hmsproxy.idl.fields import present
 
 _SD_FIELD = b"\x0c\x00\x06"         # struct, field 6 (Partition.sd)
 _LOCATION_FIELD = b"\x0b\x00\x02"   # string, field 2 (StorageDescriptor.location)
 
 
-def encode_partition(part: Any) -> tuple[bytes, bytes, bool]:
+def encode_partition(part: hms.Partition) -> tuple[bytes, bytes, bool]:
     """(own bytes, shared tail, needs the tolerant decoder) of a canonical Partition the caller owns.
 
     The object is changed during encoding and restored before returning (cheaper than copies)."""
@@ -49,18 +49,19 @@ def location_field(location: str | None) -> bytes:
     return _SD_FIELD + _LOCATION_FIELD + struct.pack("!i", len(data)) + data
 
 
-def descriptor_tail(sd: Any | None, db_name: str | None, table_name: str | None, cat_name: str | None) -> bytes:
+def descriptor_tail(sd: hms.StorageDescriptor | None, db_name: str | None, table_name: str | None,
+                    cat_name: str | None) -> bytes:
     """The tail of a partition whose storage descriptor (its location left out) is `sd`, or that has none."""
     names = shared_names(db_name, table_name, cat_name) + b"\x00"   # then the end of the partition
     return names if sd is None else encode(sd)[:-1] + b"\x00" + names
 
 
-def decode_partition(pieces: Sequence[bytes], tolerant_tails: Container[bytes]) -> Any:
+def decode_partition(pieces: Sequence[bytes], tolerant_tails: Container[bytes]) -> hms.Partition:
     """The Partition of its own bytes and tail; a tail among `tolerant_tails` takes the tolerant decoder."""
     return decode(hms.Partition, b"".join(pieces), tolerant=pieces[1] in tolerant_tails)
 
 
-def needs_tolerant(sd: Any) -> bool:
+def needs_tolerant(sd: hms.StorageDescriptor) -> bool:
     """Whether the descriptor holds a list-keyed skew map, which only the tolerant decoder reads (idl.py)."""
     return bool(sd.skewedInfo and sd.skewedInfo.skewedColValueLocationMaps)
 
@@ -83,17 +84,17 @@ class EncodedPartitions(EncodedList):
         self.tolerant = tolerant   # the tails that need the tolerant decoder
         self.names = names if names is not None else []   # the names the database gives them, where read
 
-    def _decode_pair(self, item: list[bytes]) -> Any:
+    def _decode_pair(self, item: list[bytes]) -> hms.Partition:
         return decode_partition(item, self.tolerant)
 
     @classmethod
-    def of(cls, parts: Sequence[Any]) -> EncodedPartitions:
+    def of(cls, parts: Sequence[hms.Partition]) -> EncodedPartitions:
         """Partition objects (canonical, the caller's), encoded."""
         encoded = cls.none()
         for part in parts:
             own, tail, tolerant = encode_partition(part)
             encoded.pieces += (own, tail)
-            encoded.values.append(part.values)
+            encoded.values.append(present(part.values))
             if tolerant:
                 encoded.tolerant.add(tail)
         return encoded

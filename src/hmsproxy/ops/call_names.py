@@ -20,16 +20,16 @@ NESTING = 4        # how deep into the arguments' structs tables are looked for 
 TableName = tuple[str, str, str]   # catalog, database, table; lower-cased
 
 
-def lowered(value: Any) -> str | None:
+def lowered(value: object) -> str | None:
     return value.lower() if isinstance(value, str) and value else None
 
 
-def _first_name(struct: Any, fields: Sequence[str]) -> str | None:
+def _first_name(struct: object, fields: Sequence[str]) -> str | None:
     """The first of the struct's fields that holds a name, lower-cased."""
     return next(filter(None, (lowered(getattr(struct, f, None)) for f in fields)), None)
 
 
-def catalog_and_db(db_name: str, struct: Any = None) -> tuple[str, str]:
+def catalog_and_db(db_name: str, struct: object = None) -> tuple[str, str]:
     """Hive 3+ clients may write `@cat#db` in a database name, or carry the catalog in the struct."""
     if db_name.startswith("@") and "#" in db_name:
         cat, _, db = db_name[1:].partition("#")
@@ -46,7 +46,7 @@ def tables_named(arguments: Mapping[str, Any]) -> Iterator[TableName]:
         yield from _tables_in(value, NESTING)
 
 
-def _tables_in(value: Any, depth: int) -> Iterator[TableName]:
+def _tables_in(value: object, depth: int) -> Iterator[TableName]:
     if depth == 0:
         return
     if isinstance(value, (list, tuple)):

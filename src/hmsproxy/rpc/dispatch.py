@@ -231,7 +231,8 @@ class MetastoreProcessor(TProcessor):
 
     def __init__(self, calls: Calls, metrics: Metrics, max_reply_bytes: int = 1 << 62, *,
                  audit: AuditLog | None = None, peer: str = "", repeats: RepeatedRequests | None = None) -> None:
-        super().__init__(hms.ThriftHiveMetastore, calls)
+        # thriftpy2 annotates the service as a module; it is the generated class
+        super().__init__(hms.ThriftHiveMetastore, calls)  # type: ignore[arg-type]
         self._calls = calls
         self._metrics = metrics
         self._max_reply_bytes = max_reply_bytes

@@ -6,13 +6,14 @@ Property tests compare the cache with the database read by read; keep this in st
 """
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from hmsproxy.idl import hms
+from hmsproxy.idl.fields import present
 from hmsproxy.idl.java_map_order import in_java_hashmap_order
 
 
-def _params(params: dict[str, Any] | None) -> dict[str, str]:
+def _params(params: Mapping[str, str | None] | None) -> dict[str, str]:
     return {k: ("" if v is None else v) for k, v in (params or {}).items()}
 
 
@@ -20,11 +21,11 @@ def _owner_type(value: int | None) -> int | None:
     return value if value in hms.PrincipalType._VALUES_TO_NAMES else None
 
 
-def _columns(cols: Any) -> list[Any]:
+def _columns(cols: list[hms.FieldSchema] | None) -> list[hms.FieldSchema]:
     return [hms.FieldSchema(name=c.name, type=c.type, comment=c.comment) for c in cols or []]
 
 
-def storage_descriptor(sd: Any) -> Any:
+def storage_descriptor(sd: hms.StorageDescriptor) -> hms.StorageDescriptor:
     serde = sd.serdeInfo or hms.SerDeInfo()
     skew = sd.skewedInfo
     return hms.StorageDescriptor(
@@ -47,7 +48,7 @@ def storage_descriptor(sd: Any) -> Any:
     )
 
 
-def table(tbl: Any, tbl_id: int, cat: str) -> Any:
+def table(tbl: hms.Table, tbl_id: int, cat: str) -> hms.Table:
     return hms.Table(
         tableName=tbl.tableName, dbName=tbl.dbName, owner=tbl.owner, createTime=tbl.createTime or 0,
         lastAccessTime=tbl.lastAccessTime or 0, retention=tbl.retention or 0,
@@ -59,15 +60,15 @@ def table(tbl: Any, tbl_id: int, cat: str) -> Any:
     )
 
 
-def partition(part: Any, cat: str, db_name: str, tbl_name: str) -> Any:
+def partition(part: hms.Partition, cat: str, db_name: str, tbl_name: str) -> hms.Partition:
     return hms.Partition(
-        values=list(part.values), dbName=db_name, tableName=tbl_name, createTime=part.createTime or 0,
+        values=list(present(part.values)), dbName=db_name, tableName=tbl_name, createTime=part.createTime or 0,
         lastAccessTime=part.lastAccessTime or 0, sd=storage_descriptor(part.sd) if part.sd is not None else None,
         parameters=_params(part.parameters), catName=cat, writeId=write_id(part.writeId),
     )
 
 
-def database(db: Any) -> Any:
+def database(db: hms.Database) -> hms.Database:
     return hms.Database(
         name=db.name, description=db.description, locationUri=db.locationUri, parameters=_params(db.parameters),
         ownerName=db.ownerName, ownerType=_owner_type(db.ownerType), catalogName=db.catalogName,
@@ -75,7 +76,7 @@ def database(db: Any) -> Any:
     )
 
 
-def function(func: Any, cat: str) -> Any:
+def function(func: hms.Function, cat: str) -> hms.Function:
     return hms.Function(
         functionName=func.functionName, dbName=func.dbName, className=func.className, ownerName=func.ownerName,
         ownerType=_owner_type(func.ownerType), createTime=func.createTime or 0,

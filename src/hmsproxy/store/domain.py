@@ -1,30 +1,32 @@
 """The values that cross the seam between the handlers, the cache and the stores, besides the IDL's objects.
 
 Every store (the database, the cache over it, an upstream HMS) takes and returns these and the IDL's types
-only, so that none of its callers depends on how it keeps them. The IDL's types are generated at run time
-(thriftpy2), so they are named here by aliases that say what a value is; to a type checker they are Any.
+only, so that none of its callers depends on how it keeps them. The IDL's types are named here too, by the
+names the stores use (to mypy they are the generated stubs' classes, hmsproxy/idl/stubgen.py).
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from hmsproxy.hive.write_ids import ValidWriteIdList
+from hmsproxy.idl import hms
 
-# The IDL's structs, by name (hms.<name>)
-Catalog = Any
-Database = Any
-Table = Any
-Partition = Any
-Function = Any
-ColumnStatistics = Any
-ColumnStatisticsObj = Any
-LockComponent = Any
-TxnInfo = Any
-ShowLocksResponseElement = Any
-NotificationEvent = Any
+# The IDL's structs, by name
+Catalog = hms.Catalog
+Database = hms.Database
+Table = hms.Table
+Partition = hms.Partition
+Function = hms.Function
+ColumnStatistics = hms.ColumnStatistics
+ColumnStatisticsObj = hms.ColumnStatisticsObj
+LockComponent = hms.LockComponent
+TxnInfo = hms.TxnInfo
+ShowLocksResponseElement = hms.ShowLocksResponseElement
+NotificationEvent = hms.NotificationEvent
 TableMeta = tuple[str, str, str, str | None]   # (database, table, table type, comment)
+Kept = TypeVar("Kept", Table, Partition, Database)   # what RawStore.kept takes and gives back
 
 
 def is_transactional(table: Table) -> bool:

@@ -22,6 +22,7 @@ from hmsproxy.store.domain import (
     Database,
     DroppedTable,
     Function,
+    Kept,
     LockComponent,
     LockOutcome,
     NotificationEvent,
@@ -46,7 +47,7 @@ class MetadataStore(Protocol):
     def keeps_write_ids(self) -> bool:
         """False on a schema from before Hive 3: its transactional tables have no write ids."""
 
-    def kept(self, obj: Table | Partition | Database) -> Table | Partition | Database:
+    def kept(self, obj: Kept) -> Kept:
         """The object (as written) with the fields this store does not record reset, as reading it back gives
         them: an older Hive schema has no place for some (store/sql/layout.py)."""
 

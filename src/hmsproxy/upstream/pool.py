@@ -382,7 +382,8 @@ class UpstreamPool:
         raw = _DeadlineSocket(sock, self._timeout_s)
         transport = TCyFramedTransport(raw) if self._framed else TCyBufferedTransport(raw)
         protocol = TCyBinaryProtocol(transport)  # type: ignore[no-untyped-call]  # compiled: no annotations
-        return _Connection(index, raw, TClient(hms.ThriftHiveMetastore, protocol))
+        # thriftpy2 annotates the service as a module; it is the generated class
+        return _Connection(index, raw, TClient(hms.ThriftHiveMetastore, protocol))  # type: ignore[arg-type]
 
     def _give_back(self, connection: _Connection) -> None:
         """After an answer: the connection is in step and the upstream is up."""

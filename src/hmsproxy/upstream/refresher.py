@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 
 from hmsproxy.hive.names import DEFAULT_CATALOG
 from hmsproxy.idl import hms
+from hmsproxy.idl.fields import present
 from hmsproxy.ops.background import BackgroundLoop
 from hmsproxy.ops.burst_log import BurstLog
 from hmsproxy.ops.metrics import Metrics
@@ -130,7 +131,7 @@ class Refresher:
         for db, entries in by_db.items():
             names = sorted(entries)
             for start in range(0, len(names), TABLES_PER_CALL):
-                current = {t.tableName.lower(): t for t in
+                current = {present(t.tableName).lower(): t for t in
                            upstream.get_table_objects(DEFAULT_CATALOG, db, names[start:start + TABLES_PER_CALL])}
                 stale += [key for key, entry in map(entries.__getitem__, names[start:start + TABLES_PER_CALL])
                           if not self._current(key, entry, current.get(key[2]))]
@@ -156,4 +157,4 @@ def _keys(meta: Sequence[TableMeta]) -> set[TableKey]:
 
 
 def _by_name(functions: Sequence[Function]) -> dict[tuple[str, str], Function]:
-    return {(f.dbName, f.functionName): f for f in functions}
+    return {(present(f.dbName), present(f.functionName)): f for f in functions}

@@ -32,6 +32,7 @@ from hmsproxy.hive.names import DEFAULT_CATALOG, parse_partition_name
 from hmsproxy.hive.partition_filter import PartitionFilter, names_matching
 from hmsproxy.hive.write_ids import LONG_MAX, ValidTxnList, ValidWriteIdList
 from hmsproxy.idl import hms
+from hmsproxy.idl.fields import present
 from hmsproxy.store.domain import (
     Catalog,
     ColumnStatistics,
@@ -39,6 +40,7 @@ from hmsproxy.store.domain import (
     Database,
     DroppedTable,
     Function,
+    Kept,
     LockComponent,
     LockOutcome,
     NotificationEvent,
@@ -86,7 +88,7 @@ class UpstreamStore:
             self._keeps_write_ids = self.upstream.optional("get_valid_write_ids", probe) is not None
         return self._keeps_write_ids
 
-    def kept(self, obj: Table | Partition | Database) -> Table | Partition | Database:
+    def kept(self, obj: Kept) -> Kept:
         """The object unchanged. What the upstream keeps of a write (and what it adds) is its own decision, which a
         cache has to read back from it: no schema here says what would be lost."""
         return obj
@@ -221,12 +223,12 @@ class UpstreamStore:
         if is_transactional(table) and self.keeps_write_ids:
             [write_ids] = self.valid_write_ids([f"{db_name}.{tbl_name}"], None)
             table = self.get_table(cat, db_name, tbl_name)
-        table_columns = [c.name for c in table.sd.cols or []] if table.sd is not None else []
+        table_columns = [present(c.name) for c in table.sd.cols or []] if table.sd is not None else []
         columns = dict.fromkeys(table_columns)   # of the partitions too: theirs may differ from the table's
         partitions: list[Partition] = []
         names = self.get_partition_names(cat, db_name, tbl_name) if table.partitionKeys else []
         for chunk in self._partition_chunks(db_name, tbl_name, names):
-            columns.update((c.name, None) for p in chunk if p.sd is not None for c in p.sd.cols or [])
+            columns.update((present(c.name), None) for p in chunk if p.sd is not None for c in p.sd.cols or [])
             if partition_sink is None:
                 partitions += chunk
             else:

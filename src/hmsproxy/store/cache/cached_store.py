@@ -30,6 +30,7 @@ from hmsproxy.hive.names import make_partition_name
 from hmsproxy.hive.partition_filter import FilterError, PartitionFilter, compile_partition_filter
 from hmsproxy.hive.write_ids import ValidWriteIdList, is_fresh_or_newer
 from hmsproxy.idl import hms
+from hmsproxy.idl.fields import present
 from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store import canonical
 from hmsproxy.store.cache.own_bytes import HotOwnBytes
@@ -324,7 +325,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
             if self.cache.knows_tables_of((cat, name)):
                 return database, {}, {}
             tables = {t: (kind, comment) for db, t, kind, comment in self.delegate.get_table_meta(cat) if db == name}
-            return database, tables, {f.functionName: f for f in self.delegate.get_functions(cat, name)}
+            return database, tables, {present(f.functionName): f for f in self.delegate.get_functions(cat, name)}
 
         def install(read_back: tuple[Any, dict[str, tuple[str, str | None]], dict[str, Any]]) -> None:
             database, tables, functions = read_back
@@ -421,7 +422,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
             stored = self.delegate.kept(canonical.table(table, tbl_id, table.catName))
             self.cache.index_table(key, stored)
             if self.policy.allows(table.dbName, table.tableName):
-                keys = tuple(k.name for k in stored.partitionKeys)
+                keys = tuple(present(k.name) for k in present(stored.partitionKeys))
                 write_ids = ValidWriteIdList.of(f"{table.dbName}.{table.tableName}", 0) \
                     if self._has_write_ids(stored) else None
                 self.cache.put_table(key, TableEntry(stored, PartitionSet(keys=keys, hot=self.cache.hot),
@@ -538,7 +539,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
                 self.request_load(new_key)
                 return
             stored = self.delegate.kept(canonical.table(new_table, old.table_id, cat))
-            columns = {c.name for c in stored.sd.cols or []}
+            columns = {c.name for c in present(stored.sd).cols or []}
             table_stats = {c: s for c, s in old.table_stats.items() if c in columns}
             self.cache.index_table(key, stored)
             self.cache.put_table(key, old.but(table=stored, table_stats=table_stats,
@@ -760,7 +761,7 @@ def entry_from_bundle(bundle: TableBundle, partitions: PartitionSetBuilder | Non
                       hot: HotOwnBytes | None = None) -> TableEntry:
     """The cache entry of a loaded table; its partitions come from the builder they streamed into, or from
     the bundle's list (a set kept hot in `hot`)."""
-    keys = tuple(k.name for k in bundle.table.partitionKeys or [])
+    keys = tuple(present(k.name) for k in bundle.table.partitionKeys or [])
     builder = partitions or PartitionSetBuilder(PartitionSet(keys=keys, hot=hot))
     builder.add(bundle.partitions, bundle.partition_ids)
     return TableEntry(

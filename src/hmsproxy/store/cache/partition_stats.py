@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from hmsproxy.idl import hms
+
 SHARDS = 256   # 100,000 partitions with statistics: a write copies about 400 of them
 
-Columns = Mapping[str, Any]   # column name -> ColumnStatisticsObj
+Columns = Mapping[str, hms.ColumnStatisticsObj]   # by column name
 
 
 class PartitionStats(Mapping[str, Columns]):

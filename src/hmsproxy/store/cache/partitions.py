@@ -32,7 +32,9 @@ from typing import Any
 
 from hmsproxy.hive.names import make_partition_name
 from hmsproxy.hive.partition_filter import PartitionFilter
+from hmsproxy.idl import hms
 from hmsproxy.idl.codec import EncodedList
+from hmsproxy.idl.fields import present
 from hmsproxy.idl.partition_bytes import EncodedPartitions, decode_partition, encode_partition
 from hmsproxy.store.cache.own_bytes import HotOwnBytes
 from hmsproxy.store.cache.partition_block import BLOCK, EMPTY_BLOCK, Block, NewRow, packed_block
@@ -45,13 +47,13 @@ EncodedRow = tuple[tuple[str, ...], bytes, bytes, bool]
 Row = tuple[bytes, bytes, tuple[str, ...], int | None]   # own bytes, tail, values, id (None: not known)
 
 
-def encoded_rows(parts: Iterable[Any]) -> list[EncodedRow]:
+def encoded_rows(parts: Iterable[hms.Partition]) -> list[EncodedRow]:
     """The partitions as a set keeps them: what a write's cache update does per partition, which the write can have
     done ahead (while its commit runs)."""
     rows = []
     for part in parts:
         own, tail, needs_tolerant = encode_partition(part)
-        rows.append((tuple(map(sys.intern, part.values)), own, tail, needs_tolerant))
+        rows.append((tuple(map(sys.intern, present(part.values))), own, tail, needs_tolerant))
     return rows
 
 
@@ -173,7 +175,7 @@ class PartitionSet:
         number, i = self._block_index_of(name)
         return None if i is None else self.starts[number] + i
 
-    def _decode(self, item: list[bytes]) -> Any:
+    def _decode(self, item: list[bytes]) -> hms.Partition:
         return decode_partition(item, self.tolerant_tails)
 
     def encoded(self, indexes: Sequence[int]) -> EncodedList:
@@ -303,7 +305,7 @@ class PartitionSet:
 
     # ---- writes (each returns a new set, sharing the blocks it did not change) ---------------------
 
-    def with_partitions(self, parts: Sequence[Any], new_ids: Mapping[str, int] | None = None) -> PartitionSet:
+    def with_partitions(self, parts: Sequence[hms.Partition], new_ids: Mapping[str, int] | None = None) -> PartitionSet:
         """Adds or replaces partitions (matched by name). A replaced partition keeps its id; an added one takes
         its id from `new_ids` (by name), else the set's ids become unknown."""
         return self.with_encoded(encoded_rows(parts), new_ids)
@@ -372,7 +374,7 @@ class PartitionSetBuilder:
         self._rows = base.rows()
         self._tolerant = set(base.tolerant_tails)
 
-    def add(self, parts: Sequence[Any], ids: Sequence[int | None] | None = None) -> None:
+    def add(self, parts: Sequence[hms.Partition], ids: Sequence[int | None] | None = None) -> None:
         """Adds (or replaces) partitions; `ids` parallel to them, or None when the store gave none. Partitions the
         store read encoded (EncodedPartitions) are taken as they are."""
         encoded = parts if isinstance(parts, EncodedPartitions) else EncodedPartitions.of(parts)

@@ -23,7 +23,9 @@ from typing import Any
 import cachetools
 
 from hmsproxy.hive.write_ids import ValidWriteIdList
+from hmsproxy.idl import hms
 from hmsproxy.idl.codec import encode
+from hmsproxy.idl.fields import present
 from hmsproxy.store.cache.own_bytes import HotOwnBytes
 from hmsproxy.store.cache.partition_stats import PartitionStats
 from hmsproxy.store.cache.partitions import PartitionSet
@@ -37,9 +39,9 @@ GENERATIONS_KEPT = 10_000         # tables whose generation is remembered; past 
 
 @dataclass(frozen=True)
 class TableEntry:
-    table: Any
+    table: Any   # hms.Table: typing it waits for the serving-tier rework of cached_store.py (issue 53)
     partitions: PartitionSet
-    table_stats: dict[str, Any] = field(default_factory=dict)              # column -> stats object
+    table_stats: dict[str, hms.ColumnStatisticsObj] = field(default_factory=dict)   # column -> stats object
     partition_stats: PartitionStats = field(default_factory=PartitionStats)  # partition name -> column -> stats
     write_ids: ValidWriteIdList | None = None  # transactional tables: the write ids this entry reflects
     version: int = 0  # the table's newest event id when it was loaded (local writes keep it: a lower bound)
@@ -100,10 +102,10 @@ class SharedCache:
         self.lock = threading.RLock()
         # the partitions' own bytes kept expanded while read, up to `hot_bytes` (--cache-hot-bytes; own_bytes.py)
         self.hot = HotOwnBytes(hot_bytes)
-        self._databases: dict[DbKey, Any] = {}
+        self._databases: dict[DbKey, hms.Database] = {}
         self._complete_catalogs: set[str] = set()
         self._table_index: dict[DbKey, dict[str, tuple[str, str | None]]] = {}   # name -> (type, comment)
-        self._functions: dict[DbKey, dict[str, Any]] = {}
+        self._functions: dict[DbKey, dict[str, hms.Function]] = {}
         self._tables = _TableLRU(max_bytes, on_evict)
         self._oversized: set[TableKey] = set()   # tables larger than the whole memory bound: never cached
         self._generations: dict[TableKey, int] = {}
@@ -235,8 +237,9 @@ class SharedCache:
         with self.lock:
             self._complete_catalogs.discard(cat)
 
-    def install_catalog(self, cat: str, databases: dict[str, Any], meta: Sequence[tuple[str, str, str, str | None]],
-                        functions: Sequence[Any]) -> None:
+    def install_catalog(self, cat: str, databases: dict[str, hms.Database],
+                        meta: Sequence[tuple[str, str, str, str | None]],
+                        functions: Sequence[hms.Function]) -> None:
         """A prewarm's read of a whole catalog; the catalog is complete from now on."""
         with self.lock:
             for name, database in databases.items():
@@ -246,11 +249,11 @@ class SharedCache:
             for db, tbl, kind, comment in meta:
                 self._table_index[(cat, db)][tbl] = (kind, comment)
             for function in functions:
-                self._functions[(cat, function.dbName)][function.functionName] = function
+                self._functions[(cat, present(function.dbName))][present(function.functionName)] = function
             self._complete_catalogs.add(cat)
 
-    def put_database(self, key: DbKey, database: Any, tables: dict[str, tuple[str, str | None]] | None = None,
-                     functions: dict[str, Any] | None = None) -> None:
+    def put_database(self, key: DbKey, database: hms.Database, tables: dict[str, tuple[str, str | None]] | None = None,
+                     functions: dict[str, hms.Function] | None = None) -> None:
         """A database created or changed. Its table names and functions, when given, are what a database new to
         the cache starts with (empty for a created one); a database already known keeps its own."""
         with self.lock:
@@ -273,7 +276,7 @@ class SharedCache:
             self._table_index.pop(key, None)
             self._functions.pop(key, None)
 
-    def database(self, key: DbKey) -> Any | None:
+    def database(self, key: DbKey) -> hms.Database | None:
         with self.lock:
             return self._databases.get(key)
 
@@ -306,11 +309,11 @@ class SharedCache:
             return sorted((db, name, kind, comment) for (c, db), names in self._table_index.items() if c == cat
                           for name, (kind, comment) in names.items())
 
-    def function(self, key: DbKey, name: str) -> Any | None:
+    def function(self, key: DbKey, name: str) -> hms.Function | None:
         with self.lock:
             return self._functions.get(key, {}).get(name)
 
-    def functions_of(self, cat: str, db: str | None = None) -> list[Any] | None:
+    def functions_of(self, cat: str, db: str | None = None) -> list[hms.Function] | None:
         """The functions of a catalog, or of one database; None when that database's are not known."""
         with self.lock:
             if db is not None and (cat, db) not in self._functions:
@@ -319,7 +322,7 @@ class SharedCache:
                      for f in functions.values()]
         return sorted(found, key=lambda f: (f.dbName, f.functionName))
 
-    def put_function(self, key: DbKey, name: str, function: Any | None) -> None:
+    def put_function(self, key: DbKey, name: str, function: hms.Function | None) -> None:
         """A function created, changed (`function`) or dropped (None), in a database whose functions are known."""
         with self.lock:
             self.bump_catalog(key[0])
@@ -333,7 +336,7 @@ class SharedCache:
 
     # ---- name index --------------------------------------------------------------------------------
 
-    def index_table(self, key: TableKey, table: Any) -> None:
+    def index_table(self, key: TableKey, table: Any) -> None:   # hms.Table, once a table without a type is settled
         with self.lock:
             self.bump_catalog(key[0])
             names = self._table_index.get(key[:2])
@@ -364,7 +367,7 @@ class _KeyWrite:
             key_lock.users += 1
         key_lock.lock.acquire()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._bumps:
             self._cache.bump(self._key)
         with self._cache.lock:

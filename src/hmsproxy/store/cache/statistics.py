@@ -7,6 +7,7 @@ from typing import Any
 from hmsproxy.events.journal import Journal
 from hmsproxy.hive.names import make_partition_name
 from hmsproxy.hive.stats_accurate import ACCURATE, mark_columns_accurate
+from hmsproxy.idl.fields import present
 from hmsproxy.store import canonical
 from hmsproxy.store.cache.shared_cache import SharedCache, TableEntry, TableKey
 from hmsproxy.store.rawstore import RawStore
@@ -33,7 +34,8 @@ class CachedStatistics:
 
             def change(entry: TableEntry) -> TableEntry:
                 table = canonical.table(entry.table, entry.table_id, cat)
-                table.parameters[ACCURATE] = mark_columns_accurate(table.parameters.get(ACCURATE), list(new_stats))
+                parameters = present(table.parameters)
+                parameters[ACCURATE] = mark_columns_accurate(parameters.get(ACCURATE), list(new_stats))
                 self.cache.index_table(key, table)
                 return entry.but(table=table, table_stats={**entry.table_stats, **new_stats})
 

@@ -15,6 +15,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 from hmsproxy.events import messages as m
+from hmsproxy.idl.fields import present
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.domain import NotificationEvent, TableWrite
 
@@ -58,8 +59,8 @@ def apply_event(store: CachedStore, event: NotificationEvent, seen: AllocationsS
     elif kind == m.ALTER_TABLE:
         parsed = m.parse(kind, event.message, event.messageFormat)
         before, after = parsed.table_before, parsed.table_after
-        store.invalidate((cat, before.dbName.lower(), before.tableName.lower()), gone=True)
-        store.invalidate((cat, after.dbName.lower(), after.tableName.lower()), table=after)
+        store.invalidate((cat, present(before.dbName).lower(), present(before.tableName).lower()), gone=True)
+        store.invalidate((cat, present(after.dbName).lower(), present(after.tableName).lower()), table=after)
     elif kind in TABLE_EVENTS:
         key = (cat, db, (event.tableName or "").lower())
         if kind == m.CREATE_TABLE:

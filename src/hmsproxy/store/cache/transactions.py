@@ -11,7 +11,6 @@ go to the database.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from hmsproxy.events.journal import Journal
 from hmsproxy.hive.write_ids import ValidTxnList, ValidWriteIdList
@@ -94,7 +93,7 @@ class CachedTransactions:
         self._apply_txn_end(writes, "aborted")
         return writes
 
-    def lock(self, components: Sequence[Any], txn_id: int | None, user: str, host: str,
+    def lock(self, components: Sequence[hms.LockComponent], txn_id: int | None, user: str, host: str,
              agent: str | None) -> LockOutcome:
         return self.synchronise(self.delegate.lock(components, txn_id, user, host, agent))
 

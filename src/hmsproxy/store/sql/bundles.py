@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, func, select
 
 from hmsproxy.hive.write_ids import ValidWriteIdList
+from hmsproxy.idl import hms
 from hmsproxy.idl.partition_bytes import EncodedPartitions
 from hmsproxy.store.domain import PartitionSink, TableBundle, is_transactional
 from hmsproxy.store.sql import event_log
@@ -25,12 +26,12 @@ from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.lookups import TableRef, no_such_object, table_ref
 from hmsproxy.store.sql.stats_codec import row_to_obj
 
-Statistics = dict[str, Any]   # column name -> ColumnStatisticsObj
+Statistics = dict[str, hms.ColumnStatisticsObj]   # by column name
 
 
 class BundleStore:
     db: Database
-    _load_tables: Callable[[Connection, str, str, Sequence[str]], list[Any]]                     # TableStore
+    _load_tables: Callable[[Connection, str, str, Sequence[str]], list[hms.Table]]                     # TableStore
     _partition_id_ranges: Callable[[Connection, TableRef], list[ColumnElement[bool]]]            # PartitionStore
     _read_encoded_partitions: Callable[[Connection, str, dict[int, tuple[str, str]], ColumnElement[bool], bool],
                                        dict[int, tuple[EncodedPartitions, list[int]]]]             # PartitionStore
@@ -84,7 +85,7 @@ class BundleStore:
             transactional = _transactional(conn, cat, databases, [table for _, table in tables])
             write_ids = {key: self.table_write_ids(conn, *key) for key in tables
                          if (key[0].lower(), key[1].lower()) in transactional}
-            loaded: list[Any] = []
+            loaded: list[Any] = []   # hms.Table: the names and ids SQL always gives still to be narrowed
             for db in databases:
                 loaded += self._load_tables(conn, cat, db, [table for d, table in tables if d == db])
             for table in loaded:

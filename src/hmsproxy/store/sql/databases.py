@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
 
@@ -28,7 +27,7 @@ class DatabaseStore:
     _drop_table_in: Callable[[Connection, str, str, str], DroppedTable]   # TableStore
     _drop_function_in: Callable[[Connection, int, str], bool]             # FunctionStore
 
-    def get_catalog(self, name: str) -> Any:
+    def get_catalog(self, name: str) -> hms.Catalog:
         with self.db.transaction() as conn:
             if not self.layout.holds(s.CTLGS):
                 return self._implied_catalog(conn, name)
@@ -39,7 +38,7 @@ class DatabaseStore:
                            createTime=row.CREATE_TIME)
 
     @staticmethod
-    def _implied_catalog(conn: Connection, name: str) -> Any:
+    def _implied_catalog(conn: Connection, name: str) -> hms.Catalog:
         """Before Hive 3 the one catalog is implied; its location is the warehouse, as the default database's."""
         if name != DEFAULT_CATALOG:
             raise no_such_object(f"catalog {name} does not exist")
@@ -52,7 +51,7 @@ class DatabaseStore:
         with self.db.transaction() as conn:
             return sorted(conn.execute(select(s.CTLGS.c.NAME)).scalars())
 
-    def create_database(self, database: Any, journal: Journal | None = None) -> None:
+    def create_database(self, database: hms.Database, journal: Journal | None = None) -> None:
         with self.db.transaction(write=True, journal=journal) as conn:
             exists = conn.execute(select(s.DBS.c.DB_ID).where(
                 s.DBS.c.NAME == database.name, s.DBS.c.CTLG_NAME == database.catalogName)).first()
@@ -69,7 +68,7 @@ class DatabaseStore:
             if rows:
                 conn.execute(insert(s.DATABASE_PARAMS), rows)
 
-    def get_database(self, cat: str, name: str) -> Any:
+    def get_database(self, cat: str, name: str) -> hms.Database:
         with self.db.transaction() as conn:
             row = conn.execute(select(s.DBS).where(s.DBS.c.NAME == name, s.DBS.c.CTLG_NAME == cat)).first()
             if row is None:
@@ -86,7 +85,7 @@ class DatabaseStore:
         with self.db.transaction() as conn:
             return sorted(conn.execute(select(s.DBS.c.NAME).where(s.DBS.c.CTLG_NAME == cat)).scalars())
 
-    def alter_database(self, cat: str, name: str, database: Any, journal: Journal | None = None) -> None:
+    def alter_database(self, cat: str, name: str, database: hms.Database, journal: Journal | None = None) -> None:
         """Replaces parameters and owner; HMS ignores changes to name, description and location."""
         with self.db.transaction(write=True, journal=journal) as conn:
             db_id = database_id(conn, cat, name)
@@ -97,7 +96,7 @@ class DatabaseStore:
             if rows:
                 conn.execute(insert(s.DATABASE_PARAMS), rows)
 
-    def drop_database(self, cat: str, name: str, cascade: bool, journal: Journal | None = None) -> list[Any]:
+    def drop_database(self, cat: str, name: str, cascade: bool, journal: Journal | None = None) -> list[DroppedTable]:
         """Drops the database; with cascade also its tables and functions. Returns the dropped tables.
 
         Without cascade a database that still holds tables or functions is refused

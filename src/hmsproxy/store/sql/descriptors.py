@@ -30,6 +30,7 @@ from sqlalchemy import (
 )
 
 from hmsproxy.idl import hms
+from hmsproxy.idl.fields import present
 from hmsproxy.idl.java_map_order import in_java_hashmap_order
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
@@ -50,13 +51,14 @@ def params_rows(key_col: str, owner_id: int, params: dict[str, str] | None) -> l
     return [{key_col: owner_id, "PARAM_KEY": k, "PARAM_VALUE": v} for k, v in (params or {}).items()]
 
 
-def insert_columns(db: Database, conn: Connection, cols: Sequence[Any]) -> int:
+def insert_columns(db: Database, conn: Connection, cols: Sequence[hms.FieldSchema]) -> int:
     [cd_id], rows = column_rows(db, conn, [cols])
     insert_rows(conn, rows)
     return cd_id
 
 
-def column_rows(db: Database, conn: Connection, column_lists: Sequence[Sequence[Any]]) -> tuple[list[int], Inserts]:
+def column_rows(db: Database, conn: Connection, column_lists: Sequence[Sequence[hms.FieldSchema]]
+                ) -> tuple[list[int], Inserts]:
     """New column descriptors, one per list of columns: their ids (allocated here) and the rows that write them,
     for the caller to insert with its own rows in one go."""
     first = db.allocate_ids(conn, "MColumnDescriptor", len(column_lists))
@@ -66,14 +68,15 @@ def column_rows(db: Database, conn: Connection, column_lists: Sequence[Sequence[
     return cd_ids, [(s.CDS, [{"CD_ID": cd_id} for cd_id in cd_ids]), (s.COLUMNS_V2, columns)]
 
 
-def insert_descriptors(db: Database, conn: Connection, sds: Sequence[Any], cd_ids: Sequence[int]) -> list[int]:
+def insert_descriptors(db: Database, conn: Connection, sds: Sequence[hms.StorageDescriptor],
+                       cd_ids: Sequence[int]) -> list[int]:
     """Writes the storage descriptors (with serdes, params, bucketing, sort and skew); returns their ids."""
     sd_ids, rows = descriptor_rows(db, conn, sds, cd_ids)
     insert_rows(conn, rows)
     return sd_ids
 
 
-def descriptor_rows(db: Database, conn: Connection, sds: Sequence[Any], cd_ids: Sequence[int]
+def descriptor_rows(db: Database, conn: Connection, sds: Sequence[hms.StorageDescriptor], cd_ids: Sequence[int]
                     ) -> tuple[list[int], Inserts]:
     """The storage descriptors' ids (allocated here) and the rows that write them, for the caller to insert with
     its own rows in one go."""
@@ -82,7 +85,7 @@ def descriptor_rows(db: Database, conn: Connection, sds: Sequence[Any], cd_ids: 
     first_serde = db.allocate_ids(conn, "MSerDeInfo", count)
     sd_rows, serde_rows = [], []
     sd_params, serde_params, buckets, sorts, skew_names = [], [], [], [], []
-    skewed: list[tuple[int, Any]] = []
+    skewed: list[tuple[int, hms.SkewedInfo]] = []
     for i, (sd, cd_id) in enumerate(zip(sds, cd_ids)):
         sd_id, serde_id = first_sd + i, first_serde + i
         serde = sd.serdeInfo or hms.SerDeInfo()
@@ -114,7 +117,7 @@ def descriptor_rows(db: Database, conn: Connection, sds: Sequence[Any], cd_ids: 
     return [first_sd + i for i in range(count)], rows
 
 
-def _skew_value_rows(db: Database, conn: Connection, skewed: list[tuple[int, Any]]
+def _skew_value_rows(db: Database, conn: Connection, skewed: list[tuple[int, hms.SkewedInfo]]
                      ) -> list[tuple[Table, Sequence[dict[str, Any]]]]:
     lists: list[tuple[int, Sequence[str], str | None, bool]] = []  # (sd, values, location, is_skewed_value)
     for sd_id, info in skewed:
@@ -165,7 +168,8 @@ def descriptor_columns() -> list[Any]:
     ]
 
 
-def descriptor_from_row(m: Any, columns: dict[int, list[Any]], skew: dict[int, Any]) -> Any:
+def descriptor_from_row(m: Any, columns: dict[int, list[hms.FieldSchema]], skew: dict[int, hms.SkewedInfo]
+                        ) -> hms.StorageDescriptor:
     """The StorageDescriptor of a row selected with descriptor_columns (a mapping); `columns` by CD_ID and
     `skew` by SD_ID from load_columns and load_skew."""
     serde = hms.SerDeInfo(
@@ -187,11 +191,11 @@ def descriptor_from_row(m: Any, columns: dict[int, list[Any]], skew: dict[int, A
     )
 
 
-def load_columns(conn: Connection, cd_ids: Iterable[int | None]) -> dict[int, list[Any]]:
+def load_columns(conn: Connection, cd_ids: Iterable[int | None]) -> dict[int, list[hms.FieldSchema]]:
     """The columns of the column descriptors `cd_ids` (None, a descriptor without, is passed over), by CD_ID.
     The ids come from rows already read: a subquery here would join the partitions to their descriptors again."""
     wanted = sorted({cd_id for cd_id in cd_ids if cd_id is not None})
-    columns: dict[int, list[Any]] = defaultdict(list)
+    columns: dict[int, list[hms.FieldSchema]] = defaultdict(list)
     for chunk in in_chunks(wanted):
         for cd_id, name, type_name, comment in conn.execute(
             select(s.COLUMNS_V2.c.CD_ID, s.COLUMNS_V2.c.COLUMN_NAME, s.COLUMNS_V2.c.TYPE_NAME, s.COLUMNS_V2.c.COMMENT)
@@ -202,7 +206,7 @@ def load_columns(conn: Connection, cd_ids: Iterable[int | None]) -> dict[int, li
     return columns
 
 
-def load_descriptors(conn: Connection, sd_ids: Select[Any]) -> dict[int, Any]:
+def load_descriptors(conn: Connection, sd_ids: Select[Any]) -> dict[int, hms.StorageDescriptor]:
     """All storage descriptors whose ids `sd_ids` (a one-column select) yields, keyed by SD id."""
     rows = conn.execute(select(*descriptor_columns()).select_from(s.SDS.outerjoin(
         s.SERDES, s.SERDES.c.SERDE_ID == s.SDS.c.SERDE_ID)).where(s.SDS.c.SD_ID.in_(sd_ids))).all()
@@ -222,7 +226,7 @@ def _ordered_lists(conn: Connection, table: Table, value_col: Column[Any], sd_id
     return result
 
 
-def load_skew(conn: Connection, sd_ids: Select[Any]) -> dict[int, Any]:
+def load_skew(conn: Connection, sd_ids: Select[Any]) -> dict[int, hms.SkewedInfo]:
     names = _ordered_lists(conn, s.SKEWED_COL_NAMES, s.SKEWED_COL_NAMES.c.SKEWED_COL_NAME, sd_ids)
     values_rows = conn.execute(
         select(s.SKEWED_VALUES.c.SD_ID_OID, s.SKEWED_VALUES.c.STRING_LIST_ID_EID)
@@ -245,9 +249,9 @@ def load_skew(conn: Connection, sd_ids: Select[Any]) -> dict[int, Any]:
             .order_by(values.c.STRING_LIST_ID, values.c.INTEGER_IDX)
         ):
             strings[list_id].append(value)
-    result: dict[int, Any] = {}
+    result: dict[int, hms.SkewedInfo] = {}
 
-    def info(sd_id: int) -> Any:
+    def info(sd_id: int) -> hms.SkewedInfo:
         if sd_id not in result:
             result[sd_id] = hms.SkewedInfo(skewedColNames=names.get(sd_id, []), skewedColValues=[],
                                            skewedColValueLocationMaps={})
@@ -256,9 +260,9 @@ def load_skew(conn: Connection, sd_ids: Select[Any]) -> dict[int, Any]:
     for sd_id in names:
         info(sd_id)
     for sd_id, list_id in values_rows:
-        info(sd_id).skewedColValues.append(strings.get(list_id, []))
+        present(info(sd_id).skewedColValues).append(strings.get(list_id, []))
     for sd_id, list_id, location in loc_rows:
-        info(sd_id).skewedColValueLocationMaps[tuple(strings.get(list_id, []))] = location
+        present(info(sd_id).skewedColValueLocationMaps)[tuple(strings.get(list_id, []))] = location
     return result
 
 

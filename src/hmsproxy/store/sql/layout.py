@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import Alias, Connection, Engine, Table, inspect, select, text
 
 from hmsproxy.idl import hms
+from hmsproxy.store.domain import Kept
 from hmsproxy.store.sql import schema as s
 
 DEFAULT_CATALOG = "hive"  # before Hive 3 the only one, implied by every row
@@ -95,7 +96,7 @@ class Layout:
                 raise self.lacking(f"{table.name}.{name} (given {value!r})")
         return kept
 
-    def forget(self, obj: Any) -> Any:
+    def forget(self, obj: Kept) -> Kept:
         """The object with the fields this schema does not record reset, as reading it back would give them."""
         if not self.absent:   # Hive 4.0.0's layout, on the path of every write's result
             return obj

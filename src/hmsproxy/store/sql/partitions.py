@@ -24,6 +24,7 @@ from hmsproxy.hive.partition_filter import PartitionFilter, names_matching
 from hmsproxy.hive.partitions_to_add import check_new_and_distinct
 from hmsproxy.idl import hms
 from hmsproxy.idl.codec import encode
+from hmsproxy.idl.fields import present
 from hmsproxy.idl.partition_bytes import EncodedPartitions, descriptor_tail, location_field, needs_tolerant
 from hmsproxy.store.canonical import write_id
 from hmsproxy.store.domain import PartitionBatch, batch_scan, cut_batch
@@ -58,13 +59,13 @@ Fields = Mapping[Any, Any]   # a partition's fields as read, by name (a row's ma
 class PartitionStore:
     db: Database
     layout: Layout
-    _load_tables: Callable[[Connection, str, str, Sequence[str]], list[Any]]   # TableStore
+    _load_tables: Callable[[Connection, str, str, Sequence[str]], list[hms.Table]]   # TableStore
     remembered_tables: RememberedTables
 
     # ---- writes ------------------------------------------------------------------------------------
 
-    def add_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any],
-                       if_not_exists: bool = False, journal: Journal | None = None) -> list[Any]:
+    def add_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[hms.Partition],
+                       if_not_exists: bool = False, journal: Journal | None = None) -> list[hms.Partition]:
         """Adds all partitions or none. A duplicate inside the request is a MetaException; an existing
         partition is AlreadyExistsException, or skipped with if_not_exists. Returns what was added.
 
@@ -99,13 +100,14 @@ class PartitionStore:
                 raise
             with self.db.transaction() as conn:
                 ref = table_ref(conn, cat, db_name, tbl_name)
-                names = [make_partition_name(ref.partition_keys, p.values) for p in parts]
+                names = [make_partition_name(ref.partition_keys, present(p.values)) for p in parts]
                 existing = self._existing_names(conn, ref.tbl_id, names)
             check_new_and_distinct(names, parts, existing, False)
             raise
 
-    def _add_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any], if_not_exists: bool,
-                        journal: Journal | None, remembered: Remembered | None, share_lock: bool = False) -> list[Any]:
+    def _add_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[hms.Partition],
+                        if_not_exists: bool, journal: Journal | None, remembered: Remembered | None,
+                        share_lock: bool = False) -> list[hms.Partition]:
         """`remembered`: the table as an earlier write read it, to plan from without reading it; `share_lock`: the
         table is read with a locking read (always where the write's query does not hold it unchanged)."""
         holding = self._holding(journal)
@@ -123,7 +125,7 @@ class PartitionStore:
                 if not _fits(ref, part):
                     raise hms.MetaException(message=f"partition values {part.values} do not match the partition "
                                                     f"keys {list(ref.partition_keys)} of {db_name}.{tbl_name}")
-            names = [make_partition_name(ref.partition_keys, p.values) for p in parts]
+            names = [make_partition_name(ref.partition_keys, present(p.values)) for p in parts]
             must_ask = if_not_exists or len(set(names)) < len(names)
             existing = self._existing_names(conn, ref.tbl_id, names) if must_ask else set()
             check_new_and_distinct(names, parts, existing, if_not_exists)
@@ -150,14 +152,14 @@ class PartitionStore:
                 s.PARTITIONS.c.TBL_ID == tbl_id, s.PARTITIONS.c.PART_NAME.in_(chunk))).scalars())
         return found
 
-    def _insert_partitions(self, conn: Connection, ref: TableRef, named: Sequence[tuple[str, Any]],
+    def _insert_partitions(self, conn: Connection, ref: TableRef, named: Sequence[tuple[str, hms.Partition]],
                            journal: Journal | None = None) -> list[int]:
         """Writes the partitions (with a journal: leaves their rows to go with its events, at the commit); returns
         the ids they were given, in order."""
         if not named:
             return []
-        cd_ids, columns = self._column_descriptors(conn, ref, [part.sd.cols for _, part in named])
-        sd_ids, descriptors = descriptor_rows(self.db, conn, [p.sd for _, p in named], cd_ids)
+        cd_ids, columns = self._column_descriptors(conn, ref, [present(part.sd).cols for _, part in named])
+        sd_ids, descriptors = descriptor_rows(self.db, conn, [present(p.sd) for _, p in named], cd_ids)
         first = self.db.allocate_ids(conn, "MPartition", len(named))
         rows, values, params = [], [], []
         for i, ((name, part), sd_id) in enumerate(zip(named, sd_ids)):
@@ -166,14 +168,15 @@ class PartitionStore:
                 "PART_ID": part_id, "TBL_ID": ref.tbl_id, "SD_ID": sd_id, "PART_NAME": name,
                 "CREATE_TIME": part.createTime or 0, "LAST_ACCESS_TIME": part.lastAccessTime or 0,
                 "WRITE_ID": write_id(part.writeId)}))
-            values += [{"PART_ID": part_id, "PART_KEY_VAL": v, "INTEGER_IDX": j} for j, v in enumerate(part.values)]
+            values += [{"PART_ID": part_id, "PART_KEY_VAL": v, "INTEGER_IDX": j}
+                       for j, v in enumerate(present(part.values))]
             params += params_rows("PART_ID", part_id, part.parameters)
         insert_at_commit(conn, [*columns, *descriptors, (s.PARTITIONS, rows), (s.PARTITION_KEY_VALS, values),
                                   (s.PARTITION_PARAMS, params)], journal)
         return [first + i for i in range(len(named))]
 
-    def _column_descriptors(self, conn: Connection, ref: TableRef, column_lists: Sequence[Sequence[Any] | None]
-                            ) -> tuple[list[int], Inserts]:
+    def _column_descriptors(self, conn: Connection, ref: TableRef,
+                            column_lists: Sequence[Sequence[hms.FieldSchema] | None]) -> tuple[list[int], Inserts]:
         """As Hive: each partition's column descriptor is the table's where its columns are the table's, else one of
         its own; with the rows that write those, to go with the partitions' other rows."""
         assert ref.columns is not None, "the table is read with its columns to write partitions"
@@ -184,26 +187,27 @@ class PartitionStore:
         own = iter(own_ids)
         return [table_cd if is_shared and table_cd is not None else next(own) for is_shared in shared], rows
 
-    def alter_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any],
+    def alter_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[hms.Partition],
                          journal: Journal | None = None) -> None:
         """Replaces each partition's definition (matched by its values), keeping its id. The table's row is read with
         a locking read: a drop of the table or of these partitions commits wholly before (they are missing) or after
         (it drops what this wrote), never between this read and the rows written."""
         with self.db.transaction(write=True, journal=journal) as conn:
             ref = table_ref(conn, cat, db_name, tbl_name, with_columns=True, share_lock=True)
-            self._replace_partitions(conn, ref, [(list(p.values), p) for p in parts], journal)
+            self._replace_partitions(conn, ref, [(list(present(p.values)), p) for p in parts], journal)
 
-    def rename_partition(self, cat: str, db_name: str, tbl_name: str, old_values: Sequence[str], part: Any,
+    def rename_partition(self, cat: str, db_name: str, tbl_name: str, old_values: Sequence[str], part: hms.Partition,
                          journal: Journal | None = None) -> None:
         """Gives the partition new values and definition, keeping its id; locks as alter_partitions does."""
         with self.db.transaction(write=True, journal=journal) as conn:
             ref = table_ref(conn, cat, db_name, tbl_name, with_columns=True, share_lock=True)
-            new_name = make_partition_name(ref.partition_keys, part.values)
+            new_values = present(part.values)
+            new_name = make_partition_name(ref.partition_keys, new_values)
             if self._existing_names(conn, ref.tbl_id, [new_name]):
-                raise hms.InvalidOperationException(message=partition_exists_message(db_name, tbl_name, part.values))
+                raise hms.InvalidOperationException(message=partition_exists_message(db_name, tbl_name, new_values))
             self._replace_partitions(conn, ref, [(list(old_values), part)], journal)
 
-    def _replace_partitions(self, conn: Connection, ref: TableRef, changes: Sequence[tuple[list[str], Any]],
+    def _replace_partitions(self, conn: Connection, ref: TableRef, changes: Sequence[tuple[list[str], hms.Partition]],
                             journal: Journal | None) -> None:
         old_names = [make_partition_name(ref.partition_keys, old) for old, _ in changes]
         found = {r.PART_NAME: r for r in self._rows_by_names(conn, ref.tbl_id, old_names)}
@@ -212,10 +216,11 @@ class PartitionStore:
             raise hms.InvalidOperationException(message=f"partition does not exist: {missing[0]}")
         for old_name, (_, part) in zip(old_names, changes):
             row = found[old_name]
-            cd_ids, columns = self._column_descriptors(conn, ref, [part.sd.cols])
-            [sd_id], descriptors = descriptor_rows(self.db, conn, [part.sd], cd_ids)
+            sd = present(part.sd)
+            cd_ids, columns = self._column_descriptors(conn, ref, [sd.cols])
+            [sd_id], descriptors = descriptor_rows(self.db, conn, [sd], cd_ids)
             insert_rows(conn, [*columns, *descriptors])
-            new_name = make_partition_name(ref.partition_keys, part.values)
+            new_name = make_partition_name(ref.partition_keys, present(part.values))
             conn.execute(update(s.PARTITIONS).where(s.PARTITIONS.c.PART_ID == row.PART_ID).values(
                 self.layout.values(s.PARTITIONS, {
                     "PART_NAME": new_name, "SD_ID": sd_id, "CREATE_TIME": part.createTime or 0,
@@ -225,14 +230,14 @@ class PartitionStore:
                                in_use=cd_ids)
             insert_at_commit(conn, [
                 (s.PARTITION_KEY_VALS, [{"PART_ID": row.PART_ID, "PART_KEY_VAL": v, "INTEGER_IDX": j}
-                                        for j, v in enumerate(part.values)]),
+                                        for j, v in enumerate(present(part.values))]),
                 (s.PARTITION_PARAMS, params_rows("PART_ID", row.PART_ID, part.parameters))], journal)
             if new_name != old_name:
                 conn.execute(update(s.PART_COL_STATS).where(s.PART_COL_STATS.c.PART_ID == row.PART_ID)
                              .values(PARTITION_NAME=new_name))
 
     def drop_partitions(self, cat: str, db_name: str, tbl_name: str, names: Sequence[str],
-                        if_exists: bool = False, journal: Journal | None = None) -> list[Any]:
+                        if_exists: bool = False, journal: Journal | None = None) -> list[hms.Partition]:
         """Drops the named partitions, all or none: a missing one is NoSuchObjectException unless if_exists. The
         table's row is locked first, as a drop of the table does: the table cannot go meanwhile, and statistics
         written to the partitions commit wholly before or after."""
@@ -291,7 +296,7 @@ class PartitionStore:
                                  .where(s.PARTITIONS.c.TBL_ID == tbl_id, s.PARTITIONS.c.PART_NAME.in_(chunk))).all()
         return rows
 
-    def get_partitions(self, cat: str, db_name: str, tbl_name: str, max_parts: int = -1) -> Sequence[Any]:
+    def get_partitions(self, cat: str, db_name: str, tbl_name: str, max_parts: int = -1) -> Sequence[hms.Partition]:
         """Sorted by name, read encoded (partition_bytes.py): a listing is sent as those bytes, as from the cache."""
         with self.db.transaction() as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
@@ -306,13 +311,14 @@ class PartitionStore:
             read = [self._read_encoded_partitions(conn, cat, named, chunk, False)[ref.tbl_id][0] for chunk in chunks]
         return EncodedPartitions.joined(read).listing()
 
-    def get_partitions_by_names(self, cat: str, db_name: str, tbl_name: str, names: Sequence[str]) -> list[Any]:
+    def get_partitions_by_names(self, cat: str, db_name: str, tbl_name: str,
+                                names: Sequence[str]) -> list[hms.Partition]:
         with self.db.transaction() as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
             ids = [r.PART_ID for r in self._rows_by_names(conn, ref.tbl_id, list(dict.fromkeys(names)))]
             return self._load_partitions(conn, cat, db_name, tbl_name, ref, ids)
 
-    def get_partition(self, cat: str, db_name: str, tbl_name: str, values: Sequence[str]) -> Any:
+    def get_partition(self, cat: str, db_name: str, tbl_name: str, values: Sequence[str]) -> hms.Partition:
         with self.db.transaction() as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
             name = make_partition_name(ref.partition_keys, values)
@@ -421,7 +427,7 @@ class PartitionStore:
         return by_table
 
     @staticmethod
-    def _descriptor_tail(m: Any, columns: dict[int, list[Any]], skew: dict[int, Any],
+    def _descriptor_tail(m: Any, columns: dict[int, list[hms.FieldSchema]], skew: dict[int, hms.SkewedInfo],
                          names: tuple[str, str, str], tolerant: set[bytes]) -> bytes:
         """The tail of the row's partition (partition_bytes.py), added to `tolerant` if it needs that decoder."""
         sd = descriptor_from_row(m, columns, skew)
@@ -433,7 +439,7 @@ class PartitionStore:
 
 
 def _partition_rows(conn: Connection, kept: ColumnElement[bool], packed: bool
-                    ) -> tuple[Sequence[Fields], dict[int, list[Any]], dict[int, Any]]:
+                    ) -> tuple[Sequence[Fields], dict[int, list[hms.FieldSchema]], dict[int, hms.SkewedInfo]]:
     """(rows, columns by CD_ID, skew by SD_ID) of the partitions meeting `kept`: each partition as a mapping of its
     fields (_partition_fields' names: its values, parameters and storage descriptor), then the descriptors'
     columns and skew.
@@ -568,6 +574,6 @@ def _values_in(name: str) -> list[str]:
         return [name]
 
 
-def _fits(ref: TableRef, part: Any) -> bool:
+def _fits(ref: TableRef, part: hms.Partition) -> bool:
     """The partition has a value for each of the table's partition keys (and the table has keys)."""
     return bool(ref.partition_keys) and len(part.values or []) == len(ref.partition_keys)

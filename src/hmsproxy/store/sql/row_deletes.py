@@ -36,7 +36,7 @@ def delete_rows(conn: Connection, deletions: Deletions) -> None:
         conn.exec_driver_sql(query, execution_options=MULTI_STATEMENT)
 
 
-def _id(value: Any) -> str:
+def _id(value: object) -> str:
     if value.__class__ is not int:
         raise TypeError(f"row ids are integers, not {value!r}")
     return str(value)

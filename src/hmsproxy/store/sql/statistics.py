@@ -40,7 +40,8 @@ class StatisticsStore:
     db: Database
     layout: Layout
 
-    def update_table_column_statistics(self, cat: str, stats: Any, journal: Journal | None = None) -> None:
+    def update_table_column_statistics(self, cat: str, stats: hms.ColumnStatistics,
+                                       journal: Journal | None = None) -> None:
         desc = stats.statsDesc
         with self.db.transaction(write=True, journal=journal) as conn:
             ref = table_ref(conn, cat, desc.dbName, desc.tableName, share_lock=True)   # see _write
@@ -49,7 +50,7 @@ class StatisticsStore:
             self._write(conn, s.TAB_COL_STATS, s.TABLE_PARAMS, "TBL_ID", ref.tbl_id, "MTableColumnStatistics", rows,
                         {"CAT_NAME": cat, "DB_NAME": desc.dbName, "TABLE_NAME": desc.tableName})
 
-    def update_partition_column_statistics(self, cat: str, stats: Any, values: Sequence[str],
+    def update_partition_column_statistics(self, cat: str, stats: hms.ColumnStatistics, values: Sequence[str],
                                            journal: Journal | None = None) -> None:
         desc = stats.statsDesc
         with self.db.transaction(write=True, journal=journal) as conn:
@@ -85,7 +86,7 @@ class StatisticsStore:
         _set_param(conn, params_table, owner_col, owner_id, ACCURATE, mark_columns_accurate(current, names))
 
     @staticmethod
-    def _rows(stats: Any, known_columns: dict[str, str], owner: str) -> list[dict[str, Any]]:
+    def _rows(stats: hms.ColumnStatistics, known_columns: dict[str, str], owner: str) -> list[dict[str, Any]]:
         last_analyzed = int(time.time())  # the time of writing, whatever the client says (as HMS 2.3 does)
         rows = []
         for obj in stats.statsObj or []:
@@ -103,7 +104,7 @@ class StatisticsStore:
         return rows
 
     def get_table_column_statistics(self, cat: str, db_name: str, tbl_name: str,
-                                    col_names: Sequence[str]) -> list[Any]:
+                                    col_names: Sequence[str]) -> list[hms.ColumnStatisticsObj]:
         with self.db.transaction() as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
             rows = conn.execute(select(s.TAB_COL_STATS).where(
@@ -112,7 +113,7 @@ class StatisticsStore:
         return [by_name[c] for c in col_names if c in by_name]
 
     def get_partition_column_statistics(self, cat: str, db_name: str, tbl_name: str, part_names: Sequence[str],
-                                        col_names: Sequence[str]) -> dict[str, list[Any]]:
+                                        col_names: Sequence[str]) -> dict[str, list[hms.ColumnStatisticsObj]]:
         """Per partition name, the statistics of the asked columns that exist (in the asked column order)."""
         with self.db.transaction() as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)

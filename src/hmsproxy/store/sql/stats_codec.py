@@ -10,7 +10,10 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
+from thriftpy2.thrift import TPayload
+
 from hmsproxy.idl import hms
+from hmsproxy.idl.fields import stats_data
 
 _LONG_TYPES = ("tinyint", "smallint", "int", "integer", "bigint")
 _DOUBLE_TYPES = ("float", "double", "double precision")
@@ -93,9 +96,10 @@ def obj_to_row(obj: Any) -> dict[str, Any]:
     return row
 
 
-def row_to_obj(row: Mapping[Any, Any]) -> Any:
+def row_to_obj(row: Mapping[Any, Any]) -> hms.ColumnStatisticsObj:
     kind = stats_kind(row["COLUMN_TYPE"])
     common = {"numNulls": row["NUM_NULLS"], "bitVectors": row["BIT_VECTOR"]}
+    stats: TPayload
     if kind == "booleanStats":
         stats = hms.BooleanColumnStatsData(numTrues=row["NUM_TRUES"], numFalses=row["NUM_FALSES"], **common)
     elif kind == "stringStats":
@@ -125,7 +129,7 @@ def row_to_obj(row: Mapping[Any, Any]) -> Any:
         stats = hms.LongColumnStatsData(lowValue=row["LONG_LOW_VALUE"], highValue=row["LONG_HIGH_VALUE"],
                                         numDVs=row["NUM_DISTINCTS"], histogram=row["HISTOGRAM"], **common)
     return hms.ColumnStatisticsObj(colName=row["COLUMN_NAME"], colType=row["COLUMN_TYPE"],
-                                   statsData=hms.ColumnStatisticsData(**{kind: stats}))
+                                   statsData=stats_data(kind, stats))
 
 
 def stats_as_stored(objs: Sequence[Any]) -> dict[str, Any]:
