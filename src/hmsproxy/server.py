@@ -25,14 +25,14 @@ from hmsproxy.rpc.tls import server_context
 from hmsproxy.storage.warehouse import Warehouse, to_uri
 from hmsproxy.store.cache.poller import Poller
 from hmsproxy.store.cache.prewarm import Loader
-from hmsproxy.store.cache.prewarm_workers import DatabaseAccess, WorkerPlan
-from hmsproxy.store.cache.unlogged_writes import UnloggedWrites
+from hmsproxy.store.cache.prewarm_workers import WorkerPlan
 from hmsproxy.store.cache.wiring import cache_over
 from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.reaper import Reaper
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.schema_setup import init_schema, schema_version
-from hmsproxy.store.sql.store import SqlStore
+from hmsproxy.store.sql.stats_codec import stats_as_stored
+from hmsproxy.store.sql.store import DatabaseAccess, SqlStore
 from hmsproxy.store.sql.validate import own_keys_missing_on_mysql
 from hmsproxy.upstream.serving import UpstreamParts, start_upstream
 
@@ -53,18 +53,17 @@ def server_conf(settings: Settings) -> dict[str, str]:
     }
 
 
-def open_store(settings: Settings, warehouse: Warehouse) -> SqlStore:
+def open_store(settings: Settings, warehouse: Warehouse, metrics: Metrics) -> SqlStore:
     """Connects, creates the schema on an empty database and makes sure the `default` database exists."""
     db = Database(settings.db, added_latency_ms=settings.db_latency_ms, connect_timeout_s=settings.db_connect_timeout_s,
-                  statement_timeout_s=settings.db_statement_timeout_s)
+                  statement_timeout_s=settings.db_statement_timeout_s, connection_waited=metrics.db_pool_wait.observe)
     if init_schema(db, to_uri(warehouse.root), settings.db_schema_wait_s):
         log.info("created the Hive metastore schema %s in %s", schema_version(db), db.engine.url.render_as_string())
     for missing in own_keys_missing_on_mysql(db.engine):
         log.warning("%s: an index of hmsproxy's own; served without it, slower (`hmsproxy schema upgrade` adds it)",
                     missing)
-    store = SqlStore(db)
-    store.txn_timeout_ms = int(settings.txn_timeout_s * 1000)
-    store.check_lock_wait_s = settings.check_lock_wait_s
+    store = SqlStore(db, txn_timeout_ms=int(settings.txn_timeout_s * 1000),
+                     check_lock_wait_s=settings.check_lock_wait_s)
     try:
         store.get_database("hive", "default")
     except hms.NoSuchObjectException:
@@ -81,17 +80,12 @@ def open_store(settings: Settings, warehouse: Warehouse) -> SqlStore:
 
 def cached(store: SqlStore, settings: Settings, metrics: Metrics) -> tuple[RawStore, Loader, Poller]:
     """Wraps the store in the cache, starts prewarming it and following the notification log."""
-    cached_store, loader = cache_over(store, settings, metrics, prewarm_workers(store.db, settings))
-    unlogged = UnloggedWrites(store, metrics, lambda found: cached_store.pass_through()) \
-        if settings.unlogged_check_s > 0 else None
-    poller = Poller(cached_store, metrics, interval_s=settings.poll_interval_s, event_ttl_s=settings.event_ttl_s,
-                    start_after=loader.start_after, reload_everything=loader.prewarm_again,
-                    unlogged=unlogged, unlogged_check_s=settings.unlogged_check_s)
-    store.db.event_watchers.extend([poller] if unlogged is None else [poller, unlogged])
-    cached_store.catch_up = poller.catch_up
-    loader.start()
-    poller.start()
-    return cached_store, loader, poller
+    parts = cache_over(store, settings, metrics, stats_as_stored, prewarm_workers(store.db, settings), creations=store)
+    # They learn of this instance's own writes (the database tells its watchers), which the cache has already.
+    store.db.event_watchers.extend([parts.poller] if parts.unlogged is None else [parts.poller, parts.unlogged])
+    parts.loader.start()
+    parts.poller.start()
+    return parts.store, parts.loader, parts.poller
 
 
 def prewarm_workers(db: Database, settings: Settings) -> WorkerPlan | None:
@@ -187,8 +181,7 @@ def start(settings: Settings) -> RunningServer:
     warehouse = Warehouse(settings.warehouse_path, keep=_server_files(settings),
                           quick_stats_max_files=settings.quick_stats_max_files)
     warehouse.root.mkdir(parents=True, exist_ok=True)
-    sql_store = open_store(settings, warehouse)
-    sql_store.db.connection_waited = metrics.db_pool_wait.observe
+    sql_store = open_store(settings, warehouse, metrics)
     metrics.db_pool_in_use.set_function(sql_store.db.connections_in_use)
     store: RawStore = sql_store
     loader: Loader | None = None

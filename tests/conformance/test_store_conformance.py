@@ -29,6 +29,7 @@ from hmsproxy.store.domain import TableBundle
 from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.schema_setup import init_schema
+from hmsproxy.store.sql.stats_codec import stats_as_stored
 from hmsproxy.store.sql.store import SqlStore
 from hmsproxy.upstream.pool import UpstreamPool
 from hmsproxy.upstream.store import UpstreamStore
@@ -64,7 +65,7 @@ def _sql(backend: str, workdir: Path) -> Iterator[SqlStore]:
 def _cached(backend: str, workdir: Path) -> Iterator[RawStore]:
     """The cache over the database, as `serve` builds it (without the threads that load and poll)."""
     with _sql(backend, workdir) as sql:
-        yield CachedStore(sql, SharedCache(max_bytes=1 << 30), CachePolicy.from_patterns(), Metrics())
+        yield CachedStore(sql, SharedCache(max_bytes=1 << 30), CachePolicy.from_patterns(), Metrics(), stats_as_stored)
 
 
 @contextlib.contextmanager

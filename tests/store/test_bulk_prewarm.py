@@ -3,6 +3,7 @@ database, groups respect their bounds, a large table is read alone, and a write 
 never leaves a stale entry behind."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -13,7 +14,8 @@ from hmsproxy.store.cache import prewarm
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.prewarm import Loader
-from hmsproxy.store.cache.shared_cache import SharedCache
+from hmsproxy.store.cache.shared_cache import SharedCache, TableKey
+from hmsproxy.store.sql.stats_codec import stats_as_stored
 from support.builders import placeholder_sd
 from support.sql_stores import RecordingStore, sqlite_store
 
@@ -37,9 +39,11 @@ def plain(tmp_path):
     store.close()
 
 
-def _cached(delegate: Any) -> tuple[CachedStore, SharedCache]:
+def _cached(delegate: Any, request_load: Callable[[TableKey], None] = lambda key: None
+            ) -> tuple[CachedStore, SharedCache]:
     cache = SharedCache(max_bytes=1 << 30)
-    return CachedStore(delegate, cache, CachePolicy.from_patterns(), Metrics()), cache
+    return CachedStore(delegate, cache, CachePolicy.from_patterns(), Metrics(), stats_as_stored,
+                       request_load=request_load), cache
 
 
 def _prewarmed(delegate: Any) -> tuple[CachedStore, SharedCache]:
@@ -83,8 +87,7 @@ def test_a_store_that_cannot_count_partitions_is_prewarmed_table_by_table(plain)
 def test_a_write_that_overlaps_a_group_read_leaves_no_stale_entry(plain):
     recording = RecordingStore(plain)
     requested: list[Any] = []
-    store, cache = _cached(recording)
-    store.request_load = requested.append
+    store, cache = _cached(recording, requested.append)
     store.load_catalog("hive")
     changed = ("hive", "d", "a")
     recording.during_group_read = lambda: store.alter_partitions(

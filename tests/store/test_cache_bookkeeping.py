@@ -13,6 +13,7 @@ from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache
+from hmsproxy.store.sql.stats_codec import stats_as_stored
 from support.builders import placeholder_sd
 from support.sql_stores import sqlite_store
 
@@ -29,7 +30,8 @@ def store(tmp_path):
     plain = sqlite_store(tmp_path, "d")
     cache = SharedCache(max_bytes=1 << 30, generations_kept=KEPT)
     requested: list = []
-    cached = CachedStore(plain, cache, CachePolicy.from_patterns(), Metrics(), request_load=requested.append)
+    cached = CachedStore(plain, cache, CachePolicy.from_patterns(), Metrics(), stats_as_stored,
+                         request_load=requested.append)
     cached.load_catalog("hive")
     yield cached, cache, requested
     plain.close()

@@ -20,6 +20,7 @@ from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.schema_setup import init_schema
+from hmsproxy.store.sql.stats_codec import stats_as_stored
 from hmsproxy.store.sql.store import SqlStore
 
 CAT, DB = "hive", "d"
@@ -72,7 +73,8 @@ class CacheMatchesDatabase(RuleBasedStateMachine):
         self.tmp = f"/tmp/hmsproxy-equivalence-{uuid.uuid4().hex[:8]}"
         self.plain = self._sql_store("plain")
         self.cache = SharedCache(max_bytes=1 << 30)
-        self.cached = CachedStore(self._sql_store("cached"), self.cache, CachePolicy.from_patterns(), Metrics())
+        self.cached = CachedStore(self._sql_store("cached"), self.cache, CachePolicy.from_patterns(), Metrics(),
+                                  stats_as_stored)
         for store in (self.plain, self.cached):
             store.create_database(hms.Database(name=DB, locationUri="file:/w/d.db", parameters={}, catalogName=CAT,
                                                ownerName="o", ownerType=hms.PrincipalType.USER, createTime=1))

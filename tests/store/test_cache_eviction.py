@@ -11,6 +11,7 @@ from hmsproxy.store.cache.cached_store import CachedStore, entry_from_bundle
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache
 from hmsproxy.store.reader import Reader
+from hmsproxy.store.sql.stats_codec import stats_as_stored
 from support.builders import placeholder_sd
 from support.sql_stores import sqlite_store
 
@@ -29,14 +30,15 @@ def stores(tmp_path):
             for i in range(count)])
     metrics = Metrics()
     probe = SharedCache(max_bytes=1 << 40)
-    cached = CachedStore(plain, probe, CachePolicy.from_patterns(), metrics)
+    cached = CachedStore(plain, probe, CachePolicy.from_patterns(), metrics, stats_as_stored)
     cached.load_catalog("hive")
     cached.load_table(("hive", "d", "t0"))
     one_table = probe.bytes_used()
     # room for about two small tables, far too little for the huge one
     cache = SharedCache(max_bytes=int(one_table * 2.5), on_evict=lambda key: metrics.cache_evictions.inc())
     requested = []
-    store = CachedStore(plain, cache, CachePolicy.from_patterns(), metrics, request_load=requested.append)
+    store = CachedStore(plain, cache, CachePolicy.from_patterns(), metrics, stats_as_stored,
+                        request_load=requested.append)
     store.load_catalog("hive")
     yield plain, store, cache, metrics, requested
     plain.close()

@@ -14,6 +14,7 @@ from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache
+from hmsproxy.store.sql.stats_codec import stats_as_stored
 from support.builders import placeholder_sd
 from support.sql_stores import sqlite_store
 from support.statements import count_statements
@@ -39,7 +40,7 @@ def stores(tmp_path):
     for day in days:
         plain.add_partitions("hive", "d", "t", [_partition(day, hr) for hr in (3, 1, 2)])
     requested: list[Any] = []
-    cached = CachedStore(plain, SharedCache(max_bytes=1 << 30), CachePolicy.from_patterns(), Metrics(),
+    cached = CachedStore(plain, SharedCache(max_bytes=1 << 30), CachePolicy.from_patterns(), Metrics(), stats_as_stored,
                          request_load=requested.append)
     cached.load_catalog("hive")
     cached.load_table(KEY)

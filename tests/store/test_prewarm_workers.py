@@ -21,10 +21,11 @@ from hmsproxy.server import prewarm_workers
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.prewarm import Loader
-from hmsproxy.store.cache.prewarm_workers import DatabaseAccess, PrewarmWorkers, WorkerPlan
+from hmsproxy.store.cache.prewarm_workers import PrewarmWorkers, WorkerPlan
 from hmsproxy.store.cache.shared_cache import SharedCache, TableEntry
 from hmsproxy.store.sql.database import Database
-from hmsproxy.store.sql.store import SqlStore
+from hmsproxy.store.sql.stats_codec import stats_as_stored
+from hmsproxy.store.sql.store import DatabaseAccess, SqlStore
 from support.builders import placeholder_sd
 from support.databases import BACKENDS
 from support.hmsproxy_server import start_hmsproxy_process
@@ -69,7 +70,7 @@ def _plan(store: SqlStore, processes: int = 2) -> WorkerPlan:
 
 def _prewarmed(delegate: Any, workers: WorkerPlan | None) -> dict[tuple[str, str], TableEntry]:
     cache = SharedCache(max_bytes=1 << 30)
-    store = CachedStore(delegate, cache, CachePolicy.from_patterns(), Metrics())
+    store = CachedStore(delegate, cache, CachePolicy.from_patterns(), Metrics(), stats_as_stored)
     loader = Loader(store, store.metrics, workers)
     loader.start()
     try:
@@ -104,9 +105,9 @@ def test_workers_cache_every_table_as_the_loader_would(populated):
 
 def test_a_write_that_overlaps_a_worker_read_is_not_cached_and_is_read_again(populated):
     cache = SharedCache(max_bytes=1 << 30)
-    store = CachedStore(populated, cache, CachePolicy.from_patterns(), Metrics())
     requested: list[Any] = []
-    store.request_load = requested.append
+    store = CachedStore(populated, cache, CachePolicy.from_patterns(), Metrics(), stats_as_stored,
+                        request_load=requested.append)
     store.load_catalog(CAT)
     workers = PrewarmWorkers(_plan(populated, processes=1), fallback=store.read_entries)
     try:
@@ -126,7 +127,8 @@ def test_a_write_that_overlaps_a_worker_read_is_not_cached_and_is_read_again(pop
 
 def test_a_dead_worker_leaves_the_loader_reading_the_rest_itself(populated):
     read_here: list[Any] = []
-    store = CachedStore(populated, SharedCache(max_bytes=1 << 30), CachePolicy.from_patterns(), Metrics())
+    store = CachedStore(populated, SharedCache(max_bytes=1 << 30), CachePolicy.from_patterns(), Metrics(),
+                        stats_as_stored)
 
     def fallback(cat: str, tables: Any) -> Any:
         read_here.append(list(tables))
@@ -167,9 +169,9 @@ def test_no_workers_for_an_in_memory_sqlite_database_or_when_switched_off(tmp_pa
 POOLS = """
 import json, multiprocessing, sys, threading
 from hmsproxy.store.cache.cached_store import entries_read
-from hmsproxy.store.cache.prewarm_workers import DatabaseAccess, PrewarmWorkers, WorkerPlan
+from hmsproxy.store.cache.prewarm_workers import PrewarmWorkers, WorkerPlan
 from hmsproxy.store.sql.database import Database
-from hmsproxy.store.sql.store import SqlStore
+from hmsproxy.store.sql.store import DatabaseAccess, SqlStore
 
 def fallback(cat, tables):
     raise AssertionError("read here instead of by a worker")

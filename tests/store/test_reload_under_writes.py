@@ -13,6 +13,7 @@ from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache
+from hmsproxy.store.sql.stats_codec import stats_as_stored
 from support.databases import BACKENDS
 from support.sql_stores import add_table_t, fresh_store, partition_k, sd_at
 
@@ -31,7 +32,8 @@ def test_a_table_written_during_every_read_of_it_is_still_cached(backend, tmp_pa
         store.add_partitions("hive", "d", "t", _partitions(root, 0, 50))
         cache = SharedCache(max_bytes=1 << 30)
         requested: list = []
-        cached = CachedStore(store, cache, CachePolicy.from_patterns(), Metrics(), request_load=requested.append)
+        cached = CachedStore(store, cache, CachePolicy.from_patterns(), Metrics(), stats_as_stored,
+                             request_load=requested.append)
         cached.load_catalog("hive")
         written = [50]
         blocked_writers: list[threading.Thread] = []

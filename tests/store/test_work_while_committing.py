@@ -19,6 +19,7 @@ from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache
 from hmsproxy.store.sql import schema as s
+from hmsproxy.store.sql.stats_codec import stats_as_stored
 from hmsproxy.store.sql.store import SqlStore
 from support.databases import BACKENDS
 from support.polling import wait_for
@@ -39,7 +40,7 @@ def _add(cached: CachedStore, store: SqlStore, parts: list[Any], if_not_exists: 
 
 
 def _cached(store: SqlStore) -> CachedStore:
-    cached = CachedStore(store, SharedCache(max_bytes=1 << 30), CachePolicy.from_patterns(), Metrics())
+    cached = CachedStore(store, SharedCache(max_bytes=1 << 30), CachePolicy.from_patterns(), Metrics(), stats_as_stored)
     cached.load_catalog("hive")
     cached.load_table(KEY)
     return cached

@@ -12,22 +12,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hmsproxy.store.cache import own_bytes
-from hmsproxy.store.cache.own_bytes import CHUNK, HOT, OwnBytes, Packed
+from hmsproxy.store.cache.own_bytes import CHUNK, HotOwnBytes, OwnBytes, Packed
 
 
 @pytest.fixture
-def hot_budget() -> Iterator[None]:
-    """Restores the process's hot budget after a test that changes it."""
-    budget = HOT.budget
-    yield
-    HOT.budget = budget
+def hot() -> HotOwnBytes:
+    """A cache's hot own bytes, for one test (a test that wants another budget sets its own)."""
+    return HotOwnBytes(64 << 20)
 
 
 NO_BASE = OwnBytes(())
 
 
-def _written(items: tuple[bytes, ...]) -> OwnBytes:
-    return OwnBytes.written(items, own_bytes.expanded_nbytes(items), NO_BASE)
+def _written(items: tuple[bytes, ...], hot: HotOwnBytes) -> OwnBytes:
+    return OwnBytes.written(items, own_bytes.expanded_nbytes(items), NO_BASE, hot)
 
 
 def _items(count: int, seed: int = 0) -> tuple[bytes, ...]:
@@ -58,81 +56,70 @@ def test_packing_takes_a_fraction_of_the_expanded_bytes():
     assert own.nbytes() * 4 < own_bytes.expanded_nbytes(items)
 
 
-def test_a_loaded_set_rests_packed_and_a_read_expands_it():
+def test_a_loaded_set_rests_packed_and_a_read_expands_it(hot):
     items = _items(300)
     own = OwnBytes.packed(items)
     assert own.is_packed() and not own.is_expanded()
-    assert own.pick([5, 299, 5]) == [items[5], items[299], items[5]]
+    assert own.pick([5, 299, 5], hot) == [items[5], items[299], items[5]]
     assert not own.is_expanded(), "a few partitions are read from their chunks"
-    assert own.items() == items and own.is_expanded()
+    assert own.items(hot) == items and own.is_expanded()
     assert len(own) == 300
     assert own.total_length() == sum(map(len, items))
 
 
-def test_a_read_spread_over_many_chunks_expands_the_set_and_the_next_decompresses_nothing():
+def test_a_read_spread_over_many_chunks_expands_the_set_and_the_next_decompresses_nothing(hot):
     """A filter on the second key picks a partition from every chunk: read from the chunks each time, every call
     decompressed the whole table (3.2 ms for 10,000 partitions) and the set never became hot."""
     items = _items(40 * CHUNK, 11)
     own = OwnBytes.packed(items)
     few = [3, CHUNK + 5, 9 * CHUNK]
-    assert own.pick(few) == [items[i] for i in few] and not own.is_expanded()
+    assert own.pick(few, hot) == [items[i] for i in few] and not own.is_expanded()
     spread = list(range(0, len(items), CHUNK // 2))
-    assert own.pick(spread) == [items[i] for i in spread]
+    assert own.pick(spread, hot) == [items[i] for i in spread]
     assert own.is_expanded()
 
 
-def test_the_same_few_read_again_and_again_expand_the_set_once_a_quarter_of_it_was_decompressed():
+def test_the_same_few_read_again_and_again_expand_the_set_once_a_quarter_of_it_was_decompressed(hot):
     """A repeated filter picks the same partitions of a packed set on every call: read from their chunk each time,
     every call decompressed it again (a tenth of the call's CPU) and the set never became hot."""
     items = _items(40 * CHUNK, 11)
     own = OwnBytes.packed(items)
     few = [CHUNK * 3 + n for n in range(49)]
     for _ in range(10):
-        assert own.pick(few) == [items[i] for i in few]
+        assert own.pick(few, hot) == [items[i] for i in few]
     assert not own.is_expanded(), "ten reads of one chunk: a quarter of the 40 decompressed"
-    assert own.pick(few) == [items[i] for i in few]
+    assert own.pick(few, hot) == [items[i] for i in few]
     assert own.is_expanded()
     own.cool()
-    assert own.pick(few) == [items[i] for i in few] and not own.is_expanded(), "cooled: counted afresh"
+    assert own.pick(few, hot) == [items[i] for i in few] and not own.is_expanded(), "cooled: counted afresh"
 
 
-def test_a_pick_that_would_expand_the_set_is_refused_when_asked_not_to():
+def test_a_pick_that_would_expand_the_set_is_refused_when_asked_not_to(hot):
     items = _items(40 * CHUNK, 11)
     own = OwnBytes.packed(items)
     few = [CHUNK * 7 + n for n in range(20)]
-    assert own.pick_without_expanding(list(range(0, len(items), CHUNK // 2))) is None, "spread over every chunk"
-    assert own.pick_without_expanding(few) is None, "and the reads so far decompressed a quarter"
+    assert own.pick_without_expanding(list(range(0, len(items), CHUNK // 2)), hot) is None, "spread over every chunk"
+    assert own.pick_without_expanding(few, hot) is None, "and the reads so far decompressed a quarter"
     assert not own.is_expanded()
-    assert own.pick(few) == [items[i] for i in few] and own.is_expanded()
-    assert own.pick_without_expanding(few) == [items[i] for i in few]
+    assert own.pick(few, hot) == [items[i] for i in few] and own.is_expanded()
+    assert own.pick_without_expanding(few, hot) == [items[i] for i in few]
 
 
-def _no_hot_entries() -> None:
-    """Empties the process's hot set, which earlier tests may have left entries in: they would be the first to
-    leave and make room for the test's own."""
-    HOT.budget = 0
-    last = OwnBytes.packed(_items(1, 99))
-    last.items()   # every other entry leaves; this one stays until it is dropped
-    del last
-    assert HOT.expanded_size() == 0
-
-
-def test_beyond_the_budget_the_least_recently_read_are_packed(hot_budget):
-    _no_hot_entries()
+def test_beyond_the_budget_the_least_recently_read_are_packed(hot):
     sets = [OwnBytes.packed(_items(200, seed)) for seed in range(4)]
     one = own_bytes.expanded_nbytes(_items(200))
-    HOT.budget = int(2.5 * one)
+    hot.budget = int(2.5 * one)
     for own in sets:
-        own.items()
+        own.items(hot)
     assert [own.is_expanded() for own in sets] == [False, False, True, True]
-    sets[2].items()   # read again: now the most recent
-    OwnBytes.packed(_items(200, 9)).items()
+    sets[2].items(hot)   # read again: now the most recent
+    OwnBytes.packed(_items(200, 9)).items(hot)
     assert [own.is_expanded() for own in sets] == [False, False, True, False]
-    assert [own.items() for own in sets] == [_items(200, seed) for seed in range(4)]
+    assert [own.items(hot) for own in sets] == [_items(200, seed) for seed in range(4)]
 
 
 @pytest.fixture
-def packing_gate(monkeypatch) -> Iterator[tuple[threading.Event, list[str]]]:
+def packing_gate(monkeypatch, hot) -> Iterator[tuple[threading.Event, list[str]]]:
     """Holds the packer thread before each packing until the gate opens; records which thread packed."""
     gate, packed_on = threading.Event(), []
     pack = own_bytes.Packed.of
@@ -146,76 +133,76 @@ def packing_gate(monkeypatch) -> Iterator[tuple[threading.Event, list[str]]]:
     monkeypatch.setattr(own_bytes.Packed, "of", staticmethod(held_pack))
     yield gate, packed_on
     gate.set()
-    HOT.wait_packed()
+    hot.wait_packed()
 
 
-def test_a_written_set_is_packed_when_it_leaves_the_hot_ones(hot_budget, packing_gate):
+def test_a_written_set_is_packed_when_it_leaves_the_hot_ones(hot, packing_gate):
     """On the packer thread: the read that pushed it out does not wait for it."""
     gate, packed_on = packing_gate
     items = _items(500, 1)
-    written = _written(items)
+    written = _written(items, hot)
     assert written.is_expanded() and not written.is_packed()
     estimate = written.nbytes()
-    HOT.budget = 0
-    newest = _written(_items(10, 2))   # the newest stays, however small the budget
+    hot.budget = 0
+    newest = _written(_items(10, 2), hot)   # the newest stays, however small the budget
     assert written.is_expanded(), "still expanded while the packer is held"
     gate.set()
-    HOT.wait_packed()
+    hot.wait_packed()
     assert packed_on == ["pack-own-bytes"]
     assert written.is_packed() and not written.is_expanded() and newest.is_expanded()
     assert estimate / 2 < written.nbytes() < estimate * 2 < own_bytes.expanded_nbytes(items) / 2
-    assert written.items() == items
+    assert written.items(hot) == items
 
 
 def test_past_the_queued_packings_the_pushing_thread_packs_and_a_set_read_again_stays_expanded(
-        hot_budget, packing_gate, monkeypatch):
+        hot, packing_gate, monkeypatch):
     gate, packed_on = packing_gate
     monkeypatch.setattr(own_bytes, "PACKS_QUEUED", 1)
-    first, second = _written(_items(300, 7)), _written(_items(300, 8))
-    HOT.budget = 0
-    newest = _written(_items(10, 2))   # pushes both out: the first waits for the packer, the second not
+    first, second = _written(_items(300, 7), hot), _written(_items(300, 8), hot)
+    hot.budget = 0
+    newest = _written(_items(10, 2), hot)   # pushes both out: the first waits for the packer, the second not
     assert packed_on.count(threading.current_thread().name) == 1
     assert second.is_packed() and not second.is_expanded()
-    assert first.items() == _items(300, 7)   # read again before the packer got to it: hot again
+    assert first.items(hot) == _items(300, 7)   # read again before the packer got to it: hot again
     gate.set()
-    HOT.wait_packed()
+    hot.wait_packed()
     assert packed_on.count("pack-own-bytes") == 1   # the first (the read pushed the newest out: packed here)
-    assert first.is_packed() and first.is_expanded() and newest.items() == _items(10, 2)
+    assert first.is_packed() and first.is_expanded() and newest.items(hot) == _items(10, 2)
 
 
-def test_a_written_set_is_counted_at_the_share_its_base_packed_to():
+def test_a_written_set_is_counted_at_the_share_its_base_packed_to(hot):
     base = OwnBytes.packed(_items(1000, 5))
     items = _items(1100, 6)
     size = own_bytes.expanded_nbytes(items)
-    written = OwnBytes.written(items, size, base)
+    written = OwnBytes.written(items, size, base, hot)
     share = base.nbytes() / base.expanded_nbytes()
     assert written.nbytes() == int(size * share)
-    assert OwnBytes.written(items, size, written).nbytes() == int(size * written.nbytes() / size)
+    assert OwnBytes.written(items, size, written, hot).nbytes() == int(size * written.nbytes() / size)
 
 
-def test_a_dropped_set_leaves_the_hot_ones():
-    before = HOT.expanded_size()
+def test_a_dropped_set_leaves_the_hot_ones(hot):
+    before = hot.expanded_size()
     items = _items(400, 3)
-    written = _written(items)
-    assert HOT.expanded_size() == before + own_bytes.expanded_nbytes(items)
+    written = _written(items, hot)
+    assert hot.expanded_size() == before + own_bytes.expanded_nbytes(items)
     del written
-    assert HOT.expanded_size() == before
+    assert hot.expanded_size() == before
 
 
-def test_a_set_pickles_packed_and_reads_back_the_same():
+def test_a_set_pickles_packed_and_reads_back_the_same(hot):
     items = _items(300, 4)
-    written = _written(items)
+    written = _written(items, hot)
     copy = pickle.loads(pickle.dumps(written))
     assert copy.is_packed() and not copy.is_expanded()
-    assert copy.items() == items
+    assert copy.items(hot) == items
     assert len(pickle.dumps(written)) * 4 < sum(map(len, items))
 
 
-def test_readers_get_the_right_bytes_while_others_pack_and_expand_them(hot_budget):
+def test_readers_get_the_right_bytes_while_others_pack_and_expand_them(hot):
     """Eight threads read sets through every path while a budget of about one set packs them all the time."""
     sets = {seed: _items(CHUNK + 40, seed) for seed in range(6)}
-    owns = {seed: OwnBytes.packed(items) if seed % 2 else _written(items) for seed, items in sets.items()}
-    HOT.budget = own_bytes.expanded_nbytes(sets[0])
+    owns = {seed: OwnBytes.packed(items) if seed % 2 else _written(items, hot) for seed, items in sets.items()}
+    hot.budget = own_bytes.expanded_nbytes(sets[0])
     wrong: list[str] = []
 
     def read(worker: int) -> None:
@@ -225,7 +212,8 @@ def test_readers_get_the_right_bytes_while_others_pack_and_expand_them(hot_budge
             own, items = owns[seed], sets[seed]
             indexes = [rng.randrange(len(items)) for _ in range(rng.choice((1, 3, CHUNK + 1)))]
             try:
-                if own.pick(indexes) != [items[i] for i in indexes] or own.items() != items or len(own) != len(items):
+                if own.pick(indexes, hot) != [items[i] for i in indexes] or own.items(hot) != items or \
+                        len(own) != len(items):
                     wrong.append(f"set {seed}: other bytes")
             except Exception as error:   # a reader that found neither form
                 wrong.append(f"set {seed}: {error!r}")
@@ -235,6 +223,28 @@ def test_readers_get_the_right_bytes_while_others_pack_and_expand_them(hot_budge
         thread.start()
     for thread in threads:
         thread.join()
-    HOT.wait_packed()
+    hot.wait_packed()
     assert wrong == []
     assert sum(own.is_expanded() for own in owns.values()) <= 2
+
+
+def test_without_a_hot_set_a_read_leaves_a_block_packed_and_a_write_packs_at_once():
+    """A set another process built (prewarm's workers) reads so until it is given the cache's (kept_in)."""
+    items = _items(300, 5)
+    own = OwnBytes.packed(items)
+    assert own.items(None) == items and own.pick(list(range(0, 300, 2)), None) == list(items[0::2])
+    assert not own.is_expanded()
+    written = OwnBytes.written(items, own_bytes.expanded_nbytes(items), own, None)
+    assert written.is_packed() and not written.is_expanded() and written.items(None) == items
+
+
+def test_each_cache_keeps_its_hot_bytes_within_its_own_budget():
+    small, large = HotOwnBytes(0), HotOwnBytes(64 << 20)
+    first, second, third, fourth = (OwnBytes.packed(_items(200, seed)) for seed in range(4))
+    first.items(small)
+    second.items(small)   # the newest stays, however small the budget
+    third.items(large)
+    fourth.items(large)
+    assert [own.is_expanded() for own in (first, second, third, fourth)] == [False, True, True, True]
+    assert large.expanded_size() == third.expanded_nbytes() + fourth.expanded_nbytes()
+    assert small.expanded_size() == second.expanded_nbytes()

@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from hmsproxy.hive.stats_accurate import ACCURATE, mark_basic_stats_accurate
 from hmsproxy.idl import hms
 from hmsproxy.storage.warehouse import Warehouse
-from hmsproxy.store.sql.statistics import ACCURATE, mark_basic_stats_accurate
 
 DO_NOT_UPDATE_STATS = "DO_NOT_UPDATE_STATS"
 STATS_GENERATED = "STATS_GENERATED"

@@ -8,9 +8,10 @@ per outage and retried at the next interval.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from typing import Any
+
+from hmsproxy.ops.background import BackgroundLoop, Outage
 
 log = logging.getLogger(__name__)
 
@@ -19,28 +20,23 @@ class Reaper:
     def __init__(self, reap: Callable[[], list[Any]], interval_s: float) -> None:
         self._reap = reap                 # the store's reap_expired
         self._interval_s = interval_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="txn-reaper", daemon=True)
+        self._outage = Outage(log, "cannot reap abandoned transactions and locks (%s); retrying",
+                              "reaping abandoned transactions and locks again")
+        self._loop = BackgroundLoop("txn-reaper", self._step, first_wait_s=interval_s)
 
     def start(self) -> None:
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
+        self._loop.stop()
 
-    def _run(self) -> None:
-        failing = False
-        while not self._stop.wait(self._interval_s):
-            try:
-                aborted = self._reap()
-            except Exception as exc:  # the database is down or flaky: try again at the next interval
-                if not failing:
-                    log.warning("cannot reap abandoned transactions and locks (%s); retrying", exc)
-                failing = True
-                continue
-            if failing:
-                log.info("reaping abandoned transactions and locks again")
-            failing = False
-            if aborted:
-                log.info("aborted %d write ids of transactions that stopped heartbeating", len(aborted))
+    def _step(self) -> float:
+        try:
+            aborted = self._reap()
+        except Exception as exc:  # the database is down or flaky: try again at the next interval
+            self._outage.failure(exc)
+            return self._interval_s
+        self._outage.success()
+        if aborted:
+            log.info("aborted %d write ids of transactions that stopped heartbeating", len(aborted))
+        return self._interval_s

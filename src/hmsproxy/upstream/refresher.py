@@ -13,7 +13,6 @@ running without a log, said in the README.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -21,6 +20,7 @@ from collections.abc import Callable, Sequence
 from hmsproxy.hive.names import DEFAULT_CATALOG
 from hmsproxy.idl import hms
 from hmsproxy.idl.fields import present
+from hmsproxy.ops.background import BackgroundLoop
 from hmsproxy.ops.burst_log import BurstLog
 from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
@@ -43,28 +43,28 @@ class Refresher:
         self._prewarm_again = prewarm_again
         self._prewarmed = prewarmed          # the first prewarm has ended (well or not)
         self._follow_log = follow_log
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="upstream-refresher", daemon=True)
         self._failures = BurstLog("cannot revalidate the cache against the upstream HMS: %s", 60.0, log)
+        self._check_s = min(interval_s, WHOLENESS_CHECK_S)
+        self._loop = BackgroundLoop("upstream-refresher", self._step, first_wait_s=self._check_s)
+        self._last_revalidation = 0.0
 
     def start(self) -> None:
-        self._thread.start()
+        self._last_revalidation = time.monotonic()
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
+        self._loop.stop()
 
-    def _run(self) -> None:
-        last_revalidation = time.monotonic()
-        while not self._stop.wait(min(self.interval_s, WHOLENESS_CHECK_S)):
-            try:
-                if self.prewarm_if_needed() or self.log_found():
-                    continue
-                if self.revalidate and time.monotonic() - last_revalidation >= self.interval_s:
-                    last_revalidation = time.monotonic()
-                    self.revalidate_once()
-            except Exception as exc:   # the upstream is down: try again next time
-                self._failures.happened(exc)
+    def _step(self) -> float:
+        try:
+            if self.prewarm_if_needed() or self.log_found():
+                return self._check_s
+            if self.revalidate and time.monotonic() - self._last_revalidation >= self.interval_s:
+                self._last_revalidation = time.monotonic()
+                self.revalidate_once()
+        except Exception as exc:   # the upstream is down: try again next time
+            self._failures.happened(exc)
+        return self._check_s
 
     def prewarm_if_needed(self) -> bool:
         """Prewarms again when the first prewarm has ended and the cache is not whole; True if it did."""

@@ -18,6 +18,7 @@ from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.poller import Poller
 from hmsproxy.store.cache.prewarm import Loader
 from hmsproxy.store.cache.wiring import cache_over
+from hmsproxy.store.sql.stats_codec import stats_as_stored
 from hmsproxy.upstream.forwarding import ForwardingHandler
 from hmsproxy.upstream.pool import UpstreamPool
 from hmsproxy.upstream.refresher import Refresher
@@ -69,9 +70,9 @@ def start_upstream(settings: Settings, metrics: Metrics) -> UpstreamParts:
                         call_timeout_s=settings.upstream_call_timeout_s, observe=metrics.observe_upstream)
     metrics.upstream_up.set_function(lambda: 1.0 if pool.healthy else 0.0)
     upstream = UpstreamStore(pool)
-    store, loader = cache_over(upstream, settings, metrics)
-    poller = Poller(store, metrics, interval_s=settings.poll_interval_s, event_ttl_s=settings.event_ttl_s,
-                    start_after=loader.start_after, reload_everything=loader.prewarm_again)
+    # The upstream's statistics are as its database returns them, which the SQL store's are too.
+    cache = cache_over(upstream, settings, metrics, stats_as_stored)
+    store, loader, poller = cache.store, cache.loader, cache.poller
     has_log = _log_head(upstream, settings.upstream) > 0
     if not has_log:
         log.info("upstream %s shows no notification event: the cache is revalidated every %g s until one appears",
@@ -79,7 +80,6 @@ def start_upstream(settings: Settings, metrics: Metrics) -> UpstreamParts:
     following = threading.Event()
 
     def follow_log() -> None:
-        store.catch_up = poller.catch_up
         following.set()
         poller.start()
 

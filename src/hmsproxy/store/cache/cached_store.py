@@ -33,6 +33,7 @@ from hmsproxy.idl import hms
 from hmsproxy.idl.fields import present
 from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store import canonical
+from hmsproxy.store.cache.own_bytes import HotOwnBytes
 from hmsproxy.store.cache.partition_stats import PartitionStats
 from hmsproxy.store.cache.partitions import PartitionSet, PartitionSetBuilder, encoded_rows
 from hmsproxy.store.cache.policy import CachePolicy
@@ -71,14 +72,17 @@ class _LoadInFlight:
 
 class CachedStore(CachedStatistics, CachedTransactions):
     def __init__(self, delegate: RawStore, cache: SharedCache, policy: CachePolicy, metrics: Metrics,
-                 request_load: Callable[[TableKey], None] = lambda key: None, strict_snapshots: bool = False) -> None:
+                 stats_as_stored: Callable[[Sequence[Any]], dict[str, Any]], *,
+                 request_load: Callable[[TableKey], None] = lambda key: None,
+                 catch_up: Callable[[int], bool] = lambda event_id: False, strict_snapshots: bool = False) -> None:
         self.delegate = delegate
         self.cache = cache
         self.policy = policy
         self.metrics = metrics
-        self.request_load = request_load
+        self.stats_as_stored = stats_as_stored
+        self.request_load = request_load   # queues a table for the loader (store/cache/prewarm.py)
         # Applies the notification log up to an event id now; False if it cannot (store/cache/poller.py).
-        self.catch_up: Callable[[int], bool] = lambda event_id: False
+        self.catch_up = catch_up
         self.strict_snapshots = strict_snapshots
         self._loads_in_flight: dict[TableKey, list[_LoadInFlight]] = {}
         self.passing_through = False  # set for good when another writer logs no events (store/cache/unlogged_writes.py)
@@ -207,7 +211,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
 
     def read_entries(self, cat: str, tables: Sequence[tuple[str, str]]) -> list[TableEntry]:
         """The cache entries of tables read together from the delegate; those that do not exist are left out."""
-        return entries_read(self.delegate, cat, tables)
+        return entries_read(self.delegate, cat, tables, self.cache.hot)
 
     @contextlib.contextmanager
     def _loading(self, keys: Sequence[TableKey]) -> Iterator[list[_LoadInFlight]]:
@@ -236,7 +240,8 @@ class CachedStore(CachedStatistics, CachedTransactions):
         def collect(table: Any, chunk: Sequence[Any], ids: list[int] | None) -> None:
             nonlocal builder
             if builder is None:
-                builder = PartitionSetBuilder(PartitionSet(keys=tuple(k.name for k in table.partitionKeys)))
+                builder = PartitionSetBuilder(PartitionSet(keys=tuple(k.name for k in table.partitionKeys),
+                                                           hot=self.cache.hot))
             builder.add(chunk, ids)
 
         try:
@@ -420,8 +425,8 @@ class CachedStore(CachedStatistics, CachedTransactions):
                 keys = tuple(present(k.name) for k in present(stored.partitionKeys))
                 write_ids = ValidWriteIdList.of(f"{table.dbName}.{table.tableName}", 0) \
                     if self._has_write_ids(stored) else None
-                self.cache.put_table(key, TableEntry(stored, PartitionSet(keys=keys), write_ids=write_ids,
-                                                     version=journal.version))
+                self.cache.put_table(key, TableEntry(stored, PartitionSet(keys=keys, hot=self.cache.hot),
+                                                     write_ids=write_ids, version=journal.version))
         return tbl_id
 
     def _has_write_ids(self, table: Any) -> bool:
@@ -741,20 +746,23 @@ class CachedStore(CachedStatistics, CachedTransactions):
 EntryReader = Callable[[str, Sequence[tuple[str, str]]], list[TableEntry]]
 
 
-def entries_read(store: RawStore, cat: str, tables: Sequence[tuple[str, str]]) -> list[TableEntry]:
+def entries_read(store: RawStore, cat: str, tables: Sequence[tuple[str, str]], hot: HotOwnBytes | None = None
+                 ) -> list[TableEntry]:
     """The cache entries of tables read together from `store` (database, table each), with their sizes counted;
-    tables that do not exist are left out."""
-    entries = [entry_from_bundle(bundle) for bundle in store.get_table_bundles(cat, tables)]
+    tables that do not exist are left out. `hot`: the cache's, where their partitions are read (none in a worker
+    process)."""
+    entries = [entry_from_bundle(bundle, hot=hot) for bundle in store.get_table_bundles(cat, tables)]
     for entry in entries:
         entry.size_bytes()
     return entries
 
 
-def entry_from_bundle(bundle: TableBundle, partitions: PartitionSetBuilder | None = None) -> TableEntry:
+def entry_from_bundle(bundle: TableBundle, partitions: PartitionSetBuilder | None = None,
+                      hot: HotOwnBytes | None = None) -> TableEntry:
     """The cache entry of a loaded table; its partitions come from the builder they streamed into, or from
-    the bundle's list."""
+    the bundle's list (a set kept hot in `hot`)."""
     keys = tuple(present(k.name) for k in bundle.table.partitionKeys or [])
-    builder = partitions or PartitionSetBuilder(PartitionSet(keys=keys))
+    builder = partitions or PartitionSetBuilder(PartitionSet(keys=keys, hot=hot))
     builder.add(bundle.partitions, bundle.partition_ids)
     return TableEntry(
         table=bundle.table, partitions=builder.build(), table_stats=bundle.table_stats,

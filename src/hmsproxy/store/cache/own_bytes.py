@@ -4,7 +4,8 @@ Each partition's own bytes (partition_bytes: its values, parameters, times and l
 of what the cache holds for it, and the partitions of a table differ in a few characters: zlib packs them to
 about a tenth. Listings send them without a Python step per partition, which needs them expanded (one bytes
 object each), so the blocks read lately (partition_block.py: up to 1,024 partitions of a table each) keep them
-expanded too, up to a byte budget (HotOwnBytes, least recently used first out); the rest stay packed only. A
+expanded too, up to a byte budget (HotOwnBytes, least recently used first out: the cache's, which its partition
+sets pass to every read and write of their blocks); the rest stay packed only. A
 block that a write made starts expanded only, and is packed when it leaves the hot ones: on a thread of its own
 (zlib works without the interpreter's lock), so that the read that pushed it out does not wait for it.
 
@@ -89,11 +90,14 @@ class OwnBytes:
         return OwnBytes(None, Packed.of(items))
 
     @staticmethod
-    def written(items: tuple[bytes, ...], size: int, base: OwnBytes) -> OwnBytes:
+    def written(items: tuple[bytes, ...], size: int, base: OwnBytes, hot: HotOwnBytes | None) -> OwnBytes:
         """Own bytes a write made from `base`'s (`size`: their expanded_nbytes, which the writer counted as it
-        went): expanded and hot, since the table was just used."""
+        went): expanded and hot in `hot`, since the table was just used; packed at once without a hot set."""
         own = OwnBytes(items, expanded_size=size, packed_estimate=int(size * base._packed_share()))
-        HOT.touch(own, size)
+        if hot is None:
+            own.cool()
+        else:
+            hot.touch(own, size)
         return own
 
     def _packed_share(self) -> float:
@@ -103,32 +107,37 @@ class OwnBytes:
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled packed (prewarm's workers send blocks this way): a tenth of the bytes to send."""
-        return OwnBytes, (None, self._packed or Packed.of(self.items()))
+        return OwnBytes, (None, self._packed or Packed.of(self.items(None)))
 
-    def items(self) -> tuple[bytes, ...]:
-        """All of them expanded, which makes the block hot."""
+    def items(self, hot: HotOwnBytes | None) -> tuple[bytes, ...]:
+        """All of them expanded, which makes the block hot in `hot`; without a hot set a packed block stays packed
+        only."""
         items = self._expanded
         if items is None:
             assert self._packed is not None
             items = self._packed.expand()
+            if hot is None:
+                return items
             self._expanded = items
-        HOT.touch(self, self._size_of(items))
+        if hot is not None:
+            hot.touch(self, self._size_of(items))
         return items
 
-    def pick(self, indexes: Sequence[int]) -> Sequence[bytes]:
+    def pick(self, indexes: Sequence[int], hot: HotOwnBytes | None) -> Sequence[bytes]:
         """The items at `indexes`; a few of a packed block are read from their chunks without expanding it. Once the
         reads since it was last expanded would have decompressed a quarter of its chunks (items spread over the
         table, as a filter on the second key picks; or the same few read again and again, as a repeated filter
         does), it is expanded: reading from the chunks costs at most a quarter more than expanding at once, and
         the reads after it decompress nothing."""
-        picked = self.pick_without_expanding(indexes)
-        return picked if picked is not None else list(map(self.items().__getitem__, indexes))
+        picked = self.pick_without_expanding(indexes, hot)
+        return picked if picked is not None else list(map(self.items(hot).__getitem__, indexes))
 
-    def pick_without_expanding(self, indexes: Sequence[int]) -> Sequence[bytes] | None:
+    def pick_without_expanding(self, indexes: Sequence[int], hot: HotOwnBytes | None) -> Sequence[bytes] | None:
         """As pick, but None where pick would expand a packed block (most of a millisecond for a full block)."""
         items = self._expanded
         if items is not None:
-            HOT.touch(self, self._size_of(items))
+            if hot is not None:
+                hot.touch(self, self._size_of(items))
             return list(map(items.__getitem__, indexes))
         packed = self._packed
         assert packed is not None
@@ -148,7 +157,7 @@ class OwnBytes:
         """The same bytes, whatever their forms."""
         if not isinstance(other, OwnBytes):
             return NotImplemented
-        return self is other or (len(self) == len(other) and self.items() == other.items())
+        return self is other or (len(self) == len(other) and self.items(None) == other.items(None))
 
     def total_length(self) -> int:
         """The bytes of them all, as sent."""
@@ -168,7 +177,7 @@ class OwnBytes:
 
     def expanded_nbytes(self) -> int:
         """What they take expanded; counted once."""
-        return self._size_of(self.items())
+        return self._expanded_nbytes if self._expanded_nbytes is not None else self._size_of(self.items(None))
 
     def _size_of(self, items: tuple[bytes, ...]) -> int:
         if self._expanded_nbytes is None:
@@ -195,8 +204,8 @@ class OwnBytes:
 
 
 class HotOwnBytes:
-    """The own bytes kept expanded, up to `budget` bytes, least recently read out first. Keeps no block alive:
-    entries are weak, and leave when their block is dropped."""
+    """The own bytes kept expanded, up to `budget` bytes (--cache-hot-bytes), least recently read out first. Keeps
+    no block alive: entries are weak, and leave when their block is dropped."""
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
@@ -277,6 +286,3 @@ class HotOwnBytes:
     def expanded_size(self) -> int:
         """The bytes kept expanded now (the hmsproxy_cache_hot_bytes gauge)."""
         return self._expanded_bytes
-
-
-HOT = HotOwnBytes(64 << 20)   # the server sets its --cache-hot-bytes at start (wiring)

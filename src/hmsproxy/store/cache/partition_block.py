@@ -19,7 +19,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
-from hmsproxy.store.cache.own_bytes import OwnBytes, expanded_nbytes
+from hmsproxy.store.cache.own_bytes import HotOwnBytes, OwnBytes, expanded_nbytes
 
 # Partitions per block as a load builds them. A write splits a block that grows past twice this. Small enough that
 # copying a block is tens of microseconds, large enough that a table's tuple of blocks stays short (100 for
@@ -81,12 +81,13 @@ class Block:
         return (sum(map(row_bytes, self.names)) + len(self.names) * 8 * width
                 + sum(sys.getsizeof(t) for t in self.tails) + self.own_nbytes)
 
-    def merged(self, new: Sequence[NewRow], width: int, tolerant: AbstractSet[bytes]) -> tuple[list[Block], int]:
+    def merged(self, new: Sequence[NewRow], width: int, tolerant: AbstractSet[bytes], hot: HotOwnBytes | None
+               ) -> tuple[list[Block], int]:
         """This block with `new` (sorted by name, unique; `tolerant`: those of their tails that need the tolerant
         decoder) added, or replacing its partitions of the same names; split into several when it grows past
         2 * BLOCK. A replaced partition keeps its id; an added one takes
         its row's, and where that is None the block's ids become unknown. Returns the blocks and the change of
-        size_bytes; the rows are copied a run at a time."""
+        size_bytes; the rows are copied a run at a time. The new blocks start hot in `hot` (the set's)."""
         tail_index = {tail: i for i, tail in enumerate(self.tails)}
         names: list[str] = []
         own: list[bytes] = []
@@ -94,7 +95,7 @@ class Block:
         values: list[str] = []   # flat, as flat_values
         ids: array[int] | None = array("q") if self.ids is not None else None
         size_change = 0
-        base_own, own_size = self.own.items(), self.own.expanded_nbytes()
+        base_own, own_size = self.own.items(hot), self.own.expanded_nbytes()
         done = 0   # rows of this block copied so far
         tail_left = False   # whether a replaced partition left a tail (which may now be unused)
         for name, part_own, tail, part_values, new_id in new:
@@ -137,15 +138,15 @@ class Block:
         size_change -= self.own_nbytes
         tolerant = self.tolerant | tolerant
         if len(names) <= 2 * BLOCK:
-            block = Block(tuple(names), OwnBytes.written(tuple(own), own_size, self.own), refs, tuple(values), tails,
-                          ids, _among(tails, tolerant))
+            block = Block(tuple(names), OwnBytes.written(tuple(own), own_size, self.own, hot), refs, tuple(values),
+                          tails, ids, _among(tails, tolerant))
             return [block], size_change + block.own_nbytes
-        return _split(names, own, refs, values, tails, ids, tolerant, self.own, width, size_change)
+        return _split(names, own, refs, values, tails, ids, tolerant, self.own, hot, width, size_change)
 
-    def without(self, drop: Iterable[int], width: int) -> tuple[Block | None, int]:
+    def without(self, drop: Iterable[int], width: int, hot: HotOwnBytes | None) -> tuple[Block | None, int]:
         """This block without the partitions at positions `drop`; None when none is left. Returns it with the change
         of size_bytes."""
-        names, own, refs = list(self.names), list(self.own.items()), array("I", self.tail_refs)
+        names, own, refs = list(self.names), list(self.own.items(hot)), array("I", self.tail_refs)
         values = list(self.flat_values)
         ids = array("q", self.ids) if self.ids is not None else None
         size_change, own_size = -self.own_nbytes, self.own.expanded_nbytes()
@@ -158,8 +159,8 @@ class Block:
         if not names:
             return None, size_change - sum(sys.getsizeof(t) for t in self.tails)
         refs, tails, size_change = _without_unused_tails(refs, self.tails, size_change)
-        block = Block(tuple(names), OwnBytes.written(tuple(own), own_size, self.own), refs, tuple(values), tails, ids,
-                      _among(tails, self.tolerant))
+        block = Block(tuple(names), OwnBytes.written(tuple(own), own_size, self.own, hot), refs, tuple(values), tails,
+                      ids, _among(tails, self.tolerant))
         return block, size_change + block.own_nbytes
 
 
@@ -184,8 +185,8 @@ def packed_block(rows: Sequence[tuple[str, bytes, bytes, tuple[str, ...], int | 
 
 
 def _split(names: list[str], own: list[bytes], refs: array[int], values: list[str], tails: tuple[bytes, ...],
-           ids: array[int] | None, tolerant: AbstractSet[bytes], base: OwnBytes, width: int, size_change: int
-           ) -> tuple[list[Block], int]:
+           ids: array[int] | None, tolerant: AbstractSet[bytes], base: OwnBytes, hot: HotOwnBytes | None, width: int,
+           size_change: int) -> tuple[list[Block], int]:
     """Rows too many for one block, as blocks of about BLOCK each, each with the tails it uses (found from its
     rows alone, so that a table whose every partition has a tail of its own splits in linear time)."""
     blocks = []
@@ -195,7 +196,8 @@ def _split(names: list[str], own: list[bytes], refs: array[int], values: list[st
         items = tuple(own[start:end])
         piece_refs, piece_tails = _used_tails(refs[start:end], tails)
         size_change += sum(map(sys.getsizeof, piece_tails))
-        blocks.append(Block(tuple(names[start:end]), OwnBytes.written(items, expanded_nbytes(items), base), piece_refs,
+        blocks.append(Block(tuple(names[start:end]), OwnBytes.written(items, expanded_nbytes(items), base, hot),
+                            piece_refs,
                             tuple(values[start * width:end * width]), piece_tails,
                             None if ids is None else ids[start:end], _among(piece_tails, tolerant)))
         size_change += blocks[-1].own_nbytes

@@ -36,6 +36,7 @@ from hmsproxy.idl import hms
 from hmsproxy.idl.codec import EncodedList
 from hmsproxy.idl.fields import present
 from hmsproxy.idl.partition_bytes import EncodedPartitions, decode_partition, encode_partition
+from hmsproxy.store.cache.own_bytes import HotOwnBytes
 from hmsproxy.store.cache.partition_block import BLOCK, EMPTY_BLOCK, Block, NewRow, packed_block
 from hmsproxy.store.cache.value_index import ValueIndex
 from hmsproxy.store.domain import PartitionBatch, batch_scan, cut_batch
@@ -102,6 +103,8 @@ class PartitionSet:
     blocks: tuple[Block, ...] = ()               # in name order, none empty
     known_size: int | None = field(default=None, repr=False, compare=False)   # size_bytes(), once counted
     firsts: tuple[str, ...] = field(default=(), repr=False, compare=False)   # each block's first name
+    # where the blocks' own bytes are kept expanded while read (the cache's); None: a packed block stays packed
+    hot: HotOwnBytes | None = field(default=None, repr=False, compare=False)
     index: ValueIndex = field(init=False, repr=False, compare=False)   # of `values`, built as filters ask
 
     def __post_init__(self) -> None:
@@ -116,14 +119,18 @@ class PartitionSet:
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled as its blocks alone (prewarm's workers send sets): the index and the memos are built again
-        where it is unpickled."""
+        where it is unpickled, and the hot set given there (kept_in)."""
         return PartitionSet, (self.keys, self.blocks, self.known_size)
+
+    def kept_in(self, hot: HotOwnBytes) -> PartitionSet:
+        """The same partitions, their own bytes kept expanded in `hot` while read (a set another process built)."""
+        return PartitionSet(self.keys, self.blocks, self.known_size, self.firsts, hot)
 
     @staticmethod
     def of_values(keys: tuple[str, ...], rows: Iterable[tuple[str, tuple[str, ...]]]) -> PartitionSet:
         """A set of partitions known by name and values alone, with empty bytes (for what reads only the values:
         the index's tests and bench)."""
-        return _from_rows(keys, {name: (b"", b"", values, None) for name, values in rows}, set())
+        return _from_rows(keys, {name: (b"", b"", values, None) for name, values in rows}, set(), None)
 
     @functools.cached_property
     def tolerant_tails(self) -> frozenset[bytes]:
@@ -189,7 +196,7 @@ class PartitionSet:
             block, start = self.blocks[number], self.starts[number]
             end = len(ordered) if len(self.blocks) == 1 else bisect.bisect_left(ordered, self.starts[number + 1], done)
             local = ordered[done:end] if start == 0 else [i - start for i in ordered[done:end]]
-            own = block.own.pick(local) if expand else block.own.pick_without_expanding(local)
+            own = block.own.pick(local, self.hot) if expand else block.own.pick_without_expanding(local, self.hot)
             if own is None:
                 return None
             pieces[2 * done:2 * end:2] = own
@@ -210,7 +217,7 @@ class PartitionSet:
             if start >= count:
                 break
             end = min(count, start + len(block))
-            own = block.own.items()
+            own = block.own.items(self.hot)
             pieces[2 * start:2 * end:2] = own if end - start == len(own) else own[:end - start]
             pieces[2 * start + 1:2 * end:2] = block.tails_of(range(end - start))
         return EncodedList(pieces, 2, self._decode, self.encoded_bytes if count == len(self) else None)
@@ -282,7 +289,7 @@ class PartitionSet:
         width = len(self.keys)
         for block in self.blocks:
             ids: Iterable[int | None] = block.ids if block.ids is not None else [None] * len(block)
-            rows.update(zip(block.names, zip(block.own.items(), block.tails_of(range(len(block))),
+            rows.update(zip(block.names, zip(block.own.items(self.hot), block.tails_of(range(len(block))),
                                              block.values(width), ids)))
         return rows
 
@@ -320,11 +327,11 @@ class PartitionSet:
         blocks, firsts = list(base), list(self.firsts or ("",))
         size = self.size_bytes()
         for number, first, end in reversed(self._runs(new)):   # from the end: numbers before stay where they were
-            merged, size_change = base[number].merged(new[first:end], len(self.keys), tolerant)
+            merged, size_change = base[number].merged(new[first:end], len(self.keys), tolerant, self.hot)
             blocks[number:number + 1] = merged
             firsts[number:number + 1] = [block.names[0] for block in merged]
             size += size_change
-        return PartitionSet(self.keys, tuple(blocks), known_size=size, firsts=tuple(firsts))
+        return PartitionSet(self.keys, tuple(blocks), known_size=size, firsts=tuple(firsts), hot=self.hot)
 
     def _runs(self, new: Sequence[NewRow]) -> list[tuple[int, int, int]]:
         """(block number, start, end) of each run of `new` (sorted by name) that belongs in one block: the last
@@ -350,11 +357,11 @@ class PartitionSet:
         blocks, firsts = list(self.blocks), list(self.firsts)
         size = self.size_bytes()
         for number in sorted(drop, reverse=True):   # from the end: numbers before stay where they were
-            block, size_change = self.blocks[number].without(drop[number], len(self.keys))
+            block, size_change = self.blocks[number].without(drop[number], len(self.keys), self.hot)
             blocks[number:number + 1] = [] if block is None else [block]
             firsts[number:number + 1] = [] if block is None else [block.names[0]]
             size += size_change
-        return PartitionSet(self.keys, tuple(blocks), known_size=size, firsts=tuple(firsts))
+        return PartitionSet(self.keys, tuple(blocks), known_size=size, firsts=tuple(firsts), hot=self.hot)
 
 
 class PartitionSetBuilder:
@@ -363,6 +370,7 @@ class PartitionSetBuilder:
 
     def __init__(self, base: PartitionSet) -> None:
         self.keys = base.keys
+        self._hot = base.hot
         self._rows = base.rows()
         self._tolerant = set(base.tolerant_tails)
 
@@ -377,13 +385,14 @@ class PartitionSetBuilder:
             self._rows[make_partition_name(self.keys, values)] = (own, tail, tuple(map(sys.intern, values)), part_id)
 
     def build(self) -> PartitionSet:
-        return _from_rows(self.keys, self._rows, self._tolerant)
+        return _from_rows(self.keys, self._rows, self._tolerant, self._hot)
 
 
-def _from_rows(keys: tuple[str, ...], rows: dict[str, Row], tolerant: set[bytes]) -> PartitionSet:
+def _from_rows(keys: tuple[str, ...], rows: dict[str, Row], tolerant: set[bytes], hot: HotOwnBytes | None
+               ) -> PartitionSet:
     """A set of `rows`, in blocks of BLOCK, packed."""
     names = sorted(rows)
     same_tail: dict[bytes, bytes] = {}
     blocks = tuple(packed_block([(name, *rows[name]) for name in names[start:start + BLOCK]], same_tail, tolerant)
                    for start in range(0, len(names), BLOCK))
-    return PartitionSet(keys, blocks)
+    return PartitionSet(keys, blocks, hot=hot)

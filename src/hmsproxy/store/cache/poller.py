@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hmsproxy.events.messages import Event
+from hmsproxy.ops.background import BackgroundLoop, Outage
 from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.sync import AllocationsSeen, apply_event
@@ -36,7 +37,7 @@ OWN_CONFIRM_TIMEOUT_S = 10.0   # past it, an event still unconfirmed is applied 
 class Poller:
     def __init__(self, store: CachedStore, metrics: Metrics, *, interval_s: float, event_ttl_s: int,
                  start_after: Callable[[], int], reload_everything: Callable[[], int],
-                 unlogged: UnloggedWrites | None = None, unlogged_check_s: float = 0.0) -> None:
+                 unlogged: UnloggedWrites[Any] | None = None, unlogged_check_s: float = 0.0) -> None:
         self.store = store
         self.metrics = metrics
         self.interval_s = interval_s
@@ -47,22 +48,23 @@ class Poller:
         self._own: OrderedDict[int, str] = OrderedDict()   # event id -> type, of events this instance committed
         self._in_flight: set[int] = set()   # this instance's writes whose events may be in the log, outcome untold
         self._own_changed = threading.Condition()
-        self._stop = threading.Event()
         self._started = threading.Event()
         self._applying = threading.Lock()
         self._allocations = AllocationsSeen()
-        self._thread = threading.Thread(target=self._run, name="notification-poller", daemon=True)
+        self._outage = Outage(log, "cannot read the notification log (%s); retrying with backoff",
+                              "notification log reachable again; caught up to event %d")
+        self._backoff = interval_s
+        self._loop = BackgroundLoop("notification-poller", self._step)
         self._last_clean = 0.0
         self._unlogged = unlogged  # None once it found something, or when not looking
         self._unlogged_check_s = unlogged_check_s
         self._last_unlogged_check = 0.0
 
     def start(self) -> None:
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
+        self._loop.stop()
 
     # ---- the database's EventWatcher: the events this instance writes (its cache has them once committed) ----
 
@@ -106,29 +108,25 @@ class Poller:
                 self.metrics.notification_events_applied.labels(event_type).inc()
                 self.last_applied += 1
 
-    def _run(self) -> None:
-        self.last_applied = self._start_after()
-        self.metrics.notification_last_applied.set(self.last_applied)
-        self._started.set()
-        backoff = self.interval_s
-        failing = False
-        while not self._stop.is_set():
-            try:
-                with self._applying:
-                    busy = self.poll_once()
-                self.metrics.notification_last_poll.set_to_current_time()
-                if failing:
-                    log.info("notification log reachable again; caught up to event %d", self.last_applied)
-                failing, backoff = False, self.interval_s
-                if busy:
-                    continue  # a full batch: more events are waiting
-            except Exception as exc:  # the database is down or flaky: retry, log once per outage
-                self.metrics.notification_poll_errors.inc()
-                if not failing:
-                    log.warning("cannot read the notification log (%s); retrying with backoff", exc)
-                failing = True
-                backoff = min(backoff * 2, MAX_BACKOFF_S)
-            self._stop.wait(backoff)
+    def _step(self) -> float:
+        """Applies the next batch (first waiting for prewarm's start); returns the wait before the next: none after a
+        full batch, the interval after the rest, a doubling backoff while the database fails."""
+        if not self._started.is_set():
+            self.last_applied = self._start_after()
+            self.metrics.notification_last_applied.set(self.last_applied)
+            self._started.set()
+        try:
+            with self._applying:
+                busy = self.poll_once()
+            self.metrics.notification_last_poll.set_to_current_time()
+        except Exception as exc:  # the database is down or flaky: retry, log once per outage
+            self.metrics.notification_poll_errors.inc()
+            self._outage.failure(exc)
+            self._backoff = min(self._backoff * 2, MAX_BACKOFF_S)
+            return self._backoff
+        self._outage.success(self.last_applied)
+        self._backoff = self.interval_s
+        return 0.0 if busy else self.interval_s   # a full batch: more events are waiting
 
     def catch_up(self, event_id: int) -> bool:
         """Applies every event up to `event_id` before returning; False if that cannot be done now."""

@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
+from hmsproxy.ops.background import BackgroundLoop
 from hmsproxy.ops.burst_log import BurstLog
 from hmsproxy.ops.heap import release_free_memory
 from hmsproxy.ops.metrics import Metrics
@@ -45,26 +46,22 @@ class Loader:
         self.start_event_id = 0
         self._queue: deque[TableKey] = deque()
         self._queued: set[TableKey] = set()
-        self._wakeup = threading.Condition()
-        self._stopping = False
-        self._thread = threading.Thread(target=self._run, name="cache-loader", daemon=True)
+        self._queue_lock = threading.Lock()
+        self._loop = BackgroundLoop("cache-loader", self._step)
         self._load_failures = BurstLog("could not load %s into the cache; it is served from the database", 60.0, log)
 
     def start(self) -> None:
         """Starts the loader's thread, and before it prewarm's worker processes if it is large enough: at that point
         the server may still have no other thread, which lets them be forked (prewarm_workers.py)."""
         self._counts, self._workers = self._start_workers()
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        with self._wakeup:
-            self._stopping = True
-            self._wakeup.notify()
-        self._thread.join(timeout=10)
+        self._loop.stop()
 
     def request(self, key: TableKey, urgent: bool = True) -> None:
         """Queues a table for loading; urgent requests (a client is waiting) go to the front."""
-        with self._wakeup:
+        with self._queue_lock:
             if key in self._queued:
                 if urgent:
                     self._queue.remove(key)
@@ -72,21 +69,25 @@ class Loader:
                 return
             self._queued.add(key)
             self._queue.appendleft(key) if urgent else self._queue.append(key)
-            self._wakeup.notify()
+        self._loop.wake()
 
     def _next(self) -> TableKey | None:
-        with self._wakeup:
-            while not self._queue and not self._stopping:
-                if not self.complete.is_set():
-                    return None
-                self._wakeup.wait()
-            if self._stopping:
+        """The next table in the queue; None when it is empty or the loader stops."""
+        with self._queue_lock:
+            if not self._queue or self._loop.stopping:
                 return None
             key = self._queue.popleft()
             self._queued.discard(key)
             return key
 
-    def _run(self) -> None:
+    def _step(self) -> None:
+        """Prewarms at the first run; after it, loads what the queue holds, then waits for a request."""
+        if not self.complete.is_set():
+            self._prewarm_once()
+        while (key := self._next()) is not None:
+            self._load(key)
+
+    def _prewarm_once(self) -> None:
         counted, workers, self._counts, self._workers = self._counts, self._workers, {}, None
         try:
             self._prewarm(counted, workers)
@@ -97,8 +98,6 @@ class Loader:
                 workers.close()
         self.complete.set()
         self.metrics.prewarm_complete.set(1)
-        while (key := self._next()) is not None:
-            self._load(key)
 
     def _next_group(self, counts: PartitionCounts) -> list[TableKey]:
         """The next table in the queue with the small tables of its catalog that follow it, as one group;
@@ -111,7 +110,7 @@ class Loader:
         if counted is None:
             return group
         partitions = counted.get(first[1:], 0)
-        with self._wakeup:
+        with self._queue_lock:
             while partitions <= GROUP_PARTITIONS and len(group) < GROUP_TABLES and self._queue:
                 key = self._queue[0]
                 more = counted.get(key[1:], 0)
@@ -201,7 +200,7 @@ class Loader:
         partitions = sum(sum(counted.values()) for counted in counts.values() if counted is not None)
         if not self.worker_plan.wanted(partitions):
             return counts, None
-        workers = PrewarmWorkers(self.worker_plan, fallback=self.store.read_entries)
+        workers = PrewarmWorkers(self.worker_plan, fallback=self.store.read_entries, hot=self.store.cache.hot)
         log.info("prewarm: %d partitions, read by %d worker processes (%s)", partitions, workers.processes,
                  "forked" if workers.forked else "spawned")
         return counts, workers

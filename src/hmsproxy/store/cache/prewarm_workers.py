@@ -23,33 +23,27 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import BrokenExecutor, ProcessPoolExecutor
 from dataclasses import dataclass
+from typing import Protocol
 
 from hmsproxy.store.cache.cached_store import EntryReader, entries_read
+from hmsproxy.store.cache.own_bytes import HotOwnBytes
 from hmsproxy.store.cache.shared_cache import TableEntry
-from hmsproxy.store.sql.database import Database
-from hmsproxy.store.sql.store import SqlStore
+from hmsproxy.store.rawstore import RawStore
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class DatabaseAccess:
-    """What a worker needs to open the server's database as the server did."""
-    url: str
-    added_latency_ms: float = 0.0
-    connect_timeout_s: float = 10.0
-    statement_timeout_s: float = 60.0
+class StoreOpener(Protocol):
+    """How a worker opens the server's store (server.py gives the SQL store's DatabaseAccess); sent to each worker,
+    so picklable."""
 
-    def open(self) -> SqlStore:
-        db = Database(self.url, pool_size=1, added_latency_ms=self.added_latency_ms,
-                      connect_timeout_s=self.connect_timeout_s, statement_timeout_s=self.statement_timeout_s)
-        return SqlStore(db)
+    def open(self) -> RawStore: ...
 
 
 @dataclass(frozen=True)
 class WorkerPlan:
     """How many worker processes prewarm starts, and from how many partitions on."""
-    database: DatabaseAccess
+    database: StoreOpener
     processes: int
     min_partitions: int
 
@@ -60,9 +54,10 @@ class WorkerPlan:
 class PrewarmWorkers:
     """Worker processes, each with its own connection to the database, reading groups of tables."""
 
-    def __init__(self, plan: WorkerPlan, fallback: EntryReader) -> None:
+    def __init__(self, plan: WorkerPlan, fallback: EntryReader, hot: HotOwnBytes | None = None) -> None:
         self.processes = plan.processes
         self._fallback = fallback
+        self._hot = hot   # the cache's, where the entries read by a worker are kept hot once here
         self._broken = False
         self.forked = threading.active_count() == 1
         context = multiprocessing.get_context("fork" if self.forked else "spawn")
@@ -76,7 +71,9 @@ class PrewarmWorkers:
         a worker died)."""
         if not self._broken:
             try:
-                return self._executor.submit(_read_group, cat, list(tables)).result()
+                entries = self._executor.submit(_read_group, cat, list(tables)).result()
+                return entries if self._hot is None else \
+                    [entry.but(partitions=entry.partitions.kept_in(self._hot)) for entry in entries]
             except BrokenExecutor:
                 if not self._broken:
                     log.warning("a prewarm worker process died: the loader reads the rest of the tables itself")
@@ -88,10 +85,10 @@ class PrewarmWorkers:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
 
-_store: SqlStore | None = None   # a worker process's store, opened once by the pool's initializer
+_store: RawStore | None = None   # a worker process's store, opened once by the pool's initializer
 
 
-def _open(database: DatabaseAccess) -> None:
+def _open(database: StoreOpener) -> None:
     global _store
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # the server decides when its workers stop
     _store = database.open()

@@ -26,6 +26,7 @@ from hmsproxy.hive.write_ids import ValidWriteIdList
 from hmsproxy.idl import hms
 from hmsproxy.idl.codec import encode
 from hmsproxy.idl.fields import present
+from hmsproxy.store.cache.own_bytes import HotOwnBytes
 from hmsproxy.store.cache.partition_stats import PartitionStats
 from hmsproxy.store.cache.partitions import PartitionSet
 from hmsproxy.store.ready import Held
@@ -97,8 +98,10 @@ class _TableLRU(cachetools.LRUCache[TableKey, "TableEntry"]):
 
 class SharedCache:
     def __init__(self, max_bytes: int, on_evict: Callable[[TableKey], None] = lambda key: None,
-                 generations_kept: int = GENERATIONS_KEPT) -> None:
+                 generations_kept: int = GENERATIONS_KEPT, hot_bytes: int = 64 << 20) -> None:
         self.lock = threading.RLock()
+        # the partitions' own bytes kept expanded while read, up to `hot_bytes` (--cache-hot-bytes; own_bytes.py)
+        self.hot = HotOwnBytes(hot_bytes)
         self._databases: dict[DbKey, hms.Database] = {}
         self._complete_catalogs: set[str] = set()
         self._table_index: dict[DbKey, dict[str, tuple[str, str | None]]] = {}   # name -> (type, comment)

@@ -6,21 +6,11 @@ from typing import Any
 
 from hmsproxy.events.journal import Journal
 from hmsproxy.hive.names import make_partition_name
+from hmsproxy.hive.stats_accurate import ACCURATE, mark_columns_accurate
 from hmsproxy.idl.fields import present
 from hmsproxy.store import canonical
 from hmsproxy.store.cache.shared_cache import SharedCache, TableEntry, TableKey
 from hmsproxy.store.rawstore import RawStore
-from hmsproxy.store.sql.statistics import ACCURATE, mark_columns_accurate
-from hmsproxy.store.sql.stats_codec import obj_to_row, row_to_obj
-
-
-def _canonical_stats(objs: Sequence[Any]) -> dict[str, Any]:
-    """Statistics objects as the database returns them (column name lower-cased, values round-tripped)."""
-    result = {}
-    for obj in objs:
-        name = obj.colName.lower()
-        result[name] = row_to_obj({**obj_to_row(obj), "COLUMN_NAME": name, "COLUMN_TYPE": obj.colType})
-    return result
 
 
 class CachedStatistics:
@@ -28,6 +18,9 @@ class CachedStatistics:
 
     delegate: RawStore
     cache: SharedCache
+    # Statistics objects as the store returns them, by column name: what an update leaves in the cache
+    # (server.py passes the SQL store's stats_codec.stats_as_stored).
+    stats_as_stored: Callable[[Sequence[Any]], dict[str, Any]]
     _update_entry: Callable[[TableKey, Callable[[TableEntry], TableEntry], int], None]
     _read: Callable[[str, str, str, str, Callable[[TableEntry], Any], Callable[[], Any]], Any]   # CachedStore._read
 
@@ -37,7 +30,7 @@ class CachedStatistics:
         journal = Journal() if journal is None else journal   # its version stamps the entry
         with self.cache.writing(key):
             self.delegate.update_table_column_statistics(cat, stats, journal)
-            new_stats = _canonical_stats(stats.statsObj)
+            new_stats = self.stats_as_stored(stats.statsObj)
 
             def change(entry: TableEntry) -> TableEntry:
                 table = canonical.table(entry.table, entry.table_id, cat)
@@ -55,7 +48,7 @@ class CachedStatistics:
         journal = Journal() if journal is None else journal   # its version stamps the entry
         with self.cache.writing(key):
             self.delegate.update_partition_column_statistics(cat, stats, values, journal)
-            new_stats = _canonical_stats(stats.statsObj)
+            new_stats = self.stats_as_stored(stats.statsObj)
 
             def change(entry: TableEntry) -> TableEntry:
                 name = make_partition_name(entry.partitions.keys, values)

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Generic, Protocol, TypeVar
 
 from hmsproxy.events import messages as m
 from hmsproxy.ops.metrics import Metrics
-from hmsproxy.store.sql.notifications import CreationMark
 
 log = logging.getLogger(__name__)
 LISTENER_ADVICE = ("give every Java HMS on this database Hive's notification listener "
@@ -32,12 +31,29 @@ LISTENER_ADVICE = ("give every Java HMS on this database Hive's notification lis
 OWN_ADDS_KEPT = 100_000   # own ADD_PARTITION events remembered between looks; past it the oldest are read back
 
 
-class UnloggedWrites:
-    def __init__(self, store: Any, metrics: Metrics, on_found: Callable[[str], None]) -> None:
-        self.store = store  # the SQL store: creations_since
+class Mark(Protocol):
+    """Where a look stopped, as the store tells it."""
+
+    @property
+    def event_id(self) -> int: ...
+
+
+M = TypeVar("M", bound=Mark)
+
+
+class CreationCounts(Protocol[M]):
+    """The store's count of rows created and announced since a mark (server.py passes the SQL store)."""
+
+    def creations_since(self, mark: M | None, known_adds: Mapping[int, int]
+                        ) -> tuple[M, dict[str, tuple[int, int]]]: ...
+
+
+class UnloggedWrites(Generic[M]):
+    def __init__(self, store: CreationCounts[M], metrics: Metrics, on_found: Callable[[str], None]) -> None:
+        self.store = store
         self.metrics = metrics
         self.on_found = on_found
-        self._mark: CreationMark | None = None
+        self._mark: M | None = None
         self._created: dict[str, int] = {}  # per kind, rows created since the first look, up to the last look
         self._announced: dict[str, int] = {}  # per kind, rows the create events since the first look announce
         self._own_adds: dict[int, int] = {}   # event id -> partitions, of own ADD_PARTITION events not looked at

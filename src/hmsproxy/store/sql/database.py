@@ -87,7 +87,8 @@ class Database:
 
     def __init__(self, url: str, pool_size: int = 16, added_latency_ms: float = 0.0,
                  conflict_retries: int = DEFAULT_CONFLICT_RETRIES, connect_timeout_s: float = 10.0,
-                 statement_timeout_s: float = 60.0, ping_idle_s: float = PING_IDLE_S) -> None:
+                 statement_timeout_s: float = 60.0, ping_idle_s: float = PING_IDLE_S,
+                 connection_waited: Callable[[float], None] = lambda seconds: None) -> None:
         self.url = normalise_url(url)
         self.is_sqlite = self.url.startswith("sqlite")
         self.conflict_retries = conflict_retries
@@ -125,7 +126,7 @@ class Database:
         self._id_blocks = IdBlocks()
         self.event_watchers: list[EventWatcher] = []
         self._write_numbers = itertools.count(1)   # the writes the watchers follow
-        self.connection_waited: Callable[[float], None] = lambda seconds: None   # a metric's, once the server runs
+        self.connection_waited = connection_waited   # each wait for a pooled connection, in seconds (a metric's)
         for engine in engines if added_latency_ms > 0 else []:
             add_round_trip_latency(engine, added_latency_ms / 1000.0)
 

@@ -97,7 +97,7 @@ class Locks(Expiry):
     `_lock_batch`)."""
 
     lock_requests: Combiner[PendingLock, LockOutcome]
-    check_lock_wait_s: float = 0.0  # how long check_lock holds a WAITING answer (server.py sets the flag's value)
+    check_lock_wait_s: float = 0.0  # how long check_lock holds a WAITING answer (SqlStore takes the flag's value)
 
     def lock(self, components: Sequence[Any], txn_id: int | None, user: str, host: str,
              agent: str | None) -> LockOutcome:

@@ -5,7 +5,6 @@ the same transaction, as Hive's ObjectStore does.
 """
 from __future__ import annotations
 
-import json
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -15,6 +14,7 @@ from sqlalchemy import Column, ColumnElement, Connection, Table, delete, insert,
 
 from hmsproxy.events.journal import Journal
 from hmsproxy.hive.names import make_partition_name
+from hmsproxy.hive.stats_accurate import ACCURATE, mark_columns_accurate
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
@@ -22,37 +22,6 @@ from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.lookups import TableRef, no_such_object, table_ref
 from hmsproxy.store.sql.stats_codec import obj_to_row, row_to_obj
 from hmsproxy.store.sql.tables import current_columns
-
-ACCURATE = "COLUMN_STATS_ACCURATE"
-
-
-def _accuracy(current: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The COLUMN_STATS_ACCURATE state and its COLUMN_STATS part; what is not that JSON reads as nothing marked."""
-    try:
-        state = json.loads(current) if current else {}
-    except ValueError:
-        state = {}
-    if not isinstance(state, dict):
-        state = {}
-    column_state = state.get("COLUMN_STATS")
-    return state, column_state if isinstance(column_state, dict) else {}
-
-
-def mark_columns_accurate(current: str | None, columns: Sequence[str]) -> str:
-    state, column_state = _accuracy(current)
-    column_state.update({c: "true" for c in columns})
-    state["COLUMN_STATS"] = dict(sorted(column_state.items()))
-    return json.dumps(state, separators=(",", ":"))
-
-
-def mark_basic_stats_accurate(current: str | None) -> str:
-    """COLUMN_STATS_ACCURATE once a stats task has computed the basic stats: BASIC_STATS true, the columns marked
-    before kept, written as Hive 2.3 writes it (BASIC_STATS first; COLUMN_STATS only when some are marked)."""
-    _, column_state = _accuracy(current)
-    state: dict[str, Any] = {"BASIC_STATS": "true"}
-    if column_state:
-        state["COLUMN_STATS"] = dict(sorted(column_state.items()))
-    return json.dumps(state, separators=(",", ":"))
 
 
 def _set_param(conn: Connection, table: Table, owner_col: Column[Any], owner_id: int, key: str, value: str) -> None:

@@ -6,7 +6,7 @@ two's-complement bytes plus a scale.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -130,3 +130,13 @@ def row_to_obj(row: Mapping[Any, Any]) -> hms.ColumnStatisticsObj:
                                         numDVs=row["NUM_DISTINCTS"], histogram=row["HISTOGRAM"], **common)
     return hms.ColumnStatisticsObj(colName=row["COLUMN_NAME"], colType=row["COLUMN_TYPE"],
                                    statsData=stats_data(kind, stats))
+
+
+def stats_as_stored(objs: Sequence[Any]) -> dict[str, Any]:
+    """Statistics objects as the database returns them, by column name (lower-cased, values round-tripped): what
+    the cache keeps of an update without reading it back."""
+    result = {}
+    for obj in objs:
+        name = obj.colName.lower()
+        result[name] = row_to_obj({**obj_to_row(obj), "COLUMN_NAME": name, "COLUMN_TYPE": obj.colType})
+    return result
