@@ -15,7 +15,9 @@ SEQUENCE_TABLE for a moment.
 
 Conflicts the database resolves by failing one side (deadlocks, lock wait timeouts, serialization
 failures, SQLite's "database is locked", a unique key taken by a concurrent insert) are retried by
-`retrying_conflicts` with backoff: a call sees them only when they persist. All the waits of one such store call
+`retrying_conflicts` with backoff: a call sees them only when they persist. So is, once, a pooled connection
+that turns out broken (the database restarted, a link cut) before the call began to commit: the database
+rolled that transaction back, and the pool's connections are replaced. All the waits of one such store call
 on the database, its retries included, share one deadline, the statement timeout (`wait_bound_s`).
 """
 from __future__ import annotations
@@ -159,6 +161,7 @@ class Database:
             ):
                 self.connection_waited(time.perf_counter() - asked)
                 yield conn
+                self._retrying.commit_begun = True   # from here a lost connection leaves the outcome unknown
                 if journal is not None:
                     journal.before_commit()
                     appended = journal.unwritten()
@@ -230,9 +233,14 @@ class Database:
         self._retrying.deadline = time.monotonic() + self.statement_timeout_s
         try:
             for attempt in range(1, self.conflict_retries + 1):
+                self._retrying.commit_begun = False
                 try:
                     return call()
                 except sa_exc.DBAPIError as exc:
+                    if attempt == 1 and exc.connection_invalidated and not self._retrying.commit_begun:
+                        log.info("%s: a pooled connection was found broken before anything was committed; "
+                                 "trying once more on a new one", what)
+                        continue
                     conflict = conflict_kind(exc)
                     if conflict is None:
                         raise

@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 
 # A pooled connection used within this many seconds is taken as alive; one idle for longer is pinged when it is
 # checked out (a restarted database, a connection a firewall dropped), as SQLAlchemy's pool_pre_ping pings every
-# checkout: a busy server saves one round trip per transaction. A connection that breaks all the same fails its
-# call once, and SQLAlchemy then replaces every connection of the pool.
+# checkout: a busy server saves one round trip per transaction. A connection found broken all the same makes
+# SQLAlchemy replace every connection of the pool, and the store call runs once more if it had not begun to commit
+# (Database.retrying_conflicts).
 PING_IDLE_S = 1.0
 POSTGRES_WAIT_MARGIN_S = 2.0  # a client-side wait outlasts the server's statement_timeout, which answers first
 SQLITE_BUSY_TIMEOUT_S = 30   # how long an SQLite statement waits for another process's write to end
