@@ -33,7 +33,7 @@ from thriftpy2.transport.memory import TCyMemoryBuffer
 from thriftpy2.utils import deserialize, serialize
 
 from hmsproxy.idl import LEGACY_CONTAINER_KINDS, hms
-from hmsproxy.rpc.dispatch import encoded_reply
+from hmsproxy.rpc.dispatch import result_pieces
 
 SERVICE = hms.ThriftHiveMetastore
 FACTORIES = [TCyBinaryProtocolFactory(), PyBinaryFactory()]
@@ -473,7 +473,7 @@ def _struct_classes(spec: Any) -> list[type]:
 
 
 def test_structs_with_a_changed_kind_travel_only_as_answers() -> None:
-    """The server writes the second kind for a call's `success` (dispatch.encoded_reply): such a struct inside
+    """The server writes the second kind for a call's `success` (dispatch.result_pieces): such a struct inside
     another struct or in a request would need more than that."""
     meta = hms.__thrift_meta__
     calls = [getattr(SERVICE, name + suffix) for name in SERVICE.thrift_services for suffix in ("_args", "_result")]
@@ -490,7 +490,7 @@ def open_txns_answer() -> Any:
 
 @pytest.mark.parametrize("accelerated", [False, True], ids=["python", "accelerated"])
 def test_our_open_txns_answer_reads_in_hive_2_3(accelerated: bool) -> None:
-    pieces, size = encoded_reply(open_txns_answer())
+    pieces, size = result_pieces(open_txns_answer())
     data = b"".join(pieces)
     assert len(data) == size
     decoded = apache_decode(ApacheHMS.get_open_txns_result(), data, accelerated)
@@ -499,7 +499,7 @@ def test_our_open_txns_answer_reads_in_hive_2_3(accelerated: bool) -> None:
 
 @pytest.mark.parametrize("factory", FACTORIES, ids=FACTORY_IDS)
 def test_our_open_txns_answer_reads_in_our_idl(factory: Any) -> None:
-    pieces, _ = encoded_reply(open_txns_answer())
+    pieces, _ = result_pieces(open_txns_answer())
     decoded = deserialize(SERVICE.get_open_txns_result(), b"".join(pieces), factory)
     assert decoded.success == open_txns_answer()
 

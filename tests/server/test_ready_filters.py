@@ -1,5 +1,5 @@
-"""get_partitions_by_filter answered by the connection loop from the cache (handler get_partitions_by_filter_encoded,
-CachedStore.encoded_partitions_by_filter): the same partitions, on the same wire, as the ordinary way; and every
+"""get_partitions_by_filter answered by the connection loop from the cache (handler/ready.py,
+CachedStore.ready_partitions_by_filter): the same partitions, on the same wire, as the ordinary way; and every
 case the ordinary way must decide (a bad filter, the partition request limit, a transactional table, a large
 answer, a filter the index does not answer alone or at once) still decided there. Hive's own generated client
 (hmsclient) reads the replies, over a real socket."""

@@ -82,14 +82,14 @@ def test_a_load_that_overlaps_a_write_is_dropped(stores):
 
 
 def test_ready_bytes_stay_current_through_other_tables_writes_and_end_with_their_own_tables_change(stores):
-    """The bytes encoded_table gives come with a Held that stays current until that table's entry is replaced,
+    """The bytes ready_table gives come with a Held that stays current until that table's entry is replaced,
     dropped, evicted or cleared (a repeated get_table is answered from them while it is); a write to another table
     changes nothing for them."""
     plain, store, cache, _metrics, _requested = stores
     reader = Reader("get_table")
     for name in ("t0", "t1"):
         store.load_table(("hive", "d", name))
-    t0, t1 = (store.encoded_table(reader, "hive", "d", name) for name in ("t0", "t1"))
+    t0, t1 = (store.ready_table(reader, "hive", "d", name) for name in ("t0", "t1"))
     assert t0 is not None and t1 is not None
     assert t0.answer == encode(plain.get_table("hive", "d", "t0"))
     store.alter_partitions("hive", "d", "t1",
@@ -100,16 +100,16 @@ def test_ready_bytes_stay_current_through_other_tables_writes_and_end_with_their
     altered.parameters = {"v": "2"}
     store.alter_table("hive", "d", "t0", altered)
     assert not store.ready_again(reader, t0.held)
-    again = store.encoded_table(reader, "hive", "d", "t0")
+    again = store.ready_table(reader, "hive", "d", "t0")
     assert again is not None and again.held.current and again.answer != t0.answer
     for name in ("t1", "t2", "t3"):   # room for about two: t0, least recently used, is evicted
         store.load_table(("hive", "d", name))
     assert cache.get_table(("hive", "d", "t0")) is None and not again.held.current
-    t3 = store.encoded_table(reader, "hive", "d", "t3")
+    t3 = store.ready_table(reader, "hive", "d", "t3")
     assert t3 is not None and store.ready_again(reader, t3.held)
     store.drop_table("hive", "d", "t3")
     assert not t3.held.current
-    t2 = store.encoded_table(reader, "hive", "d", "t2")
+    t2 = store.ready_table(reader, "hive", "d", "t2")
     assert t2 is not None and t2.held.current
     cache.clear()
     assert not t2.held.current

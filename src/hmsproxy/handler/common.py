@@ -67,19 +67,27 @@ def split_catalog(name: str | None, default_catalog: str | None = None) -> tuple
     return catalog, name.lower()
 
 
-def plain_table_name(dbname: object, tbl_name: object) -> tuple[str, str, str] | None:
-    """(catalog, database, table) of an old-style call's names for a ready answer; None where the call's ordinary
-    way must decide: a name that is not a string, an empty table name, or a catalog-qualified database."""
-    if not isinstance(dbname, str) or not isinstance(tbl_name, str) or not tbl_name or dbname.startswith("@"):
-        return None
-    catalog, db_name = split_catalog(dbname)
-    return catalog, db_name, tbl_name.lower()
-
-
 def lower(name: str | None, what: str) -> str:
     if name is None or name == "":
         raise hms.MetaException(message=f"{what} name must not be empty")
     return name.lower()
+
+
+def table_name(dbname: str | None, tbl_name: str | None, catalog: str | None = None) -> tuple[str, str, str]:
+    """(catalog, database, table) of the table a call names; MetaException where its names name none."""
+    cat, db_name = split_catalog(dbname, catalog)
+    return cat, db_name, lower(tbl_name, "table")
+
+
+def ready_table_name(dbname: Any, tbl_name: Any) -> tuple[str, str, str] | None:
+    """table_name for the ready tier, which reads arguments nothing has checked yet; None where the ordinary way
+    must decide: a name that is not a string, names table_name refuses, or a catalog-qualified database."""
+    if not isinstance(dbname, str) or not isinstance(tbl_name, str) or dbname.startswith("@"):
+        return None
+    try:
+        return table_name(dbname, tbl_name)
+    except hms.MetaException:
+        return None
 
 
 def require_valid_name(name: str | None, error: ErrorType = hms.InvalidObjectException) -> str:

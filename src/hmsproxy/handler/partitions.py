@@ -18,8 +18,8 @@ from hmsproxy.handler.common import (
     env_properties,
     lower,
     now,
-    plain_table_name,
     split_catalog,
+    table_name,
     with_snapshot,
 )
 from hmsproxy.handler.quick_stats import update_altered_partition_stats, update_quick_stats
@@ -32,20 +32,16 @@ from hmsproxy.hive.names import (
     unescape_path_name,
 )
 from hmsproxy.hive.partition_filter import FilterError, FilterTypeMismatch, compile_filter, compile_partition_filter
+from hmsproxy.hive.partition_limits import first_parts, over_request_limit
 from hmsproxy.hive.partitions_to_add import check_new_and_distinct
 from hmsproxy.idl import hms
 from hmsproxy.idl.fields import present
 from hmsproxy.storage.warehouse import DirectoryWork, join
-from hmsproxy.store.reader import Reader, shallow_copy
-from hmsproxy.store.ready import Ready
+from hmsproxy.store.reader import shallow_copy
 
 MAX_BATCH_SIZE = 10_000
 PATH_COMPONENT = re.compile(r"([^/]+)=([^/]+)")  # key=value; the key runs to the last '='
 ZERO = re.compile(r"[+-]?0+")  # a DDL time Hive reads as 0 (Integer.parseInt), so replaces with the time of the alter
-
-
-def _limit(items: list[Any], max_parts: int | None) -> list[Any]:
-    return items if max_parts is None or max_parts < 0 else items[:max_parts]
 
 
 def _spec_matches(values: Sequence[str], spec: Sequence[str]) -> bool:
@@ -65,9 +61,8 @@ class PartitionCalls(Calls):
     # ---- helpers -----------------------------------------------------------------------------------
 
     def _table(self, db: str, tbl: str, cat: str | None = None) -> tuple[str, str, Any]:
-        catalog, db_name = split_catalog(db, cat)
-        table = self.ctx.store.get_table(catalog, db_name, lower(tbl, "table"))
-        return catalog, db_name, table
+        catalog, db_name, tbl_name = table_name(db, tbl, cat)
+        return catalog, db_name, self.ctx.store.get_table(catalog, db_name, tbl_name)
 
     def _values_from_name(self, table: Any, part_name: str) -> list[str]:
         """As HMS's getPartValsFromName: components in any order, extra ones ignored, a missing key (or an
@@ -228,7 +223,7 @@ class PartitionCalls(Calls):
     def _check_limit(self, table: Any, count: int) -> None:
         """metastore.limit.partition.request: refuse, never truncate, a listing that is too large."""
         limit = self.ctx.partition_request_limit
-        if 0 <= limit < count:
+        if over_request_limit(count, limit):
             raise hms.MetaException(
                 message=f"Number of partitions scanned (={count}) on table '{table.dbName}.{table.tableName}' "
                         f"exceeds limit (={limit}). This is controlled on the metastore server by "
@@ -237,7 +232,7 @@ class PartitionCalls(Calls):
     def _all_partitions(self, catalog: str, db: str, table: Any, max_parts: int | None) -> Any:
         if self.ctx.partition_request_limit >= 0:
             count = len(self.ctx.store.get_partition_names(catalog, db, table.tableName))
-            self._check_limit(table, count if max_parts is None or max_parts < 0 else min(count, max_parts))
+            self._check_limit(table, len(first_parts(range(count), max_parts)))
         return self.ctx.store.get_partitions(catalog, db, table.tableName, -1 if max_parts is None else max_parts)
 
     def _partitions_named(self, catalog: str, db: str, table: Any, names: Sequence[str]) -> Any:
@@ -259,7 +254,7 @@ class PartitionCalls(Calls):
 
     def get_partition_names(self, db_name: str, tbl_name: str, max_parts: int = -1) -> list[str]:
         catalog, db, table = self._table(db_name, tbl_name)
-        return _limit(self.ctx.store.get_partition_names(catalog, db, table.tableName), max_parts)
+        return first_parts(self.ctx.store.get_partition_names(catalog, db, table.tableName), max_parts)
 
     def _names_by_spec(self, catalog: str, db: str, table: Any, spec: Sequence[str] | None) -> list[str]:
         spec = list(spec or [])
@@ -273,7 +268,7 @@ class PartitionCalls(Calls):
     def _partitions_by_spec(self, db_name: str, tbl_name: str, cat: str | None, spec: Sequence[str] | None,
                             max_parts: int | None) -> list[Any]:
         catalog, db, table = self._table(db_name, tbl_name, cat)
-        names = _limit(self._names_by_spec(catalog, db, table, spec), max_parts)
+        names = first_parts(self._names_by_spec(catalog, db, table, spec), max_parts)
         return self._partitions_named(catalog, db, table, names)
 
     def get_partitions_ps(self, db_name: str, tbl_name: str, part_vals: Sequence[str],
@@ -292,13 +287,13 @@ class PartitionCalls(Calls):
     def get_partition_names_ps(self, db_name: str, tbl_name: str, part_vals: Sequence[str],
                                max_parts: int = -1) -> list[str]:
         catalog, db, table = self._table(db_name, tbl_name)
-        return _limit(self._names_by_spec(catalog, db, table, part_vals), max_parts)
+        return first_parts(self._names_by_spec(catalog, db, table, part_vals), max_parts)
 
     @with_snapshot
     def get_partition_names_ps_req(self, req: Any) -> Any:
         catalog, db, table = self._table(req.dbName, req.tblName, req.catName)
         return hms.GetPartitionNamesPsResponse(
-            names=_limit(self._names_by_spec(catalog, db, table, req.partValues), req.maxParts))
+            names=first_parts(self._names_by_spec(catalog, db, table, req.partValues), req.maxParts))
 
     def _names_by_filter(self, catalog: str, db: str, table: Any, filter_text: str | None) -> list[str]:
         keys = [(k.name, k.type) for k in table.partitionKeys or []]
@@ -309,19 +304,10 @@ class PartitionCalls(Calls):
         return self.ctx.store.get_partition_names_by_filter(catalog, db, table.tableName, partition_filter)
 
     def get_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str, max_parts: int = -1) -> list[Any]:
+        """The ordinary tier: a few partitions of a cached table are answered before it (handler/ready.py)."""
         catalog, db, table = self._table(db_name, tbl_name)
-        names = _limit(self._names_by_filter(catalog, db, table, filter), max_parts)
+        names = first_parts(self._names_by_filter(catalog, db, table, filter), max_parts)
         return self._partitions_named(catalog, db, table, names)
-
-    def get_partitions_by_filter_encoded(self, reader: Reader, db_name: Any, tbl_name: Any, filter: Any,
-                                         max_parts: Any) -> Ready | None:
-        """get_partitions_by_filter's answer as the bytes of a few partitions the store selects from memory, or
-        None: the call then takes its ordinary way (which also answers malformed arguments and bad filters)."""
-        names = plain_table_name(db_name, tbl_name)
-        if names is None or not isinstance(filter, str):
-            return None
-        return self.ctx.store.encoded_partitions_by_filter(
-            reader, *names, filter, max_parts if isinstance(max_parts, int) else -1, self.ctx.partition_request_limit)
 
     def get_num_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str) -> int:
         catalog, db, table = self._table(db_name, tbl_name)

@@ -17,9 +17,9 @@ from hmsproxy.handler.common import (
     env_properties,
     lower,
     now,
-    plain_table_name,
     require_valid_name,
     split_catalog,
+    table_name,
     with_snapshot,
 )
 from hmsproxy.handler.quick_stats import strip_marker, told_not_to_update, update_quick_stats
@@ -29,8 +29,7 @@ from hmsproxy.hive.table_filter import TableFilterRefused, compile_table_filter
 from hmsproxy.idl import hms
 from hmsproxy.idl.fields import present
 from hmsproxy.storage.warehouse import DirectoryWork, Warehouse
-from hmsproxy.store.reader import Reader, shallow_copy
-from hmsproxy.store.ready import Ready
+from hmsproxy.store.reader import shallow_copy
 
 log = logging.getLogger(__name__)
 
@@ -133,20 +132,12 @@ class TableCalls(Calls):
     # ---- read --------------------------------------------------------------------------------------
 
     def get_table(self, dbname: str, tbl_name: str) -> Any:
-        catalog, db_name = split_catalog(dbname)
-        return self.ctx.store.get_table(catalog, db_name, lower(tbl_name, "table"))
-
-    def get_table_encoded(self, reader: Reader, dbname: Any, tbl_name: Any) -> Ready | None:
-        """get_table's answer as the bytes the store holds ready for `reader`, or None: the call then takes its
-        ordinary way (which also answers malformed names)."""
-        names = plain_table_name(dbname, tbl_name)
-        return None if names is None else self.ctx.store.encoded_table(reader, *names)
+        """The ordinary tier: most calls of a cached table never reach it (rpc/tiers.py, handler/ready.py)."""
+        return self.ctx.store.get_table(*table_name(dbname, tbl_name))
 
     @with_snapshot
     def get_table_req(self, req: Any) -> Any:
-        catalog, db_name = split_catalog(req.dbName, req.catName)
-        table = self.ctx.store.get_table(catalog, db_name, lower(req.tblName, "table"))
-        return hms.GetTableResult(table=table)
+        return hms.GetTableResult(table=self.ctx.store.get_table(*table_name(req.dbName, req.tblName, req.catName)))
 
     def get_table_objects_by_name(self, dbname: str, tbl_names: Sequence[str]) -> list[Any]:
         catalog, db_name = split_catalog(dbname)

@@ -19,13 +19,12 @@ import logging
 import queue
 import selectors
 import socket
-import struct
 import threading
 import time
 from typing import Any, Protocol
 
+from hmsproxy.rpc import tiers
 from hmsproxy.rpc.connection import (
-    LARGE_REQUEST_VALUES,
     RECV_BYTES,
     ClientTooSlow,
     Connection,
@@ -181,7 +180,7 @@ class ConnectionLoop:
         """Answers the whole requests buffered, while their answers are ready; hands the connection off at the
         first that is not (or when the reply cannot be sent without waiting)."""
         while connection.pending:
-            reply = connection.processor.repeated_reply(connection.pending, self._framed)
+            reply = tiers.repeated(connection.processor, connection.pending, self._framed)
             if reply is not None:
                 consumed = len(connection.pending)
             else:
@@ -194,15 +193,12 @@ class ConnectionLoop:
                 except (MalformedRequest, MessageTooLarge) as exc:
                     self._release(connection, exc)
                     return
-                large = request.values > LARGE_REQUEST_VALUES
-                reply = None if large else connection.processor.encoded_reply(request.message)
+                reply = tiers.ready(connection.processor, request, self._framed)
                 if reply is None:
                     self._hand_off(connection)
                     return
             connection.answered(consumed)
             connection.first_byte_at = time.monotonic() if connection.pending else None
-            if self._framed:
-                reply = struct.pack("!i", len(reply)) + reply
             try:
                 sent = connection.sock.send(reply)
             except (BlockingIOError, InterruptedError):

@@ -122,7 +122,7 @@ _LIST_HEADER_BYTES = 8   # a list field's type, id, element type and count
 _SUCCESS_STRUCT = struct.pack("!bh", TType.STRUCT, 0)   # a result's field 0 holding a struct
 
 
-def encoded_reply(success: Any) -> tuple[list[bytes], int] | None:
+def result_pieces(success: Any) -> tuple[list[bytes], int] | None:
     """The result struct of a call as byte pieces, and their size, when the answer holds pre-encoded lists or a
     field Hive 2.3 declared as another container kind (field 0 is `success`); None when ordinary serialization
     applies."""
@@ -163,17 +163,19 @@ def _is_large(success: Any) -> bool:
 class Calls(Protocol):
     """What the processor dispatches to: handler/'s Handler, or upstream/'s ForwardingHandler."""
 
-    encoded_calls: frozenset[str]   # the calls encoded_answer may answer
+    @property
+    def ready_calls(self) -> frozenset[str]:
+        """The calls ready_answer may answer (rpc/tiers.py: the ready tier)."""
 
     def method_for(self, api: str, reader: Reader) -> Callable[..., Any] | None:
         """The method answering one call of `api`, bound to that call (None where none is served)."""
 
-    def encoded_answer(self, api: str, reader: Reader, arguments: Sequence[Any]) -> Ready | None:
+    def ready_answer(self, api: str, reader: Reader, arguments: Sequence[Any]) -> Ready | None:
         """A call's answer (the `success` value) as Thrift bytes held ready, or None: method_for's method answers."""
 
     def ready_again(self, reader: Reader, held: Held) -> bool:
-        """Whether an answer encoded_answer gave, with `held`, is still current: it may be given `reader` again,
-        counted as the cache hit it is."""
+        """Whether an answer ready_answer gave, with `held`, is still current: it may be given `reader` again,
+        counted as the cache hits it is."""
 
 
 @functools.cache
@@ -199,6 +201,11 @@ def _success_head(api: str) -> bytes:
     """The header of the `success` field (id 0) of `api`'s result: a struct for get_table, a list for listings."""
     success_type = getattr(hms.ThriftHiveMetastore, api + "_result").thrift_spec[0][0]
     return struct.pack("!bh", success_type, 0)
+
+
+def _ready_message(api: str, seqid: bytes, answer: bytes) -> bytes:
+    """The REPLY message (no frame) whose result's `success` is `answer`, bytes held ready."""
+    return b"".join((_reply_head(api), seqid, _success_head(api), answer, b"\x00"))
 
 
 class ReplyBuffer(TCyMemoryBuffer):   # type: ignore[misc]  # a compiled class: Any to mypy
@@ -271,21 +278,22 @@ class MetastoreProcessor(TProcessor):
                      TCyBinaryProtocol(out, strict_write=True), compiled=not tolerant)
         return out.pieces()
 
-    def encoded_reply(self, request: bytes) -> bytes | None:
-        """The whole reply to a request (one message) whose answer the handler holds ready as bytes, or None: the
-        request is then processed as any other. Only the message's name is read unless the call may be answered
-        so; any failure is left to the ordinary way, which answers it properly."""
+    def ready_reply(self, request: bytes) -> bytes | None:
+        """The ready tier (rpc/tiers.py): the whole reply (no frame) to a request (one message) whose answer the
+        handler holds ready as bytes, or None: the request is then processed as any other. Only the message's name
+        is read unless the call may be answered so; any failure is left to the ordinary way, which answers it
+        properly."""
         started = time.perf_counter()
         try:
             iprot = TCyBinaryProtocol(TCyMemoryBuffer(request), strict_read=False)
             api, message_type, seqid = iprot.read_message_begin()
-            if api not in self._calls.encoded_calls or message_type != TMessageType.CALL:
+            if api not in self._calls.ready_calls or message_type != TMessageType.CALL:
                 return None
             args = getattr(self._service, api + "_args")()
             args.read(iprot)
             names = _arg_names(args.__class__)
             values = [getattr(args, name) for name in names]
-            ready = self._calls.encoded_answer(api, _reader(api), values)
+            ready = self._calls.ready_answer(api, _reader(api), values)
         except Exception:
             return None
         if ready is None or len(ready.answer) > self._max_reply_bytes:
@@ -296,11 +304,12 @@ class MetastoreProcessor(TProcessor):
             arguments = dict(zip(names, values))
             self._audited(api, arguments, "ok")
         self._repeats.remember(request, Repeat(api, arguments, ready.answer, ready.held))
-        return b"".join((_reply_head(api), struct.pack("!i", seqid), _success_head(api), ready.answer, b"\x00"))
+        return _ready_message(api, struct.pack("!i", seqid), ready.answer)
 
-    def repeated_reply(self, data: bytearray, framed: bool) -> bytes | None:
-        """The reply (no frame) when `data` holds exactly one request, and it repeats one encoded_reply answered
-        whose answer is still current; None otherwise (the request then takes the ordinary way)."""
+    def repeated_reply(self, data: bytes | bytearray, framed: bool) -> bytes | None:
+        """The repeated tier (rpc/tiers.py): the reply (no frame) when `data` holds exactly one request (in its
+        frame when `framed`), and it repeats one ready_reply answered whose answer is still current; None
+        otherwise (the request then takes the next tier)."""
         started = time.perf_counter()
         found = self._repeats.find(data, framed)
         if found is None:
@@ -311,7 +320,7 @@ class MetastoreProcessor(TProcessor):
         self._metrics.observe_ready_answer(repeat.api, time.perf_counter() - started)
         if repeat.arguments is not None:
             self._audited(repeat.api, repeat.arguments, "ok")
-        return b"".join((_reply_head(repeat.api), seqid, _success_head(repeat.api), repeat.answer, b"\x00"))
+        return _ready_message(repeat.api, seqid, repeat.answer)
 
     def _answer(self, api: str, arguments: dict[str, Any], seqid: int, oprot: Any) -> str:
         """Runs the call and sends its answer; returns its outcome ("ok" or the exception's type)."""
@@ -348,7 +357,7 @@ class MetastoreProcessor(TProcessor):
 
     def send_result(self, oprot: Any, api: str, result: Any, seqid: int) -> None:
         success = getattr(result, "success", None)
-        encoded = encoded_reply(success)
+        encoded = result_pieces(success)
         if encoded is None and _is_large(success):
             whole = encode(result)   # encoded once, so that its size can be checked first
             encoded = [whole], len(whole)

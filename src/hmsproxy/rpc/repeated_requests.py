@@ -59,7 +59,7 @@ class RepeatedRequests:
     def __len__(self) -> int:
         return len(self._kept)
 
-    def find(self, data: bytearray, framed: bool) -> tuple[Repeat, bytes] | None:
+    def find(self, data: bytes | bytearray, framed: bool) -> tuple[Repeat, bytes] | None:
         """The remembered answer when `data` holds exactly one request (in its frame when `framed`) and that request
         was remembered, and the request's sequence id; None otherwise."""
         start = 4 if framed else 0

@@ -17,12 +17,10 @@ sender). Replies are written with the idle timeout as their bound.
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 import queue
 import socket
 import ssl
-import struct
 import threading
 import time
 from collections.abc import Callable
@@ -33,8 +31,8 @@ from thriftpy2.transport import TTransportException
 from hmsproxy.ops.burst_log import BurstLog
 from hmsproxy.ops.listening import binding
 from hmsproxy.ops.metrics import Metrics
+from hmsproxy.rpc import tiers
 from hmsproxy.rpc.connection import (
-    LARGE_REQUEST_VALUES,
     ClientTooSlow,
     Connection,
     IdleEvicted,
@@ -188,18 +186,9 @@ class ThriftServer:
         """Reads the connection's next request (what has arrived of it first) and answers it."""
         connection.reader.new_message(connection.pending, connection.first_byte_at, connection.walk)
         request = connection.reader.read_request(self._framed, self._message_check)
-        large = request.values > LARGE_REQUEST_VALUES
         connection.pending, connection.walk = connection.reader.rest(), None
-        ready = None if large else connection.processor.encoded_reply(request.message)
-        if ready is not None:
-            pieces, size = [ready], len(ready)
-        else:
-            with self._large_requests if large else contextlib.nullcontext():
-                pieces, size = connection.processor.reply(request.message, tolerant=request.container_keys)
+        pieces, size = tiers.answer(connection.processor, request, self._framed, self._large_requests)
         if pieces:   # a one-way call has no reply
-            if self._framed:
-                pieces.insert(0, struct.pack("!i", size))
-                size += 4
             connection.writer.write(pieces, size)
         connection.first_byte_at = time.monotonic() if connection.pending else None
         connection.idle_since = time.monotonic()

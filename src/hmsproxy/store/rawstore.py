@@ -37,7 +37,6 @@ from hmsproxy.store.domain import (
     TxnInfo,
 )
 from hmsproxy.store.reader import Reader
-from hmsproxy.store.ready import Held, Ready
 
 
 class MetadataStore(Protocol):
@@ -64,13 +63,6 @@ class MetadataStore(Protocol):
     # tables
     def create_table(self, table: Table, journal: Journal | None = None) -> int: ...
     def get_table(self, cat: str, db_name: str, tbl_name: str) -> Table: ...
-    def encoded_table(self, reader: Reader, cat: str, db_name: str, tbl_name: str) -> Ready | None:
-        """The table's Thrift bytes when the store holds them ready for `reader` (a cache hit), else None: the
-        caller then asks get_table. Never a database round trip; asked of the store itself, not of a serving view
-        (the hot path of the commonest call makes no view)."""
-    def ready_again(self, reader: Reader, held: Held) -> bool:
-        """Whether bytes encoded_table gave, with `held`, are still the table's: they may be given `reader` again,
-        counted as the cache hit they are."""
     def get_table_objects(self, cat: str, db_name: str, tbl_names: Sequence[str]) -> list[Table]: ...
     def get_table_names(self, cat: str, db_name: str, table_type: str | None = None) -> list[str]: ...
     def get_table_meta(self, cat: str) -> list[TableMeta]: ...
@@ -105,12 +97,6 @@ class MetadataStore(Protocol):
     def get_partition_names_by_filter(self, cat: str, db_name: str, tbl_name: str,
                                       partition_filter: PartitionFilter) -> list[str]:
         """The names of the partitions the filter matches, sorted."""
-    def encoded_partitions_by_filter(self, reader: Reader, cat: str, db_name: str, tbl_name: str, filter_text: str,
-                                     max_parts: int, at_most: int) -> Ready | None:
-        """get_partitions_by_filter's answer (the first `max_parts` matches, all where negative) as Thrift bytes, when
-        the store selects them from what it holds ready for `reader` (a cache hit) and they are few; else None, also
-        for a filter that does not compile or more than `at_most` partitions (where not negative): the caller then
-        asks the ordinary way, which decides. Never a database round trip; asked of the store itself."""
     def get_partition_batch(self, cat: str, db_name: str, tbl_name: str, from_id: int, to_id: int, size: int,
                             predicate: Callable[[Sequence[str]], bool] | None, names_only: bool) -> PartitionBatch:
         ...

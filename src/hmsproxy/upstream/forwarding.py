@@ -70,14 +70,14 @@ class ForwardingHandler:
                 names = [spec[1] for _, spec in sorted(getattr(hms.ThriftHiveMetastore, api + "_args")
                                                        .thrift_spec.items())]
                 self._forwarders[api] = functools.partial(self._forward, api, names)
-        self.encoded_calls = local.encoded_calls - self._forwarders.keys()
+        self.ready_calls = local.ready_calls - self._forwarders.keys()
 
     def method_for(self, api: str, reader: Reader) -> Callable[..., Any] | None:
         forwarder = self._forwarders.get(api)
         return forwarder if forwarder is not None else self._local.method_for(api, reader)
 
-    def encoded_answer(self, api: str, reader: Reader, arguments: Sequence[Any]) -> Ready | None:
-        return None if api in self._forwarders else self._local.encoded_answer(api, reader, arguments)
+    def ready_answer(self, api: str, reader: Reader, arguments: Sequence[Any]) -> Ready | None:
+        return None if api in self._forwarders else self._local.ready_answer(api, reader, arguments)
 
     def ready_again(self, reader: Reader, held: Held) -> bool:
         return self._local.ready_again(reader, held)

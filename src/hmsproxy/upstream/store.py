@@ -57,7 +57,6 @@ from hmsproxy.store.domain import (
 )
 from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.reader import Reader
-from hmsproxy.store.ready import Held
 from hmsproxy.upstream.calls import UpstreamCalls
 from hmsproxy.upstream.pool import UpstreamPool
 
@@ -143,16 +142,6 @@ class UpstreamStore:
     def get_table(self, cat: str, db_name: str, tbl_name: str) -> Table:
         _check_catalog(cat)
         return self.upstream.call("get_table", db_name, tbl_name)
-
-    def encoded_table(self, reader: Reader, cat: str, db_name: str, tbl_name: str) -> None:
-        return None   # every answer is the upstream's
-
-    def encoded_partitions_by_filter(self, reader: Reader, cat: str, db_name: str, tbl_name: str, filter_text: str,
-                                     max_parts: int, at_most: int) -> None:
-        return None   # every answer is the upstream's
-
-    def ready_again(self, reader: Reader, held: Held) -> bool:
-        return False   # encoded_table gave none
 
     def get_table_objects(self, cat: str, db_name: str, tbl_names: Sequence[str]) -> list[Table]:
         _check_catalog(cat)

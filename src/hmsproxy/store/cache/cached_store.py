@@ -28,6 +28,7 @@ from hmsproxy.events.journal import Journal, WorkAhead
 from hmsproxy.events.messages import Event
 from hmsproxy.hive.names import make_partition_name
 from hmsproxy.hive.partition_filter import FilterError, PartitionFilter, compile_partition_filter
+from hmsproxy.hive.partition_limits import first_parts, over_request_limit
 from hmsproxy.hive.write_ids import ValidWriteIdList, is_fresh_or_newer
 from hmsproxy.idl import hms
 from hmsproxy.idl.fields import present
@@ -60,6 +61,9 @@ T = TypeVar("T")
 # loop never copies or waits on a large reply.
 READY_PARTITIONS_MAX = 1000
 READY_CANDIDATES_MAX = 5000   # and found among at most this many candidates of the index (about a millisecond)
+# The lookups of each call the ready tier answers, as the ordinary way counts them when it answers that call from
+# the cache (get_partitions_by_filter: the table, the names matching, the partitions by name).
+READY_HITS = {"get_table": ("table",), "get_partitions_by_filter": ("table", "partition_names", "partition")}
 
 
 @dataclass
@@ -117,19 +121,21 @@ class CachedStore(CachedStatistics, CachedTransactions):
 
         A table the cache does not hold is always looked up in the database: with several instances, one
         created elsewhere may not have reached this cache yet, and "does not exist" must never be stale."""
-        if self.passing_through:
-            self._count(kind, False)
-            return None
         key = (cat, db, tbl)
-        entry = self.cache.get_table(key)
+        entry = self._cached_entry(key)
         if entry is not None:
             usable = self._serves_snapshot(entry, f"{db}.{tbl}")
             self._count(kind, usable)
             return entry if usable else None
         self._count(kind, False)
-        if self.cache.is_indexed(key) and self.policy.allows(db, tbl) and not self.cache.is_oversized(key):
+        if not self.passing_through and self.cache.is_indexed(key) and self.policy.allows(db, tbl) \
+                and not self.cache.is_oversized(key):
             self.request_load(key)
         return None
+
+    def _cached_entry(self, key: TableKey) -> TableEntry | None:
+        """The table's entry, where the cache may be read at all (both tiers read entries through this)."""
+        return None if self.passing_through else self.cache.get_table(key)
 
     def _read(self, cat: str, db: str, tbl: str, kind: str, from_cache: Callable[[TableEntry], Any],
               from_db: Callable[[], Any]) -> Any:
@@ -437,29 +443,30 @@ class CachedStore(CachedStatistics, CachedTransactions):
         return self._read(cat, db_name, tbl_name, "table", lambda e: e.table,
                           lambda: self.delegate.get_table(cat, db_name, tbl_name))
 
-    def encoded_table(self, reader: Reader, cat: str, db_name: str, tbl_name: str) -> Ready | None:
-        """Only an entry any reader may read (not transactional, no table id asked for) answers, counted as a
-        hit; for the rest the caller's get_table makes the whole decision, and counts it."""
+    # ---- the ready tier (store/ready.py ReadyAnswers; rpc/tiers.py) -----------------------------------
+    # Asked of the store itself, not of a serving view (the hot path of the commonest call makes no view), and
+    # never a database round trip. Declining (None) counts nothing: the ordinary way then decides, and counts.
+
+    def ready_table(self, reader: Reader, cat: str, db_name: str, tbl_name: str) -> Ready | None:
+        """From an entry any reader may read (_entry_for_anyone)."""
         entry = self._entry_for_anyone(reader, (cat, db_name, tbl_name))
         if entry is None:
             return None
-        self.metrics.count_lookup(reader.method, "table", True)
+        self._count_ready_hit(reader)
         return Ready(entry.table_bytes, entry.held)
 
     def _entry_for_anyone(self, reader: Reader, key: TableKey) -> TableEntry | None:
         """The cached entry, where any reader may read it (not transactional, no table id asked for): what a
-        ready answer may come from. None counts nothing; the ordinary way then decides, and counts."""
-        if self.passing_through or reader.table_id is not None:
-            return None
-        entry = self.cache.get_table(key)
+        ready answer may come from."""
+        entry = None if reader.table_id is not None else self._cached_entry(key)
         return None if entry is None or entry.write_ids is not None else entry
 
-    def encoded_partitions_by_filter(self, reader: Reader, cat: str, db_name: str, tbl_name: str, filter_text: str,
-                                     max_parts: int, at_most: int) -> Ready | None:
+    def ready_partitions_by_filter(self, reader: Reader, cat: str, db_name: str, tbl_name: str, filter_text: str,
+                                   max_parts: int, request_limit: int) -> Ready | None:
         """From an entry any reader may read (_entry_for_anyone), when the partitions are found at once (see
         PartitionSet.matches_at_once: the connection loop asks, and every other client waits while it answers), up
         to READY_PARTITIONS_MAX of them: a larger answer is sent from the cache's own pieces by the ordinary way, not
-        copied into one value. Counted as the ordinary way counts a hit (the table, then its partitions)."""
+        copied into one value."""
         entry = self._entry_for_anyone(reader, (cat, db_name, tbl_name))
         if entry is None:
             return None
@@ -471,19 +478,22 @@ class CachedStore(CachedStatistics, CachedTransactions):
         matches = entry.partitions.matches_at_once(partition_filter, READY_CANDIDATES_MAX)
         if matches is None:
             return None
-        if max_parts >= 0:
-            matches = matches[:max_parts]
-        if len(matches) > READY_PARTITIONS_MAX or 0 <= at_most < len(matches):
+        matches = first_parts(matches, max_parts)
+        if len(matches) > READY_PARTITIONS_MAX or over_request_limit(len(matches), request_limit):
             return None
-        for kind in ("table", "partition_names", "partition"):
-            self.metrics.count_lookup(reader.method, kind, True)
+        self._count_ready_hit(reader)
         return Ready(matches.list_bytes(), entry.held)
 
     def ready_again(self, reader: Reader, held: Held) -> bool:
         if self.passing_through or not held.current:
             return False
-        self.metrics.count_lookup(reader.method, "table", True)
+        self._count_ready_hit(reader)
         return True
+
+    def _count_ready_hit(self, reader: Reader) -> None:
+        """The hits the ordinary way counts when it answers the same call from the cache."""
+        for kind in READY_HITS[reader.method]:
+            self.metrics.count_lookup(reader.method, kind, True)
 
     def get_table_bundle(self, cat: str, db_name: str, tbl_name: str,
                          partition_sink: PartitionSink | None = None) -> TableBundle:

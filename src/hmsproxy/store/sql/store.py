@@ -96,13 +96,10 @@ class SqlStore(BundleStore, DatabaseStore, TableStore, PartitionStore, FunctionS
     alter_table = retried(TableStore.alter_table)
     create_table = retried(TableStore.create_table)
     drop_table = retried(TableStore.drop_table)
-    encoded_partitions_by_filter = retried(TableStore.encoded_partitions_by_filter)
-    encoded_table = retried(TableStore.encoded_table)
     get_table = retried(TableStore.get_table)
     get_table_meta = retried(TableStore.get_table_meta)
     get_table_names = retried(TableStore.get_table_names)
     get_table_objects = retried(TableStore.get_table_objects)
-    ready_again = retried(TableStore.ready_again)
     # StatisticsStore
     delete_partition_column_statistics = retried(StatisticsStore.delete_partition_column_statistics)
     delete_table_column_statistics = retried(StatisticsStore.delete_table_column_statistics)

@@ -11,8 +11,6 @@ from hmsproxy.events.journal import Journal
 from hmsproxy.idl import hms
 from hmsproxy.store.canonical import write_id
 from hmsproxy.store.domain import DroppedTable
-from hmsproxy.store.reader import Reader
-from hmsproxy.store.ready import Held
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.descriptors import (
@@ -85,16 +83,6 @@ class TableStore:
         if not tables:
             raise no_such_object(f"{db_name}.{tbl_name} table not found")
         return tables[0]
-
-    def encoded_table(self, reader: Reader, cat: str, db_name: str, tbl_name: str) -> None:
-        return None   # a database holds no table ready as bytes
-
-    def encoded_partitions_by_filter(self, reader: Reader, cat: str, db_name: str, tbl_name: str, filter_text: str,
-                                     max_parts: int, at_most: int) -> None:
-        return None   # a database holds no partitions ready as bytes
-
-    def ready_again(self, reader: Reader, held: Held) -> bool:
-        return False   # encoded_table gave none
 
     def get_table_objects(self, cat: str, db_name: str, tbl_names: Sequence[str]) -> list[Any]:
         with self.db.transaction() as conn:
