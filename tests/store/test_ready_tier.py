@@ -33,6 +33,7 @@ from hmsproxy.store.cache.policy import CachePolicy
 from hmsproxy.store.cache.shared_cache import SharedCache
 from hmsproxy.store.reader import Reader
 from hmsproxy.store.ready import Held, Ready, ReadyAnswers
+from hmsproxy.store.sql.stats_codec import stats_as_stored
 from support.builders import placeholder_sd
 from support.sql_stores import sqlite_store
 
@@ -56,7 +57,8 @@ class World:
     def __init__(self, directory: Any) -> None:
         self.sql = sqlite_store(directory, DB)
         self.metrics = Metrics()
-        self.store = CachedStore(self.sql, SharedCache(max_bytes=1 << 30), CachePolicy.from_patterns(), self.metrics)
+        self.store = CachedStore(self.sql, SharedCache(max_bytes=1 << 30), CachePolicy.from_patterns(), self.metrics,
+                                 stats_as_stored)
         self.store.load_catalog("hive")
         context = HandlerContext(store=self.store, warehouse=Warehouse(directory), server_conf={}, started_at=0)
         self.handlers = {limit: Handler(HandlerContext(**{**vars(context), "partition_request_limit": limit}))
