@@ -41,6 +41,7 @@ DB = "d"
 KEY_TYPES = ("string", "int", "bigint")
 LIMITS = (-1, 0, 2, 5, 1000)   # --partition-request-limit
 MAX_PARTS = (-1, 0, 1, 2, 3, 7, 1000, 32767)
+COVERAGE_ROUNDS = 6   # rounds of examples at most, until every kind of call was seen often enough
 
 
 @dataclass(frozen=True)
@@ -258,5 +259,11 @@ def test_a_ready_answer_is_the_ordinary_answer_byte_for_byte_and_declined_calls_
             for processor, asked in answered:
                 assert processor.repeated_reply(_message(api, next(sequence), asked), False) is None
 
-    check()   # and the examples tried both tiers of both calls
-    assert min(seen["get_table"], seen["get_partitions_by_filter"]) >= 10 and seen["declined"] >= 25, seen
+    def covered() -> bool:   # the examples tried both tiers of both calls, and the ordinary one alone
+        return min(seen["get_table"], seen["get_partitions_by_filter"]) >= 10 and seen["declined"] >= 25
+
+    for _ in range(COVERAGE_ROUNDS):   # a round may draw few filters the ready tier answers (5 of 200 seen)
+        check()
+        if covered():
+            break
+    assert covered(), seen
