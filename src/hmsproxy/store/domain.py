@@ -42,6 +42,10 @@ class DroppedTable:
     partition_locations: list[str] = field(default_factory=list)
 
 
+# Statistics objects as the database would return them, by lower-cased column name (the SQL store's
+# stats_codec.stats_as_stored): what the cache keeps of an update without reading it back.
+StatsAsStored = Callable[[Sequence[ColumnStatisticsObj]], dict[str, ColumnStatisticsObj]]
+
 # Where a table load streams its partitions: (table, chunk of partitions, their PART_IDs or None).
 PartitionSink = Callable[[Table, Sequence[Partition], list[int] | None], None]
 
