@@ -309,7 +309,7 @@ class UpstreamStore:
             yield self.upstream.call("get_partitions_by_names", db_name, tbl_name,
                                      list(names[start:start + PARTITION_CHUNK]))
 
-    def _listing(self, owner: tuple[str] | tuple[str, str], method: str, *args: Any) -> Any:
+    def _listing(self, owner: tuple[str] | tuple[str, str], method: str, *args: object) -> Any:
         """A listing of a database's tables or a table's partitions. Hive answers one of a missing database or
         table with an empty list or a failure, not NoSuchObjectException: then the owner is looked up, which
         raises it when it is missing."""
@@ -472,7 +472,7 @@ class UpstreamStore:
         held = self.show_locks(None, None, None, None) if response.state == hms.LockState.ACQUIRED else []
         return self._outcome(response, [(e.dbname, e.tablename) for e in held if e.lockid == lock_id])
 
-    def _outcome(self, response: Any, scopes: list[tuple[str, str | None]]) -> LockOutcome:
+    def _outcome(self, response: hms.LockResponse, scopes: list[tuple[str, str | None]]) -> LockOutcome:
         """A grant with its (db, table) scopes, lower-cased as Hive records them, and the log's head read after
         it: every event committed before the grant is at or below it."""
         if response.state != hms.LockState.ACQUIRED:
@@ -586,7 +586,7 @@ def _in_order(objs: Sequence[ColumnStatisticsObj] | None, col_names: Sequence[st
     return [by_name[c] for c in col_names if c in by_name]
 
 
-def _write_id_list(ids: Any) -> ValidWriteIdList:
+def _write_id_list(ids: hms.TableValidWriteIds) -> ValidWriteIdList:
     """A TableValidWriteIds answer as Hive's reader reads it: abortedBits marks the aborted invalid ids."""
     invalid = list(ids.invalidWriteIds or [])
     marked = list(zip(invalid, decode_bitset(ids.abortedBits, len(invalid))))
