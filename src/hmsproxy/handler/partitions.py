@@ -37,7 +37,7 @@ from hmsproxy.hive.partitions_to_add import check_new_and_distinct
 from hmsproxy.idl import hms
 from hmsproxy.idl.fields import present
 from hmsproxy.storage.warehouse import DirectoryWork, join
-from hmsproxy.store.domain import PartitionBatch
+from hmsproxy.store.domain import PartitionBatch, partition_key_types
 from hmsproxy.store.reader import shallow_copy
 
 MAX_BATCH_SIZE = 10_000
@@ -55,11 +55,6 @@ def _filter_refused(error: FilterError) -> hms.MetaException:
     if isinstance(error, FilterTypeMismatch):
         return hms.MetaException(message=str(error))
     return hms.MetaException(message=f"Error parsing partition filter: {error}")
-
-
-def _key_types(table: hms.Table) -> list[tuple[str, str]]:
-    """The table's partition keys as (name, type), what the filter compilers take."""
-    return [(present(k.name), cast(str, k.type)) for k in table.partitionKeys or []]
 
 
 class PartitionCalls(Calls):
@@ -309,7 +304,7 @@ class PartitionCalls(Calls):
             names=first_parts(self._names_by_spec(catalog, db, table, req.partValues), req.maxParts))
 
     def _names_by_filter(self, catalog: str, db: str, table: hms.Table, filter_text: str | None) -> list[str]:
-        keys = _key_types(table)
+        keys = partition_key_types(table)
         try:
             partition_filter = compile_partition_filter(filter_text or "", keys)
         except FilterError as exc:
@@ -348,7 +343,7 @@ class PartitionCalls(Calls):
         predicate = None
         if req.filter:
             try:
-                predicate = compile_filter(req.filter, _key_types(table))
+                predicate = compile_filter(req.filter, partition_key_types(table))
             except FilterError as exc:
                 raise _filter_refused(exc) from None
         from_id = req.fromPartitionId if req.fromPartitionId is not None else 0

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from hmsproxy.hive.write_ids import ValidWriteIdList
 from hmsproxy.idl import hms
+from hmsproxy.idl.fields import present
 
 # The IDL's structs, by name
 Catalog = hms.Catalog
@@ -32,6 +33,12 @@ Kept = TypeVar("Kept", Table, Partition, Database)   # what RawStore.kept takes 
 def is_transactional(table: Table) -> bool:
     """ACID tables (full or insert-only): their reads are checked against write-id snapshots."""
     return str((table.parameters or {}).get("transactional", "")).lower() == "true"
+
+
+def partition_key_types(table: Table) -> list[tuple[str, str]]:
+    """The table's partition keys as (name, type), what the partition filter compilers take (a stored key has
+    both; the type is cast, not checked, as the compilers always read it unchecked)."""
+    return [(present(k.name), cast(str, k.type)) for k in table.partitionKeys or []]
 
 
 @dataclass

@@ -55,6 +55,7 @@ from hmsproxy.store.domain import (
     Table,
     TableBundle,
     is_transactional,
+    partition_key_types,
 )
 from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.reader import INTERNAL, Reader, shallow_copy
@@ -213,7 +214,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
             return 0
         with self._loading(keys) as loads:
             entries = (read or self.read_entries)(keys[0][0], [(db, tbl) for _, db, tbl in keys])
-            found = {(e.table.dbName.lower(), e.table.tableName.lower()): e for e in entries}
+            found = {(present(e.table.dbName).lower(), present(e.table.tableName).lower()): e for e in entries}
             loaded = 0
             for key, load in zip(keys, loads):
                 installed = self._install(key, load, found.get((key[1].lower(), key[2].lower())))
@@ -477,7 +478,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
         entry = self._entry_for_anyone(reader, (cat, db_name, tbl_name))
         if entry is None:
             return None
-        keys = [(key.name, key.type) for key in entry.table.partitionKeys or []]
+        keys = partition_key_types(entry.table)
         try:
             partition_filter = compile_partition_filter(filter_text, keys)
         except FilterError:   # the ordinary way answers it, as the declared exception
