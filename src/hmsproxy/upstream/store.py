@@ -298,8 +298,9 @@ class UpstreamStore:
         if response is None:
             raise hms.MetaException(message="the upstream HMS has no partition ids to read batches by; list "
                                             "the partitions with get_partition_names and get_partitions_by_names")
+        items: Sequence[Partition] | list[str]
         if names_only:
-            items: list[Any] = [n for n in response.names if predicate is None or predicate(_values(n))]
+            items = [n for n in response.names if predicate is None or predicate(_values(n))]
         else:
             items = [p for p in response.partitions if predicate is None or predicate(p.values)]
         return PartitionBatch(items, response.nextPartitionId, response.minPartitionId, response.maxPartitionId)
