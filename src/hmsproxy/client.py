@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import thriftpy2.rpc
@@ -57,6 +57,9 @@ def reader_snapshot(client: ThriftHiveMetastoreClient | MetastoreClient, full_ta
                                [w for w, a in zip(invalid, bad) if not a], [w for w, a in zip(invalid, bad) if a])
 
 
+_Item = hms.Partition | str   # a batch listing's item: a partition, or its name
+
+
 class MetastoreClient:
     def __init__(self, host: str = "127.0.0.1", port: int = 9083, *, timeout_s: float = 600.0,
                  framed: bool = False) -> None:
@@ -86,16 +89,16 @@ class MetastoreClient:
     # ---- batched partition listings ----------------------------------------------------------------
 
     def iter_partitions(self, db: str, table: str, *, batch_size: int = 1000, filter: str | None = None,
-                        connections: int = 1) -> Iterator[Any]:
+                        connections: int = 1) -> Iterator[hms.Partition]:
         """Every partition of the table (matching `filter`), in partition id order."""
-        return self._iterate(db, table, batch_size, filter, connections, names=False)
+        return cast("Iterator[hms.Partition]", self._iterate(db, table, batch_size, filter, connections, names=False))
 
     def iter_partition_names(self, db: str, table: str, *, batch_size: int = 1000, filter: str | None = None,
                              connections: int = 1) -> Iterator[str]:
-        return self._iterate(db, table, batch_size, filter, connections, names=True)
+        return cast("Iterator[str]", self._iterate(db, table, batch_size, filter, connections, names=True))
 
     def _fetch(self, client: ThriftHiveMetastoreClient, db: str, table: str, start: int, end: int, size: int,
-               filter: str | None, names: bool) -> tuple[list[Any], hms.PartitionBatchResponse
+               filter: str | None, names: bool) -> tuple[Sequence[_Item], hms.PartitionBatchResponse
                                                          | hms.PartitionNameBatchResponse]:
         request = hms.PartitionBatchRequest(dbName=db, tblName=table, fromPartitionId=start, toPartitionId=end,
                                             batchSize=size, filter=filter)
@@ -106,7 +109,7 @@ class MetastoreClient:
         return response.partitions, response
 
     def _range(self, client: ThriftHiveMetastoreClient, db: str, table: str, start: int, end: int, size: int,
-               filter: str | None, names: bool) -> Iterator[Any]:
+               filter: str | None, names: bool) -> Iterator[_Item]:
         """Batches of [start, end) (end -1: to the last partition) until the server says it is done."""
         while start >= 0:
             items, response = self._fetch(client, db, table, start, end, size, filter, names)
@@ -114,7 +117,7 @@ class MetastoreClient:
             start = response.nextPartitionId
 
     def _iterate(self, db: str, table: str, size: int, filter: str | None, connections: int,
-                 names: bool) -> Iterator[Any]:
+                 names: bool) -> Iterator[_Item]:
         if connections <= 1:
             yield from self._range(self._client, db, table, 0, -1, size, filter, names)
             return
@@ -130,10 +133,10 @@ class MetastoreClient:
         yield from self._range(self._client, db, table, end, -1, size, filter, names)
 
     def _concurrently(self, db: str, table: str, bounds: list[tuple[int, int]], size: int, filter: str | None,
-                      names: bool) -> Iterator[Any]:
+                      names: bool) -> Iterator[_Item]:
         """One connection per id range; results come back range by range, so the order stays by id.
         Each range buffers at most a few batches, so memory stays bounded."""
-        queues: list[queue.Queue[list[Any] | BaseException | _Done]] = [queue.Queue(maxsize=4) for _ in bounds]
+        queues: list[queue.Queue[Sequence[_Item] | BaseException | _Done]] = [queue.Queue(maxsize=4) for _ in bounds]
         stop = threading.Event()
 
         def work(index: int, start: int, end: int) -> None:

@@ -6,7 +6,6 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy.engine import make_url
 
@@ -18,7 +17,7 @@ from hmsproxy.ops.audit import AuditLog
 from hmsproxy.ops.config import Settings
 from hmsproxy.ops.heap import collect_less_often
 from hmsproxy.ops.metrics import Metrics, MetricsServer
-from hmsproxy.rpc.dispatch import MetastoreProcessor
+from hmsproxy.rpc.dispatch import Calls, MetastoreProcessor
 from hmsproxy.rpc.repeated_requests import RepeatedRequests
 from hmsproxy.rpc.thrift_server import ThriftServer
 from hmsproxy.rpc.tls import server_context
@@ -147,7 +146,7 @@ def _audit_log(settings: Settings) -> AuditLog | None:
     return AuditLog(settings.audit_log, settings.log_format == "json") if settings.audit_log else None
 
 
-def _thrift_server(settings: Settings, handler: Any, metrics: Metrics, audit: AuditLog | None) -> ThriftServer:
+def _thrift_server(settings: Settings, handler: Calls, metrics: Metrics, audit: AuditLog | None) -> ThriftServer:
     repeats = RepeatedRequests(settings.remembered_requests)
     metrics.remembered_requests.set_function(lambda: len(repeats))
     return ThriftServer(lambda peer: MetastoreProcessor(handler, metrics, settings.max_message_bytes, audit=audit,

@@ -3,7 +3,6 @@ the answer. It never touches SQL; the store it holds may be the database or the 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from hmsproxy.handler.common import HandlerContext
 from hmsproxy.handler.databases import DatabaseCalls
@@ -21,9 +20,9 @@ from hmsproxy.store.reader import Reader
 class Handler(DatabaseCalls, TableCalls, PartitionCalls, FunctionCalls, StatisticsCalls, TransactionCalls,
               NotificationCalls, ServiceCalls, ReadyCalls):
 
-    def method_for(self, api: str, reader: Reader) -> Callable[..., Any] | None:
+    def method_for(self, api: str, reader: Reader) -> Callable[..., object] | None:
         """The method answering one call of `api` (None where hmsproxy serves no such call)."""
-        method: Callable[..., Any] | None = getattr(self.serving(reader), api, None)
+        method: Callable[..., object] | None = getattr(self.serving(reader), api, None)
         return method
 
 

@@ -5,7 +5,7 @@ import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Self, TypeVar
 
 from hmsproxy.hive.names import DEFAULT_CATALOG, is_valid_identifier
 from hmsproxy.idl import hms
@@ -13,6 +13,7 @@ from hmsproxy.storage.warehouse import Warehouse, normalise_location
 from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.reader import INTERNAL, Reader, shallow_copy
 
+R = TypeVar("R")
 DDL_TIME = "transient_lastDdlTime"
 ErrorType = Callable[..., Exception]   # one of the IDL's exceptions, raised as error(message=...)
 
@@ -79,7 +80,7 @@ def table_name(dbname: str | None, tbl_name: str | None, catalog: str | None = N
     return cat, db_name, lower(tbl_name, "table")
 
 
-def ready_table_name(dbname: Any, tbl_name: Any) -> tuple[str, str, str] | None:
+def ready_table_name(dbname: object, tbl_name: object) -> tuple[str, str, str] | None:
     """table_name for the ready tier, which reads arguments nothing has checked yet; None where the ordinary way
     must decide: a name that is not a string, names table_name refuses, or a catalog-qualified database."""
     if not isinstance(dbname, str) or not isinstance(tbl_name, str) or dbname.startswith("@"):
@@ -113,10 +114,10 @@ def check_partition_values(table: hms.Table, values: Sequence[str] | None) -> li
     return ["" if v is None else v for v in values]
 
 
-def with_snapshot(method: Callable[..., Any]) -> Callable[..., Any]:
+def with_snapshot(method: Callable[..., R]) -> Callable[..., R]:
     """For request-style reads: the request's validWriteIdList and table id hold for the whole call."""
     @functools.wraps(method)
-    def call(self: Calls, request: Any, *args: Any) -> Any:
+    def call(self: Calls, request: object, *args: object) -> R:
         reader = self.ctx.reader.at(getattr(request, "validWriteIdList", None), getattr(request, "id", None))
         return method(self.serving(reader), request, *args)
     return call

@@ -4,7 +4,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import cast
 
 from thriftpy2.thrift import TApplicationException
 
@@ -37,6 +37,7 @@ from hmsproxy.hive.partitions_to_add import check_new_and_distinct
 from hmsproxy.idl import hms
 from hmsproxy.idl.fields import present
 from hmsproxy.storage.warehouse import DirectoryWork, join
+from hmsproxy.store.domain import PartitionBatch, partition_key_types
 from hmsproxy.store.reader import shallow_copy
 
 MAX_BATCH_SIZE = 10_000
@@ -49,7 +50,7 @@ def _spec_matches(values: Sequence[str], spec: Sequence[str]) -> bool:
     return all(s == "" or s == v for s, v in zip(spec, values))
 
 
-def _filter_refused(error: FilterError) -> Any:
+def _filter_refused(error: FilterError) -> hms.MetaException:
     """HMS's answer to a filter it cannot use: its own text for a type mismatch, else what and where."""
     if isinstance(error, FilterTypeMismatch):
         return hms.MetaException(message=str(error))
@@ -60,11 +61,11 @@ class PartitionCalls(Calls):
 
     # ---- helpers -----------------------------------------------------------------------------------
 
-    def _table(self, db: str, tbl: str, cat: str | None = None) -> tuple[str, str, Any]:
+    def _table(self, db: str, tbl: str, cat: str | None = None) -> tuple[str, str, hms.Table]:
         catalog, db_name, tbl_name = table_name(db, tbl, cat)
         return catalog, db_name, self.ctx.store.get_table(catalog, db_name, tbl_name)
 
-    def _values_from_name(self, table: Any, part_name: str) -> list[str]:
+    def _values_from_name(self, table: hms.Table, part_name: str) -> list[str]:
         """As HMS's getPartValsFromName: components in any order, extra ones ignored, a missing key (or an
         unparseable name) is NoSuchObjectException."""
         try:
@@ -74,14 +75,15 @@ class PartitionCalls(Calls):
         for key in table.partitionKeys or []:
             if key.name not in spec:
                 raise hms.NoSuchObjectException(message=f"incomplete partition name - missing {key.name}")
-        return [spec[k.name] for k in table.partitionKeys]
+        return [spec[present(k.name)] for k in cast("list[hms.FieldSchema]", table.partitionKeys)]
 
-    def _name(self, table: Any, values: Sequence[str]) -> str:
-        return make_partition_name([k.name for k in table.partitionKeys], values)
+    def _name(self, table: hms.Table, values: Sequence[str]) -> str:
+        keys = cast("list[hms.FieldSchema]", table.partitionKeys)
+        return make_partition_name([present(k.name) for k in keys], values)
 
     # ---- add ---------------------------------------------------------------------------------------
 
-    def _prepare_partition(self, table: Any, part: Any, work: DirectoryWork) -> Any:
+    def _prepare_partition(self, table: hms.Table, part: hms.Partition, work: DirectoryWork) -> hms.Partition:
         """Fills defaults (location, SD, times), plans the directory, computes quick stats; returns the partition
         to store. Only the partition and its storage descriptor are copied, the two objects changed here (a deep
         copy of each partition was a sixth of adding a thousand; copy.copy costs three times shallow_copy)."""
@@ -89,10 +91,10 @@ class PartitionCalls(Calls):
         part.values = check_partition_values(table, part.values)
         part.dbName, part.tableName, part.catName = table.dbName, table.tableName, table.catName
         if part.sd is None:
-            part.sd = copy.deepcopy(table.sd)
+            part.sd = copy.deepcopy(present(table.sd))
             part.sd.location = None
         part.sd.location = checked_location(part.sd.location, hms.InvalidObjectException) or \
-            join(table.sd.location, self._name(table, part.values))
+            join(cast(str, present(table.sd).location), self._name(table, part.values))
         part.parameters = dict(part.parameters or {})
         part.createTime = now()
         part.lastAccessTime = part.lastAccessTime or 0
@@ -103,8 +105,8 @@ class PartitionCalls(Calls):
             work.plan_mkdirs(part.sd.location)
         return part
 
-    def _add_partitions(self, db: str, tbl: str, cat: str | None, parts: Sequence[Any],
-                        if_not_exists: bool) -> list[Any]:
+    def _add_partitions(self, db: str, tbl: str, cat: str | None, parts: Sequence[hms.Partition],
+                        if_not_exists: bool) -> list[hms.Partition]:
         try:
             catalog, db_name, table = self._table(db, tbl, cat)
         except hms.NoSuchObjectException:
@@ -116,7 +118,7 @@ class PartitionCalls(Calls):
             if part is None:
                 raise hms.MetaException(message="partition must not be null")
             part_db = split_catalog(part.dbName or db_name)[1]
-            if part_db != db_name or (part.tableName or table.tableName).lower() != table.tableName:
+            if part_db != db_name or (part.tableName or present(table.tableName)).lower() != table.tableName:
                 raise hms.MetaException(
                     message=f"Partition does not belong to target table {db_name}.{table.tableName}: "
                             f"{part.dbName}.{part.tableName}")
@@ -134,51 +136,53 @@ class PartitionCalls(Calls):
                 work.start_planned()   # made while the event is built and the rows are written
                 # With if_not_exists the store announces what it adds: another writer may add some meanwhile.
                 events = [messages.add_partition(table, prepared)] if prepared and not if_not_exists else []
-                return self.ctx.store.add_partitions(catalog, db_name, table.tableName, prepared, if_not_exists,
+                return self.ctx.store.add_partitions(catalog, db_name, present(table.tableName), prepared,
+                                                     if_not_exists,
                                                      journal=Journal(events, before_commit=work.wait))
         except hms.AlreadyExistsException:
             # Refused as Hive refuses it: naming the partition as the client sent it, not as it was prepared.
             check_new_and_distinct(names, parts, self._existing_names(catalog, db_name, table, names), False)
             raise
 
-    def _existing_names(self, catalog: str, db_name: str, table: Any, names: Sequence[str]) -> set[str]:
+    def _existing_names(self, catalog: str, db_name: str, table: hms.Table, names: Sequence[str]) -> set[str]:
         """Which of these partitions exist (looked up by name: adding to a huge table stays cheap)."""
         if not names:
             return set()
-        found = self.ctx.store.get_partitions_by_names(catalog, db_name, table.tableName, names)
+        found = self.ctx.store.get_partitions_by_names(catalog, db_name, present(table.tableName), names)
         return {self._name(table, present(p.values)) for p in found}
 
-    def add_partition(self, new_part: Any) -> Any:
+    def add_partition(self, new_part: hms.Partition) -> hms.Partition:
         return self._add_one(new_part)
 
-    def add_partition_with_environment_context(self, new_part: Any, environment_context: Any) -> Any:
+    def add_partition_with_environment_context(self, new_part: hms.Partition,
+                                               environment_context: hms.EnvironmentContext) -> hms.Partition:
         return self._add_one(new_part)   # Hive 2.3 adds as add_partition does, whatever the context says
 
-    def _add_one(self, part: Any) -> Any:
+    def _add_one(self, part: hms.Partition) -> hms.Partition:
         if part is None:
             raise hms.InvalidObjectException(message="partition must not be null")
         added = self._add_partitions(part.dbName or "", part.tableName or "", part.catName, [part], False)
         return added[0]
 
-    def add_partitions(self, new_parts: Sequence[Any]) -> int:
+    def add_partitions(self, new_parts: Sequence[hms.Partition]) -> int:
         if not new_parts:
             return 0
         first = new_parts[0]
         return len(self._add_partitions(first.dbName or "", first.tableName or "", first.catName, new_parts, False))
 
-    def add_partitions_req(self, request: Any) -> Any:
+    def add_partitions_req(self, request: hms.AddPartitionsRequest) -> hms.AddPartitionsResult:
         added = self._add_partitions(request.dbName, request.tblName, request.catName, request.parts or [],
                                      bool(request.ifNotExists))
         return hms.AddPartitionsResult(partitions=added if request.needResult is not False else None)
 
-    def append_partition(self, db_name: str, tbl_name: str, part_vals: Sequence[str]) -> Any:
+    def append_partition(self, db_name: str, tbl_name: str, part_vals: Sequence[str]) -> hms.Partition:
         return self._append(db_name, tbl_name, list(part_vals or []))
 
     def append_partition_with_environment_context(self, db_name: str, tbl_name: str, part_vals: Sequence[str],
-                                                  environment_context: Any) -> Any:
+                                                  environment_context: hms.EnvironmentContext) -> hms.Partition:
         return self._append(db_name, tbl_name, list(part_vals or []))
 
-    def append_partition_by_name(self, db_name: str, tbl_name: str, part_name: str) -> Any:
+    def append_partition_by_name(self, db_name: str, tbl_name: str, part_name: str) -> hms.Partition:
         _, _, table = self._table(db_name, tbl_name)
         try:
             values = self._values_from_name(table, part_name)
@@ -187,40 +191,40 @@ class PartitionCalls(Calls):
         return self._append(db_name, tbl_name, values)
 
     def append_partition_by_name_with_environment_context(self, db_name: str, tbl_name: str, part_name: str,
-                                                          environment_context: Any) -> Any:
+                                                          environment_context: hms.EnvironmentContext) -> hms.Partition:
         return self.append_partition_by_name(db_name, tbl_name, part_name)
 
-    def _append(self, db: str, tbl: str, values: list[str]) -> Any:
+    def _append(self, db: str, tbl: str, values: list[str]) -> hms.Partition:
         part = hms.Partition(values=values, dbName=split_catalog(db)[1], tableName=lower(tbl, "table"),
                              parameters={}, sd=None)
         return self._add_partitions(db, tbl, None, [part], False)[0]
 
     # ---- read --------------------------------------------------------------------------------------
 
-    def get_partition(self, db_name: str, tbl_name: str, part_vals: Sequence[str]) -> Any:
+    def get_partition(self, db_name: str, tbl_name: str, part_vals: Sequence[str]) -> hms.Partition:
         catalog, db, table = self._table(db_name, tbl_name)
         return self._partition_as_asked(catalog, db, table, check_partition_values(table, part_vals))
 
     @with_snapshot
-    def get_partition_req(self, req: Any) -> Any:
+    def get_partition_req(self, req: hms.GetPartitionRequest) -> hms.GetPartitionResponse:
         catalog, db, table = self._table(req.dbName, req.tblName, req.catName)
         part = self._partition_as_asked(catalog, db, table, check_partition_values(table, req.partVals))
         return hms.GetPartitionResponse(partition=part)
 
-    def _partition_as_asked(self, catalog: str, db: str, table: Any, values: list[str]) -> Any:
+    def _partition_as_asked(self, catalog: str, db: str, table: hms.Table, values: list[str]) -> hms.Partition:
         """The partition with the values it was asked by, as Hive answers: asked by `""` or by
         __HIVE_DEFAULT_PARTITION__ (the same partition), it answers with the asker's spelling."""
-        return shallow_copy(self.ctx.store.get_partition(catalog, db, table.tableName, values), values=values)
+        return shallow_copy(self.ctx.store.get_partition(catalog, db, present(table.tableName), values), values=values)
 
     def get_partition_with_auth(self, db_name: str, tbl_name: str, part_vals: Sequence[str], user_name: str,
-                                group_names: Sequence[str]) -> Any:
+                                group_names: Sequence[str]) -> hms.Partition:
         return self.get_partition(db_name, tbl_name, part_vals)
 
-    def get_partition_by_name(self, db_name: str, tbl_name: str, part_name: str) -> Any:
+    def get_partition_by_name(self, db_name: str, tbl_name: str, part_name: str) -> hms.Partition:
         catalog, db, table = self._table(db_name, tbl_name)
         return self._partition_as_asked(catalog, db, table, self._values_from_name(table, part_name))
 
-    def _check_limit(self, table: Any, count: int) -> None:
+    def _check_limit(self, table: hms.Table, count: int) -> None:
         """metastore.limit.partition.request: refuse, never truncate, a listing that is too large."""
         limit = self.ctx.partition_request_limit
         if over_request_limit(count, limit):
@@ -229,58 +233,62 @@ class PartitionCalls(Calls):
                         f"exceeds limit (={limit}). This is controlled on the metastore server by "
                         f"metastore.limit.partition.request; fetch them in batches with get_partitions_batch.")
 
-    def _all_partitions(self, catalog: str, db: str, table: Any, max_parts: int | None) -> Any:
+    def _all_partitions(self, catalog: str, db: str, table: hms.Table,
+                        max_parts: int | None) -> list[hms.Partition]:
         if self.ctx.partition_request_limit >= 0:
-            count = len(self.ctx.store.get_partition_names(catalog, db, table.tableName))
+            count = len(self.ctx.store.get_partition_names(catalog, db, present(table.tableName)))
             self._check_limit(table, len(first_parts(range(count), max_parts)))
-        return self.ctx.store.get_partitions(catalog, db, table.tableName, -1 if max_parts is None else max_parts)
+        found = self.ctx.store.get_partitions(catalog, db, present(table.tableName),
+                                              -1 if max_parts is None else max_parts)
+        return cast("list[hms.Partition]", found)   # any sequence: the Thrift codec only iterates the list
 
-    def _partitions_named(self, catalog: str, db: str, table: Any, names: Sequence[str]) -> Any:
+    def _partitions_named(self, catalog: str, db: str, table: hms.Table, names: Sequence[str]) -> list[hms.Partition]:
         self._check_limit(table, len(names))
-        return self.ctx.store.get_partitions_by_names(catalog, db, table.tableName, names)
+        return self.ctx.store.get_partitions_by_names(catalog, db, present(table.tableName), names)
 
-    def get_partitions(self, db_name: str, tbl_name: str, max_parts: int = -1) -> list[Any]:
+    def get_partitions(self, db_name: str, tbl_name: str, max_parts: int = -1) -> list[hms.Partition]:
         catalog, db, table = self._table(db_name, tbl_name)
         return self._all_partitions(catalog, db, table, max_parts)
 
     def get_partitions_with_auth(self, db_name: str, tbl_name: str, max_parts: int = -1, user_name: str = "",
-                                 group_names: Sequence[str] = ()) -> list[Any]:
+                                 group_names: Sequence[str] = ()) -> list[hms.Partition]:
         return self.get_partitions(db_name, tbl_name, max_parts)
 
     @with_snapshot
-    def get_partitions_req(self, req: Any) -> Any:
+    def get_partitions_req(self, req: hms.PartitionsRequest) -> hms.PartitionsResponse:
         catalog, db, table = self._table(req.dbName, req.tblName, req.catName)
         return hms.PartitionsResponse(partitions=self._all_partitions(catalog, db, table, req.maxParts))
 
     def get_partition_names(self, db_name: str, tbl_name: str, max_parts: int = -1) -> list[str]:
         catalog, db, table = self._table(db_name, tbl_name)
-        return first_parts(self.ctx.store.get_partition_names(catalog, db, table.tableName), max_parts)
+        return first_parts(self.ctx.store.get_partition_names(catalog, db, present(table.tableName)), max_parts)
 
-    def _names_by_spec(self, catalog: str, db: str, table: Any, spec: Sequence[str] | None) -> list[str]:
+    def _names_by_spec(self, catalog: str, db: str, table: hms.Table, spec: Sequence[str] | None) -> list[str]:
         spec = list(spec or [])
         if len(spec) > len(table.partitionKeys or []):
             raise hms.MetaException(
                 message=f"Incorrect number of partition values: {spec} for keys "
-                        f"{[k.name for k in table.partitionKeys]}")
-        return [name for name, values in self.ctx.store.get_partition_values(catalog, db, table.tableName)
+                        f"{[k.name for k in cast('list[hms.FieldSchema]', table.partitionKeys)]}")
+        return [name for name, values in self.ctx.store.get_partition_values(catalog, db, present(table.tableName))
                 if _spec_matches(values, spec)]
 
     def _partitions_by_spec(self, db_name: str, tbl_name: str, cat: str | None, spec: Sequence[str] | None,
-                            max_parts: int | None) -> list[Any]:
+                            max_parts: int | None) -> list[hms.Partition]:
         catalog, db, table = self._table(db_name, tbl_name, cat)
         names = first_parts(self._names_by_spec(catalog, db, table, spec), max_parts)
         return self._partitions_named(catalog, db, table, names)
 
     def get_partitions_ps(self, db_name: str, tbl_name: str, part_vals: Sequence[str],
-                          max_parts: int = -1) -> list[Any]:
+                          max_parts: int = -1) -> list[hms.Partition]:
         return self._partitions_by_spec(db_name, tbl_name, None, part_vals, max_parts)
 
     def get_partitions_ps_with_auth(self, db_name: str, tbl_name: str, part_vals: Sequence[str], max_parts: int = -1,
-                                    user_name: str = "", group_names: Sequence[str] = ()) -> list[Any]:
+                                    user_name: str = "", group_names: Sequence[str] = ()) -> list[hms.Partition]:
         return self._partitions_by_spec(db_name, tbl_name, None, part_vals, max_parts)
 
     @with_snapshot
-    def get_partitions_ps_with_auth_req(self, req: Any) -> Any:
+    def get_partitions_ps_with_auth_req(
+            self, req: hms.GetPartitionsPsWithAuthRequest) -> hms.GetPartitionsPsWithAuthResponse:
         parts = self._partitions_by_spec(req.dbName, req.tblName, req.catName, req.partVals, req.maxParts)
         return hms.GetPartitionsPsWithAuthResponse(partitions=parts)
 
@@ -290,20 +298,21 @@ class PartitionCalls(Calls):
         return first_parts(self._names_by_spec(catalog, db, table, part_vals), max_parts)
 
     @with_snapshot
-    def get_partition_names_ps_req(self, req: Any) -> Any:
+    def get_partition_names_ps_req(self, req: hms.GetPartitionNamesPsRequest) -> hms.GetPartitionNamesPsResponse:
         catalog, db, table = self._table(req.dbName, req.tblName, req.catName)
         return hms.GetPartitionNamesPsResponse(
             names=first_parts(self._names_by_spec(catalog, db, table, req.partValues), req.maxParts))
 
-    def _names_by_filter(self, catalog: str, db: str, table: Any, filter_text: str | None) -> list[str]:
-        keys = [(k.name, k.type) for k in table.partitionKeys or []]
+    def _names_by_filter(self, catalog: str, db: str, table: hms.Table, filter_text: str | None) -> list[str]:
+        keys = partition_key_types(table)
         try:
             partition_filter = compile_partition_filter(filter_text or "", keys)
         except FilterError as exc:
             raise _filter_refused(exc) from None
-        return self.ctx.store.get_partition_names_by_filter(catalog, db, table.tableName, partition_filter)
+        return self.ctx.store.get_partition_names_by_filter(catalog, db, present(table.tableName), partition_filter)
 
-    def get_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str, max_parts: int = -1) -> list[Any]:
+    def get_partitions_by_filter(self, db_name: str, tbl_name: str, filter: str,
+                                 max_parts: int = -1) -> list[hms.Partition]:
         """The ordinary tier: a few partitions of a cached table are answered before it (handler/ready.py)."""
         catalog, db, table = self._table(db_name, tbl_name)
         names = first_parts(self._names_by_filter(catalog, db, table, filter), max_parts)
@@ -315,17 +324,18 @@ class PartitionCalls(Calls):
 
     # ---- batches (hmsproxy extension) --------------------------------------------------------------
 
-    def get_partitions_batch(self, req: Any) -> Any:
+    def get_partitions_batch(self, req: hms.PartitionBatchRequest) -> hms.PartitionBatchResponse:
         batch = self._batch(req, names_only=False)
-        return hms.PartitionBatchResponse(partitions=batch.items, nextPartitionId=batch.next_id,
+        return hms.PartitionBatchResponse(partitions=cast("list[hms.Partition]", batch.items),
+                                          nextPartitionId=batch.next_id,
                                           minPartitionId=batch.min_id, maxPartitionId=batch.max_id)
 
-    def get_partition_names_batch(self, req: Any) -> Any:
+    def get_partition_names_batch(self, req: hms.PartitionBatchRequest) -> hms.PartitionNameBatchResponse:
         batch = self._batch(req, names_only=True)
-        return hms.PartitionNameBatchResponse(names=batch.items, nextPartitionId=batch.next_id,
+        return hms.PartitionNameBatchResponse(names=cast("list[str]", batch.items), nextPartitionId=batch.next_id,
                                               minPartitionId=batch.min_id, maxPartitionId=batch.max_id)
 
-    def _batch(self, req: Any, names_only: bool) -> Any:
+    def _batch(self, req: hms.PartitionBatchRequest, names_only: bool) -> PartitionBatch:
         catalog, db, table = self._table(req.dbName, req.tblName, req.catName)
         size = req.batchSize if req.batchSize is not None else 1000
         if not 1 <= size <= MAX_BATCH_SIZE:
@@ -333,15 +343,15 @@ class PartitionCalls(Calls):
         predicate = None
         if req.filter:
             try:
-                predicate = compile_filter(req.filter, [(k.name, k.type) for k in table.partitionKeys or []])
+                predicate = compile_filter(req.filter, partition_key_types(table))
             except FilterError as exc:
                 raise _filter_refused(exc) from None
         from_id = req.fromPartitionId if req.fromPartitionId is not None else 0
         to_id = req.toPartitionId if req.toPartitionId is not None else -1
-        return self.ctx.store.get_partition_batch(catalog, db, table.tableName, from_id, to_id, size, predicate,
-                                                  names_only)
+        return self.ctx.store.get_partition_batch(catalog, db, present(table.tableName), from_id, to_id, size,
+                                                  predicate, names_only)
 
-    def get_partitions_by_expr(self, req: Any) -> Any:
+    def get_partitions_by_expr(self, req: hms.PartitionsByExprRequest) -> hms.PartitionsByExprResult:
         """Not served: the expression is a Kryo-serialised Java object tree. Answered as a metastore without
         the method answers (UNKNOWN_METHOD), which Hive's client takes as its cue to fetch the partition
         names and prune them itself (HiveMetaStoreClient.listPartitionsByExpr raises
@@ -349,41 +359,41 @@ class PartitionCalls(Calls):
         raise TApplicationException(TApplicationException.UNKNOWN_METHOD,
                                     "get_partitions_by_expr is not supported by hmsproxy; use get_partitions_by_filter")
 
-    def get_partitions_by_names(self, db_name: str, tbl_name: str, names: Sequence[str]) -> list[Any]:
+    def get_partitions_by_names(self, db_name: str, tbl_name: str, names: Sequence[str]) -> list[hms.Partition]:
         catalog, db, table = self._table(db_name, tbl_name)
         return self._partitions_named(catalog, db, table, list(names or []))
 
     @with_snapshot
-    def get_partitions_by_names_req(self, req: Any) -> Any:
+    def get_partitions_by_names_req(self, req: hms.GetPartitionsByNamesRequest) -> hms.GetPartitionsByNamesResult:
         catalog, db, table = self._table(req.db_name, req.tbl_name)
         parts = self._partitions_named(catalog, db, table, list(req.names or []))
         return hms.GetPartitionsByNamesResult(partitions=parts)
 
     # ---- alter / rename ----------------------------------------------------------------------------
 
-    def alter_partition(self, db_name: str, tbl_name: str, new_part: Any) -> None:
+    def alter_partition(self, db_name: str, tbl_name: str, new_part: hms.Partition) -> None:
         self._alter_partitions(db_name, tbl_name, None, [new_part], None)
 
-    def alter_partition_with_environment_context(self, db_name: str, tbl_name: str, new_part: Any,
-                                                 environment_context: Any) -> None:
+    def alter_partition_with_environment_context(self, db_name: str, tbl_name: str, new_part: hms.Partition,
+                                                 environment_context: hms.EnvironmentContext) -> None:
         self._alter_partitions(db_name, tbl_name, None, [new_part], environment_context)
 
-    def alter_partitions(self, db_name: str, tbl_name: str, new_parts: Sequence[Any]) -> None:
+    def alter_partitions(self, db_name: str, tbl_name: str, new_parts: Sequence[hms.Partition]) -> None:
         self._alter_partitions(db_name, tbl_name, None, new_parts, None)
 
-    def alter_partitions_with_environment_context(self, db_name: str, tbl_name: str, new_parts: Sequence[Any],
-                                                  environment_context: Any) -> None:
+    def alter_partitions_with_environment_context(self, db_name: str, tbl_name: str, new_parts: Sequence[hms.Partition],
+                                                  environment_context: hms.EnvironmentContext) -> None:
         self._alter_partitions(db_name, tbl_name, None, new_parts, environment_context)
 
-    def alter_partitions_req(self, req: Any) -> Any:
+    def alter_partitions_req(self, req: hms.AlterPartitionsRequest) -> hms.AlterPartitionsResponse:
         parts = list(req.partitions or [])
         if req.writeId is not None and req.writeId > 0:
             parts = [shallow_copy(p, writeId=req.writeId) for p in parts]
         self._alter_partitions(req.dbName, req.tableName, req.catName, parts, req.environmentContext)
         return hms.AlterPartitionsResponse()
 
-    def _alter_partitions(self, db_name: str, tbl_name: str, cat: str | None, new_parts: Sequence[Any],
-                          env: Any) -> None:
+    def _alter_partitions(self, db_name: str, tbl_name: str, cat: str | None, new_parts: Sequence[hms.Partition],
+                          env: hms.EnvironmentContext | None) -> None:
         try:
             catalog, db, table = self._table(db_name, tbl_name, cat)
         except hms.NoSuchObjectException as exc:
@@ -396,22 +406,23 @@ class PartitionCalls(Calls):
             part.values = values
             part.dbName, part.tableName, part.catName = db, table.tableName, catalog
             part.createTime = old.createTime
-            part.sd.location = checked_location(part.sd.location, hms.InvalidOperationException) or old.sd.location
+            sd = present(part.sd)  # _partitions_to_alter refused a part without one
+            sd.location = checked_location(sd.location, hms.InvalidOperationException) or present(old.sd).location
             part.parameters = dict(part.parameters or {})
             if ZERO.fullmatch(part.parameters.get(DDL_TIME, "0")):
                 part.parameters[DDL_TIME] = str(now())
             if not is_view(table):
                 update_altered_partition_stats(self.ctx.warehouse, old.parameters or {}, part.parameters,
-                                               part.sd.location, props)
+                                               sd.location, props)
             prepared.append(part)
         events = [messages.alter_partition(table, old, new) for (_, old), new in zip(olds, prepared)]
-        self.ctx.store.alter_partitions(catalog, db, table.tableName, prepared, journal=Journal(events))
+        self.ctx.store.alter_partitions(catalog, db, present(table.tableName), prepared, journal=Journal(events))
 
-    def _partitions_to_alter(self, catalog: str, db: str, table: Any,
-                             new_parts: Sequence[Any]) -> list[tuple[list[str], Any]]:
+    def _partitions_to_alter(self, catalog: str, db: str, table: hms.Table,
+                             new_parts: Sequence[hms.Partition]) -> list[tuple[list[str], hms.Partition]]:
         """The checked values of each new partition and the stored one it replaces, read in one call; the first
         part that cannot be altered (malformed, bad values, missing) refuses the whole call, as in Hive."""
-        keys = [k.name for k in table.partitionKeys or []]
+        keys = [present(k.name) for k in table.partitionKeys or []]
         values: list[list[str] | Exception] = []
         for part in new_parts:
             if part is None or part.sd is None:
@@ -424,7 +435,8 @@ class PartitionCalls(Calls):
                 values.append(hms.InvalidOperationException(message=f"alter is not possible: {exc.message}"))
         names = [make_partition_name(keys, v) for v in values if not isinstance(v, Exception)]
         stored = {make_partition_name(keys, present(p.values)): p
-                  for p in self.ctx.store.get_partitions_by_names(catalog, db, table.tableName, names)} if names else {}
+                  for p in self.ctx.store.get_partitions_by_names(catalog, db, present(table.tableName), names)
+                  } if names else {}
         olds = []
         for checked in values:
             if isinstance(checked, Exception):
@@ -436,21 +448,21 @@ class PartitionCalls(Calls):
             olds.append((checked, old))
         return olds
 
-    def rename_partition(self, db_name: str, tbl_name: str, part_vals: Sequence[str], new_part: Any) -> None:
+    def rename_partition(self, db_name: str, tbl_name: str, part_vals: Sequence[str], new_part: hms.Partition) -> None:
         self._rename_partition(db_name, tbl_name, None, part_vals, new_part)
 
-    def rename_partition_req(self, req: Any) -> Any:
+    def rename_partition_req(self, req: hms.RenamePartitionRequest) -> hms.RenamePartitionResponse:
         self._rename_partition(req.dbName, req.tableName, req.catName, req.partVals, req.newPart)
         return hms.RenamePartitionResponse()
 
     def _rename_partition(self, db_name: str, tbl_name: str, cat: str | None, part_vals: Sequence[str],
-                          new_part: Any) -> None:
+                          new_part: hms.Partition) -> None:
         if not part_vals:
             return self._alter_partitions(db_name, tbl_name, cat, [new_part], None)
         try:
             catalog, db, table = self._table(db_name, tbl_name, cat)
             old_values = check_partition_values(table, part_vals)
-            old = self.ctx.store.get_partition(catalog, db, table.tableName, old_values)
+            old = self.ctx.store.get_partition(catalog, db, present(table.tableName), old_values)
         except (hms.NoSuchObjectException, hms.MetaException) as exc:
             raise hms.InvalidOperationException(message=f"Unable to rename partition: {exc.message}") from None
         if new_part is None:
@@ -461,9 +473,10 @@ class PartitionCalls(Calls):
         except hms.MetaException as exc:
             raise hms.InvalidOperationException(message=exc.message) from None
         part.dbName, part.tableName, part.catName = db, table.tableName, catalog
-        if self.ctx.store.get_partitions_by_names(catalog, db, table.tableName, [self._name(table, part.values)]):
-            raise hms.InvalidOperationException(message=partition_exists_message(db, table.tableName, part.values))
-        part.sd = part.sd or copy.deepcopy(old.sd)
+        tbl = present(table.tableName)
+        if self.ctx.store.get_partitions_by_names(catalog, db, tbl, [self._name(table, part.values)]):
+            raise hms.InvalidOperationException(message=partition_exists_message(db, tbl, part.values))
+        part.sd = part.sd or copy.deepcopy(present(old.sd))
         part.parameters = dict(part.parameters or {})
         part.parameters[DDL_TIME] = str(now())
         part.createTime = old.createTime
@@ -471,7 +484,7 @@ class PartitionCalls(Calls):
         if is_external(table):
             part.sd.location = present(old.sd).location
         else:
-            part.sd.location = join(present(table.sd).location, self._name(table, part.values))
+            part.sd.location = join(cast(str, present(table.sd).location), self._name(table, part.values))
             move = (present(old.sd).location, part.sd.location)
         with self.ctx.warehouse.changes() as work:
             if move:
@@ -483,7 +496,7 @@ class PartitionCalls(Calls):
             # bytes); here after the move, so that they are true (README: Hive 2.3 or Hive 4)
             update_quick_stats(self.ctx.warehouse, part.parameters, part.sd.location, new_dir=False, force=False,
                                env={})
-            self.ctx.store.rename_partition(catalog, db, table.tableName, old_values, part,
+            self.ctx.store.rename_partition(catalog, db, present(table.tableName), old_values, part,
                                             journal=Journal.of(messages.alter_partition(table, old, part)))
         return None
 
@@ -495,7 +508,7 @@ class PartitionCalls(Calls):
                                    bool(deleteData), if_exists=False) is not None
 
     def drop_partition_with_environment_context(self, db_name: str, tbl_name: str, part_vals: Sequence[str],
-                                                deleteData: bool, environment_context: Any) -> bool:
+                                                deleteData: bool, environment_context: hms.EnvironmentContext) -> bool:
         return self.drop_partition(db_name, tbl_name, part_vals, deleteData)
 
     def drop_partition_by_name(self, db_name: str, tbl_name: str, part_name: str, deleteData: bool) -> bool:
@@ -504,10 +517,11 @@ class PartitionCalls(Calls):
         return self._drop_by_names(catalog, db, table, [name], bool(deleteData), if_exists=False) is not None
 
     def drop_partition_by_name_with_environment_context(self, db_name: str, tbl_name: str, part_name: str,
-                                                        deleteData: bool, environment_context: Any) -> bool:
+                                                        deleteData: bool,
+                                                        environment_context: hms.EnvironmentContext) -> bool:
         return self.drop_partition_by_name(db_name, tbl_name, part_name, deleteData)
 
-    def drop_partitions_req(self, req: Any) -> Any:
+    def drop_partitions_req(self, req: hms.DropPartitionsRequest) -> hms.DropPartitionsResult:
         catalog, db, table = self._table(req.dbName, req.tblName, req.catName)
         spec = req.parts
         if spec is None or (spec.names is None and not spec.exprs):
@@ -516,7 +530,7 @@ class PartitionCalls(Calls):
             raise hms.MetaException(message="dropping partitions by expression is not supported by hmsproxy; "
                                             "pass partition names")
         names = []
-        for name in spec.names:
+        for name in present(spec.names):
             try:
                 names.append(self._name(table, self._values_from_name(table, name)))
             except hms.NoSuchObjectException:
@@ -525,9 +539,10 @@ class PartitionCalls(Calls):
                                       if_exists=req.ifExists is not False)
         return hms.DropPartitionsResult(partitions=dropped if req.needResult is not False else None)
 
-    def _drop_by_names(self, catalog: str, db: str, table: Any, names: Sequence[str], delete_data: bool,
-                       if_exists: bool) -> list[Any]:
-        dropped = self.ctx.store.drop_partitions(catalog, db, table.tableName, names, if_exists)  # logs its event
+    def _drop_by_names(self, catalog: str, db: str, table: hms.Table, names: Sequence[str], delete_data: bool,
+                       if_exists: bool) -> list[hms.Partition]:
+        dropped = self.ctx.store.drop_partitions(catalog, db, present(table.tableName), names,
+                                                 if_exists)  # logs its event
         if delete_data and not is_external(table):
             for part in dropped:
                 self.ctx.warehouse.remove(part.sd.location if part.sd else None)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from hmsproxy.handler.common import Calls, ready_table_name
 from hmsproxy.store.reader import Reader
@@ -26,7 +25,7 @@ class ReadyCalls(Calls):
         """The calls ready_answer may answer: none over a store without the ready tier."""
         return frozenset(_READY_CALLS) if self._ready_store is not None else frozenset()
 
-    def ready_answer(self, api: str, reader: Reader, arguments: Sequence[Any]) -> Ready | None:
+    def ready_answer(self, api: str, reader: Reader, arguments: Sequence[object]) -> Ready | None:
         """The answer of a call of ready_calls as the Thrift bytes the store holds ready for `reader`, or None: the
         call is then answered the ordinary way. Never blocks on the database."""
         store = self._ready_store
@@ -36,12 +35,12 @@ class ReadyCalls(Calls):
     def ready_again(self, reader: Reader, held: Held) -> bool:
         return self._ready_store is not None and self._ready_store.ready_again(reader, held)
 
-    def _ready_table(self, store: ReadyAnswers, reader: Reader, dbname: Any, tbl_name: Any) -> Ready | None:
+    def _ready_table(self, store: ReadyAnswers, reader: Reader, dbname: object, tbl_name: object) -> Ready | None:
         names = ready_table_name(dbname, tbl_name)
         return None if names is None else store.ready_table(reader, *names)
 
-    def _ready_partitions_by_filter(self, store: ReadyAnswers, reader: Reader, db_name: Any, tbl_name: Any,
-                                    filter: Any, max_parts: Any) -> Ready | None:
+    def _ready_partitions_by_filter(self, store: ReadyAnswers, reader: Reader, db_name: object, tbl_name: object,
+                                    filter: object, max_parts: object) -> Ready | None:
         names = ready_table_name(db_name, tbl_name)
         if names is None or not isinstance(filter, str) or not isinstance(max_parts, int):
             return None

@@ -13,11 +13,14 @@ import ssl
 import struct
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from thriftpy2.transport import TTransportException
 
 from hmsproxy.rpc.wire_check import MalformedRequest, MessageCheck, MessageWalk
+
+if TYPE_CHECKING:   # dispatch.py's processor, which the tiers answer with
+    from hmsproxy.rpc.dispatch import MetastoreProcessor
 
 RECV_BYTES = 65536   # the most one receive asks for: requests are read in pieces, never by their declared size
 # Requests holding more values than this are decoded and answered a few at a time (max_large_requests), on
@@ -226,7 +229,7 @@ class Connection:
     far, wherever it is being served (the connection loop, or a worker thread)."""
     sock: socket.socket
     address: Any
-    processor: Any
+    processor: MetastoreProcessor
     reader: SocketReader
     writer: SocketWriter
     pending: bytearray = field(default_factory=bytearray)   # received bytes of requests not answered yet

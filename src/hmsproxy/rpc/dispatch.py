@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from sqlalchemy import exc as sa_exc
 from thriftpy2.protocol.cybin.cybin import TCyBinaryProtocol
-from thriftpy2.thrift import TApplicationException, TException, TMessageType, TProcessor, TType
+from thriftpy2.thrift import TApplicationException, TException, TMessageType, TPayload, TProcessor, TType
 from thriftpy2.transport.memory.cymemory import TCyMemoryBuffer
 
 from hmsproxy.idl import hms
@@ -41,7 +41,7 @@ internal_errors = BurstLog("internal error in %s (error id %s): %r", 60.0, log, 
 FIELD_ONE_FOR_LEGACY_CLIENTS = {"get_partition_names": hms.NoSuchObjectException}
 
 
-def declared_exceptions(result: Any) -> list[type]:
+def declared_exceptions(result: TPayload) -> list[type]:
     return [spec[2] for fid, spec in sorted(result.thrift_spec.items()) if spec[1] != "success"]
 
 
@@ -89,7 +89,7 @@ def value_refusal(api: str, exc: Exception) -> str | None:
     return f"{api}: {_VALUE_REFUSALS[code].format(column=column)}; nothing was changed"
 
 
-def to_declared(api: str, exc: Exception, result: Any) -> Exception:
+def to_declared(api: str, exc: Exception, result: TPayload) -> Exception:
     """The exception to send for a failed call: itself if declared, else MetaException, else an
     application error."""
     declared = declared_exceptions(result)
@@ -113,7 +113,7 @@ def _encoded_list_bytes(field_id: int, items: EncodedList) -> list[bytes]:
 
 
 @functools.cache
-def _list_fields(struct_type: Any) -> tuple[tuple[int, str], ...]:
+def _list_fields(struct_type: type[TPayload]) -> tuple[tuple[int, str], ...]:
     """(id, name) of a struct type's list fields: the only ones that can hold a pre-encoded or a large list."""
     return tuple((fid, spec[1]) for fid, spec in struct_type.thrift_spec.items() if spec[0] == TType.LIST)
 
@@ -167,10 +167,10 @@ class Calls(Protocol):
     def ready_calls(self) -> frozenset[str]:
         """The calls ready_answer may answer (rpc/tiers.py: the ready tier)."""
 
-    def method_for(self, api: str, reader: Reader) -> Callable[..., Any] | None:
+    def method_for(self, api: str, reader: Reader) -> Callable[..., object] | None:
         """The method answering one call of `api`, bound to that call (None where none is served)."""
 
-    def ready_answer(self, api: str, reader: Reader, arguments: Sequence[Any]) -> Ready | None:
+    def ready_answer(self, api: str, reader: Reader, arguments: Sequence[object]) -> Ready | None:
         """A call's answer (the `success` value) as Thrift bytes held ready, or None: method_for's method answers."""
 
     def ready_again(self, reader: Reader, held: Held) -> bool:
@@ -185,7 +185,7 @@ def _reader(api: str) -> Reader:
 
 
 @functools.cache
-def _arg_names(args_type: Any) -> tuple[str, ...]:
+def _arg_names(args_type: type[TPayload]) -> tuple[str, ...]:
     return tuple(spec[1] for spec in args_type.thrift_spec.values())
 
 
@@ -322,7 +322,7 @@ class MetastoreProcessor(TProcessor):
             self._audited(repeat.api, repeat.arguments, "ok")
         return _ready_message(repeat.api, seqid, repeat.answer)
 
-    def _answer(self, api: str, arguments: dict[str, Any], seqid: int, oprot: Any) -> str:
+    def _answer(self, api: str, arguments: dict[str, object], seqid: int, oprot: Any) -> str:
         """Runs the call and sends its answer; returns its outcome ("ok" or the exception's type)."""
         result = getattr(self._service, api + "_result")()
         started = time.perf_counter()
@@ -351,7 +351,7 @@ class MetastoreProcessor(TProcessor):
             self.send_result(oprot, api, result, seqid)
         return outcome
 
-    def _audited(self, api: str, arguments: dict[str, Any], outcome: str) -> None:
+    def _audited(self, api: str, arguments: dict[str, object], outcome: str) -> None:
         if self._audit is not None:
             self._audit.record(self._user, self._peer, api, arguments, outcome)
 

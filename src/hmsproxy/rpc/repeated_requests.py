@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import struct
 import threading
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from hmsproxy.store.ready import Held
 
@@ -30,7 +30,7 @@ MAX_ANSWERS_BYTES = 16 << 20
 class Repeat(NamedTuple):
     """What a remembered request's repeats are answered with."""
     api: str
-    arguments: dict[str, Any] | None   # for the audit log, when there is one
+    arguments: dict[str, object] | None   # for the audit log, when there is one
     answer: bytes                      # the `success` value's bytes (the cache's own object, not a copy)
     held: Held                         # current while the store still answers with `answer`
 

@@ -41,6 +41,7 @@ from hmsproxy.rpc.connection import (
     SocketWriter,
 )
 from hmsproxy.rpc.connection_loop import ConnectionLoop
+from hmsproxy.rpc.dispatch import MetastoreProcessor
 from hmsproxy.rpc.wire_check import MalformedRequest, MessageCheck
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,7 @@ class WorkerPool:
 
 
 class ThriftServer:
-    def __init__(self, processor_factory: Callable[[str], Any], host: str, port: int, *, framed: bool,
+    def __init__(self, processor_factory: Callable[[str], MetastoreProcessor], host: str, port: int, *, framed: bool,
                  max_connections: int, max_message_bytes: int, metrics: Metrics, idle_timeout_s: float = 600.0,
                  request_timeout_s: float = 30.0, evict_idle_after_s: float = 5.0, max_depth: int = 64,
                  max_objects: int = 1_000_000, max_large_requests: int = 4, tls: ssl.SSLContext | None = None) -> None:

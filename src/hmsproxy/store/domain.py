@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from hmsproxy.hive.write_ids import ValidWriteIdList
 from hmsproxy.idl import hms
+from hmsproxy.idl.fields import present
 
 # The IDL's structs, by name
 Catalog = hms.Catalog
@@ -34,6 +35,12 @@ def is_transactional(table: Table) -> bool:
     return str((table.parameters or {}).get("transactional", "")).lower() == "true"
 
 
+def partition_key_types(table: Table) -> list[tuple[str, str]]:
+    """The table's partition keys as (name, type), what the partition filter compilers take (a stored key has
+    both; the type is cast, not checked, as the compilers always read it unchecked)."""
+    return [(present(k.name), cast(str, k.type)) for k in table.partitionKeys or []]
+
+
 @dataclass
 class DroppedTable:
     """What a drop removed, so the caller can delete managed data after the commit."""
@@ -41,6 +48,10 @@ class DroppedTable:
     table: Table
     partition_locations: list[str] = field(default_factory=list)
 
+
+# Statistics objects as the database would return them, by lower-cased column name (the SQL store's
+# stats_codec.stats_as_stored): what the cache keeps of an update without reading it back.
+StatsAsStored = Callable[[Sequence[ColumnStatisticsObj]], dict[str, ColumnStatisticsObj]]
 
 # Where a table load streams its partitions: (table, chunk of partitions, their PART_IDs or None).
 PartitionSink = Callable[[Table, Sequence[Partition], list[int] | None], None]

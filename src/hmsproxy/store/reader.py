@@ -8,7 +8,7 @@ also carry the table's ValidWriteIdList and id: a store that can answer from som
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -28,7 +28,7 @@ class Reader:
 INTERNAL = Reader()
 
 
-def shallow_copy(obj: T, **changed: Any) -> T:
+def shallow_copy(obj: T, **changed: object) -> T:
     """A copy of `obj` sharing all its attributes but `changed`: how the views bound to one call are made, once
     per call (a third of copy.copy's cost)."""
     view: T = object.__new__(type(obj))

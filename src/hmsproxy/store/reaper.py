@@ -8,8 +8,7 @@ per outage and retried at the next interval.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from hmsproxy.ops.background import BackgroundLoop, Outage
 
@@ -17,7 +16,7 @@ log = logging.getLogger(__name__)
 
 
 class Reaper:
-    def __init__(self, reap: Callable[[], list[Any]], interval_s: float) -> None:
+    def __init__(self, reap: Callable[[], Sequence[object]], interval_s: float) -> None:
         self._reap = reap                 # the store's reap_expired
         self._interval_s = interval_s
         self._outage = Outage(log, "cannot reap abandoned transactions and locks (%s); retrying",

@@ -30,7 +30,7 @@ class UpstreamCalls:
         self.pool = pool
         self._missing: set[str] = set()   # optional methods the upstream answered "Invalid method name" to
 
-    def call(self, method: str, *args: Any, write: bool = False, null_ok: bool = False) -> Any:
+    def call(self, method: str, *args: object, write: bool = False, null_ok: bool = False) -> Any:
         """ThriftHiveMetastore.`method`(*args) upstream. `write`: not idempotent, so never sent twice. `null_ok`: the
         call may answer null, which Thrift conveys as TApplicationException MISSING_RESULT; None is returned then."""
         try:
@@ -40,7 +40,7 @@ class UpstreamCalls:
                 return None
             raise _failed(method, exc) from None
 
-    def optional(self, method: str, *args: Any, write: bool = False) -> Any:
+    def optional(self, method: str, *args: object, write: bool = False) -> Any:
         """As `call`, but None when the upstream does not have the method."""
         if method in self._missing:
             return None
@@ -52,7 +52,7 @@ class UpstreamCalls:
             self._missing.add(method)
             return None
 
-    def _send(self, method: str, args: tuple[Any, ...], write: bool) -> Any:
+    def _send(self, method: str, args: tuple[object, ...], write: bool) -> Any:
         try:
             return self.pool.call(method, *args, idempotent=not write)
         except UpstreamUnavailable as exc:

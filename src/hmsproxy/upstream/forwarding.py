@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from hmsproxy.handler import Handler
 from hmsproxy.idl import hms
@@ -64,7 +63,7 @@ class ForwardingHandler:
         self._local = local
         self._pool = pool
         self._cache = cache
-        self._forwarders: dict[str, Callable[..., Any]] = {}
+        self._forwarders: dict[str, Callable[..., object]] = {}
         for api in hms.ThriftHiveMetastore.thrift_services:
             if api not in CACHED_READS and api not in SESSION_CALLS and api not in LOCK_CALLS:
                 names = [spec[1] for _, spec in sorted(getattr(hms.ThriftHiveMetastore, api + "_args")
@@ -72,17 +71,17 @@ class ForwardingHandler:
                 self._forwarders[api] = functools.partial(self._forward, api, names)
         self.ready_calls = local.ready_calls - self._forwarders.keys()
 
-    def method_for(self, api: str, reader: Reader) -> Callable[..., Any] | None:
+    def method_for(self, api: str, reader: Reader) -> Callable[..., object] | None:
         forwarder = self._forwarders.get(api)
         return forwarder if forwarder is not None else self._local.method_for(api, reader)
 
-    def ready_answer(self, api: str, reader: Reader, arguments: Sequence[Any]) -> Ready | None:
+    def ready_answer(self, api: str, reader: Reader, arguments: Sequence[object]) -> Ready | None:
         return None if api in self._forwarders else self._local.ready_answer(api, reader, arguments)
 
     def ready_again(self, reader: Reader, held: Held) -> bool:
         return self._local.ready_again(reader, held)
 
-    def _forward(self, api: str, arg_names: list[str], *args: Any) -> Any:
+    def _forward(self, api: str, arg_names: list[str], *args: object) -> object:
         """A read's answer changes nothing here; a write's acknowledgement (or a write that may have been applied
         without one) has the cache read again what it named."""
         idempotent = api.startswith(IDEMPOTENT_PREFIXES)

@@ -225,7 +225,7 @@ class UpstreamPool:
         """How many connections the pool has opened so far (connection churn, for metrics and tests)."""
         return self._opened
 
-    def call(self, method_name: str, *args: Any, idempotent: bool = True) -> Any:
+    def call(self, method_name: str, *args: object, idempotent: bool = True) -> Any:
         """Calls ThriftHiveMetastore.`method_name`(*args) upstream and returns its result; a declared exception
         (or TApplicationException) of the upstream is raised as it came. Raises UpstreamUnavailable when no
         upstream answered. Pass idempotent=False for writes: they are then never sent a second time."""
@@ -261,7 +261,7 @@ class UpstreamPool:
 
     # ---- one call ---------------------------------------------------------------------------------------------
 
-    def _call(self, method_name: str, args: tuple[Any, ...], idempotent: bool, deadline: float) -> Any:
+    def _call(self, method_name: str, args: tuple[object, ...], idempotent: bool, deadline: float) -> Any:
         if method_name not in self._methods:
             raise ValueError(f"{method_name!r} is not a method of ThriftHiveMetastore")
         tried: set[int] = set()

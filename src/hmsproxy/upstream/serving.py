@@ -17,7 +17,8 @@ from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.poller import Poller
 from hmsproxy.store.cache.prewarm import Loader
-from hmsproxy.store.cache.wiring import cache_over
+from hmsproxy.store.cache.unlogged_writes import Mark
+from hmsproxy.store.cache.wiring import CacheParts, cache_over
 from hmsproxy.store.sql.stats_codec import stats_as_stored
 from hmsproxy.upstream.forwarding import ForwardingHandler
 from hmsproxy.upstream.pool import UpstreamPool
@@ -71,7 +72,7 @@ def start_upstream(settings: Settings, metrics: Metrics) -> UpstreamParts:
     metrics.upstream_up.set_function(lambda: 1.0 if pool.healthy else 0.0)
     upstream = UpstreamStore(pool)
     # The upstream's statistics are as its database returns them, which the SQL store's are too.
-    cache = cache_over(upstream, settings, metrics, stats_as_stored)
+    cache: CacheParts[Mark] = cache_over(upstream, settings, metrics, stats_as_stored)   # no unlogged-writes look
     store, loader, poller = cache.store, cache.loader, cache.poller
     has_log = _log_head(upstream, settings.upstream) > 0
     if not has_log:

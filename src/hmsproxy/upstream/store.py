@@ -298,8 +298,9 @@ class UpstreamStore:
         if response is None:
             raise hms.MetaException(message="the upstream HMS has no partition ids to read batches by; list "
                                             "the partitions with get_partition_names and get_partitions_by_names")
+        items: Sequence[Partition] | list[str]
         if names_only:
-            items: list[Any] = [n for n in response.names if predicate is None or predicate(_values(n))]
+            items = [n for n in response.names if predicate is None or predicate(_values(n))]
         else:
             items = [p for p in response.partitions if predicate is None or predicate(p.values)]
         return PartitionBatch(items, response.nextPartitionId, response.minPartitionId, response.maxPartitionId)
@@ -309,7 +310,7 @@ class UpstreamStore:
             yield self.upstream.call("get_partitions_by_names", db_name, tbl_name,
                                      list(names[start:start + PARTITION_CHUNK]))
 
-    def _listing(self, owner: tuple[str] | tuple[str, str], method: str, *args: Any) -> Any:
+    def _listing(self, owner: tuple[str] | tuple[str, str], method: str, *args: object) -> Any:
         """A listing of a database's tables or a table's partitions. Hive answers one of a missing database or
         table with an empty list or a failure, not NoSuchObjectException: then the owner is looked up, which
         raises it when it is missing."""
@@ -472,7 +473,7 @@ class UpstreamStore:
         held = self.show_locks(None, None, None, None) if response.state == hms.LockState.ACQUIRED else []
         return self._outcome(response, [(e.dbname, e.tablename) for e in held if e.lockid == lock_id])
 
-    def _outcome(self, response: Any, scopes: list[tuple[str, str | None]]) -> LockOutcome:
+    def _outcome(self, response: hms.LockResponse, scopes: list[tuple[str, str | None]]) -> LockOutcome:
         """A grant with its (db, table) scopes, lower-cased as Hive records them, and the log's head read after
         it: every event committed before the grant is at or below it."""
         if response.state != hms.LockState.ACQUIRED:
@@ -586,7 +587,7 @@ def _in_order(objs: Sequence[ColumnStatisticsObj] | None, col_names: Sequence[st
     return [by_name[c] for c in col_names if c in by_name]
 
 
-def _write_id_list(ids: Any) -> ValidWriteIdList:
+def _write_id_list(ids: hms.TableValidWriteIds) -> ValidWriteIdList:
     """A TableValidWriteIds answer as Hive's reader reads it: abortedBits marks the aborted invalid ids."""
     invalid = list(ids.invalidWriteIds or [])
     marked = list(zip(invalid, decode_bitset(ids.abortedBits, len(invalid))))

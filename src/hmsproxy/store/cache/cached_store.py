@@ -22,7 +22,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar, cast
 
 from hmsproxy.events.journal import Journal, WorkAhead
 from hmsproxy.events.messages import Event
@@ -42,12 +42,20 @@ from hmsproxy.store.cache.shared_cache import DbKey, SharedCache, TableEntry, Ta
 from hmsproxy.store.cache.statistics import CachedStatistics
 from hmsproxy.store.cache.transactions import CachedTransactions
 from hmsproxy.store.domain import (
+    Catalog,
+    Database,
     DroppedTable,
+    Function,
+    Kept,
     NotificationEvent,
+    Partition,
     PartitionBatch,
     PartitionSink,
+    StatsAsStored,
+    Table,
     TableBundle,
     is_transactional,
+    partition_key_types,
 )
 from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.reader import INTERNAL, Reader, shallow_copy
@@ -76,7 +84,7 @@ class _LoadInFlight:
 
 class CachedStore(CachedStatistics, CachedTransactions):
     def __init__(self, delegate: RawStore, cache: SharedCache, policy: CachePolicy, metrics: Metrics,
-                 stats_as_stored: Callable[[Sequence[Any]], dict[str, Any]], *,
+                 stats_as_stored: StatsAsStored, *,
                  request_load: Callable[[TableKey], None] = lambda key: None,
                  catch_up: Callable[[int], bool] = lambda event_id: False, strict_snapshots: bool = False) -> None:
         self.delegate = delegate
@@ -108,7 +116,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
     def keeps_write_ids(self) -> bool:
         return self.delegate.keeps_write_ids
 
-    def kept(self, obj: Any) -> Any:
+    def kept(self, obj: Kept) -> Kept:
         return self.delegate.kept(obj)
 
     # ---- bookkeeping -------------------------------------------------------------------------------
@@ -137,8 +145,8 @@ class CachedStore(CachedStatistics, CachedTransactions):
         """The table's entry, where the cache may be read at all (both tiers read entries through this)."""
         return None if self.passing_through else self.cache.get_table(key)
 
-    def _read(self, cat: str, db: str, tbl: str, kind: str, from_cache: Callable[[TableEntry], Any],
-              from_db: Callable[[], Any]) -> Any:
+    def _read(self, cat: str, db: str, tbl: str, kind: str, from_cache: Callable[[TableEntry], R],
+              from_db: Callable[[], R]) -> R:
         """Answers from the cached entry when it may, else from the database. A database answer tells the
         loads of the table in flight the version it saw, so that none older than that is cached afterwards:
         reads through this instance never go backwards. (A load that starts later reads newer data.)"""
@@ -206,7 +214,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
             return 0
         with self._loading(keys) as loads:
             entries = (read or self.read_entries)(keys[0][0], [(db, tbl) for _, db, tbl in keys])
-            found = {(e.table.dbName.lower(), e.table.tableName.lower()): e for e in entries}
+            found = {(present(e.table.dbName).lower(), present(e.table.tableName).lower()): e for e in entries}
             loaded = 0
             for key, load in zip(keys, loads):
                 installed = self._install(key, load, found.get((key[1].lower(), key[2].lower())))
@@ -243,11 +251,11 @@ class CachedStore(CachedStatistics, CachedTransactions):
     def _load(self, key: TableKey, load: _LoadInFlight) -> int | None:
         builder: PartitionSetBuilder | None = None
 
-        def collect(table: Any, chunk: Sequence[Any], ids: list[int] | None) -> None:
+        def collect(table: Table, chunk: Sequence[Partition], ids: list[int] | None) -> None:
             nonlocal builder
             if builder is None:
-                builder = PartitionSetBuilder(PartitionSet(keys=tuple(k.name for k in table.partitionKeys),
-                                                           hot=self.cache.hot))
+                keys = tuple(present(k.name) for k in present(table.partitionKeys))
+                builder = PartitionSetBuilder(PartitionSet(keys=keys, hot=self.cache.hot))
             builder.add(chunk, ids)
 
         try:
@@ -275,7 +283,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
 
     # ---- changes made by other instances (store/cache/sync.py) --------------------------------------
 
-    def invalidate(self, key: TableKey, table: Any = None, gone: bool = False) -> None:
+    def invalidate(self, key: TableKey, table: Table | None = None, gone: bool = False) -> None:
         """Drops a table's entry and queues a reload, which also settles the table's place in the name
         index from what the database says then (an event may be applied late, after a newer change).
         Tables the cache never holds take `table` (created or renamed to) or `gone` as the index update."""
@@ -326,14 +334,14 @@ class CachedStore(CachedStatistics, CachedTransactions):
         """Reads a database again (changed elsewhere). A database new to this cache gets its table and
         function names from the database too: tables may have been created through this very instance
         before it learnt of the database, and their events, being its own, are not applied again."""
-        def read() -> tuple[Any, dict[str, tuple[str, str | None]], dict[str, Any]]:
+        def read() -> tuple[Database, dict[str, tuple[str, str | None]], dict[str, Function]]:
             database = self.delegate.get_database(cat, name)
             if self.cache.knows_tables_of((cat, name)):
                 return database, {}, {}
             tables = {t: (kind, comment) for db, t, kind, comment in self.delegate.get_table_meta(cat) if db == name}
             return database, tables, {present(f.functionName): f for f in self.delegate.get_functions(cat, name)}
 
-        def install(read_back: tuple[Any, dict[str, tuple[str, str | None]], dict[str, Any]]) -> None:
+        def install(read_back: tuple[Database, dict[str, tuple[str, str | None]], dict[str, Function]]) -> None:
             database, tables, functions = read_back
             self.cache.put_database((cat, name), database, tables, functions)
 
@@ -346,13 +354,13 @@ class CachedStore(CachedStatistics, CachedTransactions):
         self.cache.forget_database((cat, name))
 
     def refresh_function(self, cat: str, db: str, name: str) -> None:
-        def read() -> Any:
+        def read() -> Function | None:
             try:
                 return self.delegate.get_function(cat, db, name)
             except hms.NoSuchObjectException:
                 return None
 
-        def install(function: Any) -> None:
+        def install(function: Function | None) -> None:
             self.cache.put_function((cat, db), name, function)
 
         self._read_then_install(cat, read, install)
@@ -360,11 +368,11 @@ class CachedStore(CachedStatistics, CachedTransactions):
     def load_catalog(self, cat: str) -> list[TableKey]:
         """Loads a catalog's databases, functions and table name index; returns its tables to load.
         Reads again if a write in the catalog overlapped the reads, so no name list misses it."""
-        def read() -> tuple[dict[str, Any], list[tuple[str, str, str, str | None]], list[Any]]:
+        def read() -> tuple[dict[str, Database], list[tuple[str, str, str, str | None]], list[Function]]:
             databases = {name: self.delegate.get_database(cat, name) for name in self.delegate.get_database_names(cat)}
             return databases, self.delegate.get_table_meta(cat), self.delegate.get_functions(cat)
 
-        def install(read_back: tuple[dict[str, Any], list[tuple[str, str, str, str | None]], list[Any]]
+        def install(read_back: tuple[dict[str, Database], list[tuple[str, str, str, str | None]], list[Function]]
                     ) -> list[tuple[str, str, str, str | None]]:
             databases, meta, functions = read_back
             self.cache.install_catalog(cat, databases, meta, functions)
@@ -375,20 +383,20 @@ class CachedStore(CachedStatistics, CachedTransactions):
 
     # ---- catalogs and databases --------------------------------------------------------------------
 
-    def get_catalog(self, name: str) -> Any:
+    def get_catalog(self, name: str) -> Catalog:
         return self.delegate.get_catalog(name)
 
     def get_catalog_names(self) -> list[str]:
         return self.delegate.get_catalog_names()
 
-    def create_database(self, database: Any, journal: Journal | None = None) -> None:
+    def create_database(self, database: Database, journal: Journal | None = None) -> None:
         self.delegate.create_database(database, journal)
-        key = (database.catalogName, database.name)
+        key = cast(DbKey, (database.catalogName, database.name))   # set by the caller
         with self.cache.lock:
             self.cache.forget_database(key)   # what the name may have held before, dropped elsewhere
             self.cache.put_database(key, self.delegate.kept(canonical.database(database)), {}, {})
 
-    def get_database(self, cat: str, name: str) -> Any:
+    def get_database(self, cat: str, name: str) -> Database:
         database = None if self.passing_through else self.cache.database((cat, name))
         self._count("database", database is not None)
         return database if database is not None else self.delegate.get_database(cat, name)
@@ -400,7 +408,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
         self._count("database", False)
         return self.delegate.get_database_names(cat)
 
-    def alter_database(self, cat: str, name: str, database: Any, journal: Journal | None = None) -> None:
+    def alter_database(self, cat: str, name: str, database: Database, journal: Journal | None = None) -> None:
         self.delegate.alter_database(cat, name, database, journal)
         with self.cache.lock:
             self.cache.bump_catalog(cat)
@@ -420,14 +428,14 @@ class CachedStore(CachedStatistics, CachedTransactions):
 
     # ---- tables ------------------------------------------------------------------------------------
 
-    def create_table(self, table: Any, journal: Journal | None = None) -> int:
-        key = (table.catName, table.dbName, table.tableName)
+    def create_table(self, table: Table, journal: Journal | None = None) -> int:
+        key = cast(TableKey, (table.catName, table.dbName, table.tableName))   # set by the caller
         journal = Journal() if journal is None else journal   # its version stamps the entry
         with self.cache.writing(key):
             tbl_id = self.delegate.create_table(table, journal)
-            stored = self.delegate.kept(canonical.table(table, tbl_id, table.catName))
+            stored = self.delegate.kept(canonical.table(table, tbl_id, key[0]))
             self.cache.index_table(key, stored)
-            if self.policy.allows(table.dbName, table.tableName):
+            if self.policy.allows(key[1], key[2]):
                 keys = tuple(present(k.name) for k in present(stored.partitionKeys))
                 write_ids = ValidWriteIdList.of(f"{table.dbName}.{table.tableName}", 0) \
                     if self._has_write_ids(stored) else None
@@ -435,11 +443,11 @@ class CachedStore(CachedStatistics, CachedTransactions):
                                                      write_ids=write_ids, version=journal.version))
         return tbl_id
 
-    def _has_write_ids(self, table: Any) -> bool:
+    def _has_write_ids(self, table: Table) -> bool:
         """Whether the table's entry carries write ids: a transactional table's, unless the store keeps none."""
         return is_transactional(table) and self.delegate.keeps_write_ids
 
-    def get_table(self, cat: str, db_name: str, tbl_name: str) -> Any:
+    def get_table(self, cat: str, db_name: str, tbl_name: str) -> Table:
         return self._read(cat, db_name, tbl_name, "table", lambda e: e.table,
                           lambda: self.delegate.get_table(cat, db_name, tbl_name))
 
@@ -470,7 +478,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
         entry = self._entry_for_anyone(reader, (cat, db_name, tbl_name))
         if entry is None:
             return None
-        keys = [(key.name, key.type) for key in entry.table.partitionKeys or []]
+        keys = partition_key_types(entry.table)
         try:
             partition_filter = compile_partition_filter(filter_text, keys)
         except FilterError:   # the ordinary way answers it, as the declared exception
@@ -505,7 +513,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
     def partition_counts(self, cat: str) -> dict[tuple[str, str], int] | None:
         return self.delegate.partition_counts(cat)
 
-    def get_table_objects(self, cat: str, db_name: str, tbl_names: Sequence[str]) -> list[Any]:
+    def get_table_objects(self, cat: str, db_name: str, tbl_names: Sequence[str]) -> list[Table]:
         if self.passing_through or not self.cache.knows_tables_of((cat, db_name)):
             self._count("table", False)
             return self.delegate.get_table_objects(cat, db_name, tbl_names)
@@ -529,11 +537,11 @@ class CachedStore(CachedStatistics, CachedTransactions):
         self._count("table_names", True)
         return self.cache.table_meta(cat)
 
-    def alter_table(self, cat: str, db_name: str, tbl_name: str, new_table: Any,
+    def alter_table(self, cat: str, db_name: str, tbl_name: str, new_table: Table,
                     partition_location_moves: tuple[str, str] | None = None, cascade: bool = False,
                     expected_parameter: tuple[str, str] | None = None, journal: Journal | None = None) -> None:
         key = (cat, db_name, tbl_name)
-        new_key = (cat, new_table.dbName, new_table.tableName)
+        new_key = cast(TableKey, (cat, new_table.dbName, new_table.tableName))   # set by the caller
         journal = Journal() if journal is None else journal   # its version stamps the entry
         with self.cache.writing(key):
             old = self.cache.get_table(key)
@@ -576,11 +584,11 @@ class CachedStore(CachedStatistics, CachedTransactions):
             changed = change(entry)
             self.cache.put_table(key, changed.but(version=max(changed.version, version)))
 
-    def _canonical_parts(self, key: TableKey, parts: Sequence[Any]) -> list[Any]:
+    def _canonical_parts(self, key: TableKey, parts: Sequence[Partition]) -> list[Partition]:
         return [self.delegate.kept(canonical.partition(p, key[0], key[1], key[2])) for p in parts]
 
-    def add_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any],
-                       if_not_exists: bool = False, journal: Journal | None = None) -> list[Any]:
+    def add_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Partition],
+                       if_not_exists: bool = False, journal: Journal | None = None) -> list[Partition]:
         key = (cat, db_name, tbl_name)
         journal = Journal() if journal is None else journal   # its version stamps the entry
         encoded = WorkAhead(lambda: encoded_rows(self._canonical_parts(key, parts)))
@@ -594,7 +602,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
                 rows, journal.partition_ids)), journal.version)
         return added
 
-    def alter_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Any],
+    def alter_partitions(self, cat: str, db_name: str, tbl_name: str, parts: Sequence[Partition],
                          journal: Journal | None = None) -> None:
         key = (cat, db_name, tbl_name)
         journal = Journal() if journal is None else journal   # its version stamps the entry
@@ -603,7 +611,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
             stored = self._canonical_parts(key, parts)
             self._update_entry(key, lambda e: e.but(partitions=e.partitions.with_partitions(stored)), journal.version)
 
-    def rename_partition(self, cat: str, db_name: str, tbl_name: str, old_values: Sequence[str], part: Any,
+    def rename_partition(self, cat: str, db_name: str, tbl_name: str, old_values: Sequence[str], part: Partition,
                          journal: Journal | None = None) -> None:
         key = (cat, db_name, tbl_name)
         journal = Journal() if journal is None else journal   # its version stamps the entry
@@ -613,7 +621,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
 
             def change(entry: TableEntry) -> TableEntry:
                 old_name = make_partition_name(entry.partitions.keys, old_values)
-                new_name = make_partition_name(entry.partitions.keys, part.values)
+                new_name = make_partition_name(entry.partitions.keys, cast("list[str]", part.values))
                 stats = entry.partition_stats.renamed(old_name, new_name)
                 kept_id = entry.partitions.id_of(old_name)   # a rename keeps the partition's id
                 partitions = entry.partitions.without([old_name]).with_partitions(
@@ -623,7 +631,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
             self._update_entry(key, change, journal.version)
 
     def drop_partitions(self, cat: str, db_name: str, tbl_name: str, names: Sequence[str],
-                        if_exists: bool = False, journal: Journal | None = None) -> list[Any]:
+                        if_exists: bool = False, journal: Journal | None = None) -> list[Partition]:
         key = (cat, db_name, tbl_name)
         journal = Journal() if journal is None else journal   # its version stamps the entry
         with self.cache.writing(key):
@@ -636,22 +644,22 @@ class CachedStore(CachedStatistics, CachedTransactions):
             self._update_entry(key, change, journal.version)
         return dropped
 
-    def get_partitions(self, cat: str, db_name: str, tbl_name: str, max_parts: int = -1) -> Any:
+    def get_partitions(self, cat: str, db_name: str, tbl_name: str, max_parts: int = -1) -> Sequence[Partition]:
         return self._read(cat, db_name, tbl_name, "partition", lambda e: e.partitions.all(max_parts),
                           lambda: self.delegate.get_partitions(cat, db_name, tbl_name, max_parts))
 
-    def get_partitions_by_names(self, cat: str, db_name: str, tbl_name: str, names: Sequence[str]) -> Any:
-        def from_cache(entry: TableEntry) -> Any:
+    def get_partitions_by_names(self, cat: str, db_name: str, tbl_name: str, names: Sequence[str]) -> list[Partition]:
+        def from_cache(entry: TableEntry) -> list[Partition]:
             found = entry.partitions.by_names(names)
             if len(found) < len(set(names)):  # another instance may have added them: never "missing" from memory
                 return self.delegate.get_partitions_by_names(cat, db_name, tbl_name, names)
-            return found
+            return cast("list[Partition]", found)   # an EncodedList, which the codec sends as a list
 
         return self._read(cat, db_name, tbl_name, "partition", from_cache,
                           lambda: self.delegate.get_partitions_by_names(cat, db_name, tbl_name, names))
 
-    def get_partition(self, cat: str, db_name: str, tbl_name: str, values: Sequence[str]) -> Any:
-        def from_cache(entry: TableEntry) -> Any:
+    def get_partition(self, cat: str, db_name: str, tbl_name: str, values: Sequence[str]) -> Partition:
+        def from_cache(entry: TableEntry) -> Partition:
             found = entry.partitions.by_names([make_partition_name(entry.partitions.keys, values)])
             return found[0] if found else self.delegate.get_partition(cat, db_name, tbl_name, values)
 
@@ -675,27 +683,29 @@ class CachedStore(CachedStatistics, CachedTransactions):
 
     # ---- functions ---------------------------------------------------------------------------------
 
-    def create_function(self, function: Any, journal: Journal | None = None) -> None:
+    def create_function(self, function: Function, journal: Journal | None = None) -> None:
         self.delegate.create_function(function, journal)
-        self.cache.put_function((function.catName, function.dbName), function.functionName,
-                                canonical.function(function, function.catName))
+        db_key = cast(DbKey, (function.catName, function.dbName))   # the caller sets the names
+        self.cache.put_function(db_key, cast(str, function.functionName), canonical.function(function, db_key[0]))
 
-    def get_function(self, cat: str, db_name: str, name: str) -> Any:
+    def get_function(self, cat: str, db_name: str, name: str) -> Function:
         function = None if self.passing_through else self.cache.function((cat, db_name), name)
         self._count("function", function is not None)
         return function if function is not None else self.delegate.get_function(cat, db_name, name)
 
-    def get_functions(self, cat: str, db_name: str | None = None) -> list[Any]:
+    def get_functions(self, cat: str, db_name: str | None = None) -> list[Function]:
         found = None if self.passing_through or not self.cache.is_complete(cat) else \
             self.cache.functions_of(cat, db_name)
         self._count("function", found is not None)
         return found if found is not None else self.delegate.get_functions(cat, db_name)
 
-    def alter_function(self, cat: str, db_name: str, name: str, function: Any, journal: Journal | None = None) -> None:
+    def alter_function(self, cat: str, db_name: str, name: str, function: Function,
+                       journal: Journal | None = None) -> None:
         self.delegate.alter_function(cat, db_name, name, function, journal)
         with self.cache.lock:
             self.cache.put_function((cat, db_name), name, None)
-            self.cache.put_function((cat, function.dbName), function.functionName, canonical.function(function, cat))
+            self.cache.put_function(cast(DbKey, (cat, function.dbName)), cast(str, function.functionName),
+                                    canonical.function(function, cat))
 
     def drop_function(self, cat: str, db_name: str, name: str, journal: Journal | None = None) -> None:
         self.delegate.drop_function(cat, db_name, name, journal)

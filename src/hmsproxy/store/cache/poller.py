@@ -25,6 +25,7 @@ from hmsproxy.ops.metrics import Metrics
 from hmsproxy.store.cache.cached_store import CachedStore
 from hmsproxy.store.cache.sync import AllocationsSeen, apply_event
 from hmsproxy.store.cache.unlogged_writes import UnloggedWrites
+from hmsproxy.store.domain import NotificationEvent
 
 log = logging.getLogger(__name__)
 BATCH = 1000
@@ -170,7 +171,7 @@ class Poller:
         self._check_unlogged()
         return len(events) == BATCH
 
-    def _applied(self, event: Any) -> bool:
+    def _applied(self, event: NotificationEvent) -> bool:
         """Applies an event; False when its message cannot be read (a format or a row this instance does not
         understand): nothing then tells what the event changed, and only reloading everything is safe. Retrying
         it would stop the poller at that event for good."""

@@ -18,7 +18,7 @@ import functools
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import cachetools
 
@@ -39,7 +39,7 @@ GENERATIONS_KEPT = 10_000         # tables whose generation is remembered; past 
 
 @dataclass(frozen=True)
 class TableEntry:
-    table: Any   # hms.Table: typing it waits for the serving-tier rework of cached_store.py (issue 53)
+    table: hms.Table
     partitions: PartitionSet
     table_stats: dict[str, hms.ColumnStatisticsObj] = field(default_factory=dict)   # column -> stats object
     partition_stats: PartitionStats = field(default_factory=PartitionStats)  # partition name -> column -> stats
@@ -49,7 +49,7 @@ class TableEntry:
 
     @property
     def table_id(self) -> int:
-        return self.table.id
+        return cast(int, self.table.id)   # None from an upstream Hive 2.3, whose tables have no id
 
     @functools.cached_property
     def table_bytes(self) -> bytes:
@@ -61,7 +61,7 @@ class TableEntry:
         stats = 512 * (len(self.table_stats) + self.partition_stats.columns)
         return TABLE_OVERHEAD_BYTES + self.partitions.size_bytes() + stats
 
-    def but(self, **changes: Any) -> TableEntry:
+    def but(self, **changes: Any) -> TableEntry:   # dataclasses.replace's keyword arguments
         return replace(self, **changes)
 
 
@@ -336,12 +336,12 @@ class SharedCache:
 
     # ---- name index --------------------------------------------------------------------------------
 
-    def index_table(self, key: TableKey, table: Any) -> None:   # hms.Table, once a table without a type is settled
+    def index_table(self, key: TableKey, table: hms.Table) -> None:
         with self.lock:
             self.bump_catalog(key[0])
             names = self._table_index.get(key[:2])
             if names is not None:
-                names[key[2]] = (table.tableType, (table.parameters or {}).get("comment"))
+                names[key[2]] = (cast(str, table.tableType), (table.parameters or {}).get("comment"))
 
     def unindex_table(self, key: TableKey) -> None:
         with self.lock:

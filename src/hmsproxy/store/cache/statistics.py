@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from hmsproxy.events.journal import Journal
 from hmsproxy.hive.names import make_partition_name
@@ -10,7 +10,10 @@ from hmsproxy.hive.stats_accurate import ACCURATE, mark_columns_accurate
 from hmsproxy.idl.fields import present
 from hmsproxy.store import canonical
 from hmsproxy.store.cache.shared_cache import SharedCache, TableEntry, TableKey
+from hmsproxy.store.domain import ColumnStatistics, ColumnStatisticsObj, StatsAsStored
 from hmsproxy.store.rawstore import RawStore
+
+R = TypeVar("R")
 
 
 class CachedStatistics:
@@ -20,11 +23,13 @@ class CachedStatistics:
     cache: SharedCache
     # Statistics objects as the store returns them, by column name: what an update leaves in the cache
     # (server.py passes the SQL store's stats_codec.stats_as_stored).
-    stats_as_stored: Callable[[Sequence[Any]], dict[str, Any]]
+    stats_as_stored: StatsAsStored
     _update_entry: Callable[[TableKey, Callable[[TableEntry], TableEntry], int], None]
-    _read: Callable[[str, str, str, str, Callable[[TableEntry], Any], Callable[[], Any]], Any]   # CachedStore._read
+    if TYPE_CHECKING:
+        def _read(self, cat: str, db: str, tbl: str, kind: str, from_cache: Callable[[TableEntry], R],
+                  from_db: Callable[[], R]) -> R: ...   # CachedStore._read
 
-    def update_table_column_statistics(self, cat: str, stats: Any, journal: Journal | None = None) -> None:
+    def update_table_column_statistics(self, cat: str, stats: ColumnStatistics, journal: Journal | None = None) -> None:
         desc = stats.statsDesc
         key = (cat, desc.dbName, desc.tableName)
         journal = Journal() if journal is None else journal   # its version stamps the entry
@@ -41,7 +46,7 @@ class CachedStatistics:
 
             self._update_entry(key, change, journal.version)
 
-    def update_partition_column_statistics(self, cat: str, stats: Any, values: Sequence[str],
+    def update_partition_column_statistics(self, cat: str, stats: ColumnStatistics, values: Sequence[str],
                                            journal: Journal | None = None) -> None:
         desc = stats.statsDesc
         key = (cat, desc.dbName, desc.tableName)
@@ -60,14 +65,15 @@ class CachedStatistics:
 
             self._update_entry(key, change, journal.version)
 
-    def get_table_column_statistics(self, cat: str, db_name: str, tbl_name: str, col_names: Sequence[str]) -> list[Any]:
+    def get_table_column_statistics(self, cat: str, db_name: str, tbl_name: str,
+                                    col_names: Sequence[str]) -> list[ColumnStatisticsObj]:
         return self._read(cat, db_name, tbl_name, "table_stats",
                           lambda e: [e.table_stats[c] for c in col_names if c in e.table_stats],
                           lambda: self.delegate.get_table_column_statistics(cat, db_name, tbl_name, col_names))
 
     def get_partition_column_statistics(self, cat: str, db_name: str, tbl_name: str, part_names: Sequence[str],
-                                        col_names: Sequence[str]) -> dict[str, list[Any]]:
-        def from_cache(entry: TableEntry) -> dict[str, list[Any]]:
+                                        col_names: Sequence[str]) -> dict[str, list[ColumnStatisticsObj]]:
+        def from_cache(entry: TableEntry) -> dict[str, list[ColumnStatisticsObj]]:
             result = {}
             for name in dict.fromkeys(part_names):
                 columns = entry.partition_stats.get(name, {})

@@ -3,9 +3,8 @@ it, and their metrics."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Generic
 
 from hmsproxy.ops.config import Settings
 from hmsproxy.ops.metrics import Metrics
@@ -15,16 +14,17 @@ from hmsproxy.store.cache.poller import Poller
 from hmsproxy.store.cache.prewarm import Loader
 from hmsproxy.store.cache.prewarm_workers import WorkerPlan
 from hmsproxy.store.cache.shared_cache import SharedCache
-from hmsproxy.store.cache.unlogged_writes import CreationCounts, UnloggedWrites
+from hmsproxy.store.cache.unlogged_writes import CreationCounts, M, UnloggedWrites
+from hmsproxy.store.domain import StatsAsStored
 from hmsproxy.store.rawstore import RawStore
 
 
 @dataclass
-class CacheParts:
+class CacheParts(Generic[M]):
     store: CachedStore
     loader: Loader
     poller: Poller
-    unlogged: UnloggedWrites[Any] | None   # the look for writers that log no events, if the server looks
+    unlogged: UnloggedWrites[M] | None   # the look for writers that log no events, if the server looks
 
 
 def _bookkeeping_entries(cache: SharedCache, kind: str) -> int:
@@ -32,8 +32,8 @@ def _bookkeeping_entries(cache: SharedCache, kind: str) -> int:
 
 
 def cache_over(store: RawStore, settings: Settings, metrics: Metrics,
-               stats_as_stored: Callable[[Sequence[Any]], dict[str, Any]], workers: WorkerPlan | None = None,
-               creations: CreationCounts[Any] | None = None) -> CacheParts:
+               stats_as_stored: StatsAsStored, workers: WorkerPlan | None = None,
+               creations: CreationCounts[M] | None = None) -> CacheParts[M]:
     """The cache in front of `store` with its loader (its prewarm read by `workers` if given) and its poller, none
     started yet, and a look for unlogged writes through `creations` if given; its size and bookkeeping exported.
     `stats_as_stored`: statistics objects as `store` returns them (CachedStore)."""
