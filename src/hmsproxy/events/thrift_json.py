@@ -34,12 +34,9 @@ from typing import NoReturn, TypeAlias, TypeVar, cast
 
 from thriftpy2.thrift import TPayload, TType
 
-from hmsproxy.idl.specs import FieldSpec, TypeSpec
+from hmsproxy.idl.specs import FieldSpec, TypeSpec, Value
 
 T = TypeVar("T", bound=TPayload)
-# A decoded value: a struct's field, a container's element (a list or set key of a map is a tuple: `_freeze`).
-Value: TypeAlias = (bool | int | float | str | bytes | TPayload | list["Value"] | tuple["Value", ...]
-                    | dict["Value", "Value"] | None)
 Writer: TypeAlias = Callable[[TPayload], str]
 
 _NAMES = {
