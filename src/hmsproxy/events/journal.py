@@ -12,9 +12,11 @@ where the store sends one (MySQL/MariaDB), rather than after it. See WorkAhead.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
+
+from sqlalchemy import Table
 
 from hmsproxy.events.messages import Event
 
@@ -29,7 +31,7 @@ class Journal:
     before_commit: Callable[[], None] = lambda: None   # waits for work beside the write that must succeed first
     # Rows the store's write leaves to be inserted in the query that appends the events (one round trip fewer
     # per write): (table, rows) pairs, as the SQL store's row_inserts takes them.
-    rows: list[Any] = field(default_factory=list)
+    rows: list[tuple[Table, Sequence[Mapping[str, object]]]] = field(default_factory=list)
     # What the store's write was planned on and holds until it commits (the SQL store's Assumption), or None: its
     # events are appended only where it still holds, else the write fails and is planned again (remembered_tables.py).
     held: Any = None

@@ -36,7 +36,7 @@ from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.json_rows import as_dict, as_items, json_rows, ordered, ordered_values
 from hmsproxy.store.sql.row_deletes import Deletions, delete_rows
-from hmsproxy.store.sql.row_inserts import Inserts, insert_rows
+from hmsproxy.store.sql.row_inserts import Inserts, RowValues, insert_rows
 
 ID_CHUNK = 900  # ids per IN list, within SQLite's oldest limit of 999 bound parameters per statement
 T = TypeVar("T")
@@ -47,7 +47,7 @@ def in_chunks(items: Sequence[T]) -> list[Sequence[T]]:
     return [items[i:i + ID_CHUNK] for i in range(0, len(items), ID_CHUNK)]
 
 
-def params_rows(key_col: str, owner_id: int, params: dict[str, str] | None) -> list[dict[str, Any]]:
+def params_rows(key_col: str, owner_id: int, params: dict[str, str] | None) -> list[RowValues]:
     return [{key_col: owner_id, "PARAM_KEY": k, "PARAM_VALUE": v} for k, v in (params or {}).items()]
 
 
@@ -109,7 +109,7 @@ def descriptor_rows(db: Database, conn: Connection, sds: Sequence[hms.StorageDes
             skew_names += [{"SD_ID": sd_id, "SKEWED_COL_NAME": c, "INTEGER_IDX": j}
                            for j, c in enumerate(sd.skewedInfo.skewedColNames or [])]
             skewed.append((sd_id, sd.skewedInfo))
-    rows: list[tuple[Table, Sequence[dict[str, Any]]]] = [
+    rows: list[tuple[Table, Sequence[RowValues]]] = [
         (s.SERDES, serde_rows), (s.SDS, sd_rows), (s.SERDE_PARAMS, serde_params), (s.SD_PARAMS, sd_params),
         (s.BUCKETING_COLS, buckets), (s.SORT_COLS, sorts), (s.SKEWED_COL_NAMES, skew_names)]
     if skewed:
@@ -118,7 +118,7 @@ def descriptor_rows(db: Database, conn: Connection, sds: Sequence[hms.StorageDes
 
 
 def _skew_value_rows(db: Database, conn: Connection, skewed: list[tuple[int, hms.SkewedInfo]]
-                     ) -> list[tuple[Table, Sequence[dict[str, Any]]]]:
+                     ) -> list[tuple[Table, Sequence[RowValues]]]:
     lists: list[tuple[int, Sequence[str], str | None, bool]] = []  # (sd, values, location, is_skewed_value)
     for sd_id, info in skewed:
         lists += [(sd_id, values, None, True) for values in info.skewedColValues or []]
@@ -206,7 +206,7 @@ def load_columns(conn: Connection, cd_ids: Iterable[int | None]) -> dict[int, li
     return columns
 
 
-def load_descriptors(conn: Connection, sd_ids: Select[Any]) -> dict[int, hms.StorageDescriptor]:
+def load_descriptors(conn: Connection, sd_ids: Select[int]) -> dict[int, hms.StorageDescriptor]:
     """All storage descriptors whose ids `sd_ids` (a one-column select) yields, keyed by SD id."""
     rows = conn.execute(select(*descriptor_columns()).select_from(s.SDS.outerjoin(
         s.SERDES, s.SERDES.c.SERDE_ID == s.SDS.c.SERDE_ID)).where(s.SDS.c.SD_ID.in_(sd_ids))).all()
@@ -217,7 +217,7 @@ def load_descriptors(conn: Connection, sd_ids: Select[Any]) -> dict[int, hms.Sto
     return {row.SD_ID: descriptor_from_row(row._mapping, columns, skew) for row in rows}
 
 
-def _ordered_lists(conn: Connection, table: Table, value_col: Column[Any], sd_ids: Select[Any]) -> dict[int, list[str]]:
+def _ordered_lists(conn: Connection, table: Table, value_col: Column[str], sd_ids: Select[int]) -> dict[int, list[str]]:
     result: dict[int, list[str]] = defaultdict(list)
     for sd_id, value in conn.execute(
         select(table.c.SD_ID, value_col).where(table.c.SD_ID.in_(sd_ids)).order_by(table.c.SD_ID, table.c.INTEGER_IDX)
@@ -226,7 +226,7 @@ def _ordered_lists(conn: Connection, table: Table, value_col: Column[Any], sd_id
     return result
 
 
-def load_skew(conn: Connection, sd_ids: Select[Any]) -> dict[int, hms.SkewedInfo]:
+def load_skew(conn: Connection, sd_ids: Select[int]) -> dict[int, hms.SkewedInfo]:
     names = _ordered_lists(conn, s.SKEWED_COL_NAMES, s.SKEWED_COL_NAMES.c.SKEWED_COL_NAME, sd_ids)
     values_rows = conn.execute(
         select(s.SKEWED_VALUES.c.SD_ID_OID, s.SKEWED_VALUES.c.STRING_LIST_ID_EID)

@@ -15,7 +15,7 @@ The statements run in the order given, so rows may refer to rows of a table list
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pymysql.constants import COMMAND
@@ -23,10 +23,12 @@ from pymysql.constants.SERVER_STATUS import SERVER_STATUS_IN_TRANS
 from pymysql.constants.SERVER_STATUS import SERVER_STATUS_NO_BACKSLASH_ESCAPES as NO_BACKSLASH_ESCAPES
 from pymysql.converters import escape_item
 from sqlalchemy import Column, Connection, Dialect, Engine, Table, event, insert
+from sqlalchemy.engine.interfaces import ExecutionContext
 
 from hmsproxy.events.journal import Journal
 
-Inserts = Sequence[tuple[Table, Sequence[dict[str, Any]]]]   # (table, its rows), in the order to write them
+RowValues = Mapping[str, object]   # a row to insert: column name -> value
+Inserts = Sequence[tuple[Table, Sequence[RowValues]]]   # (table, its rows), in the order to write them
 
 # Characters per query: pymysql's own bound for an executemany (1,024,000), under max_allowed_packet's defaults
 # (4 MiB on MySQL 5.7, 16 MiB on MariaDB, 64 MiB on MySQL 8) even where every character takes 4 bytes.
@@ -36,7 +38,7 @@ MAX_QUERY_CHARS = 1_000_000
 COMMITTED_IN_QUERY = "hmsproxy.committed_in_query"
 
 # A rendered query: sent as it is (no parameters: a "%" in a value stays one), every statement's result read.
-MULTI_STATEMENT = {"no_parameters": True, "every_result": True}
+MULTI_STATEMENT: dict[str, object] = {"no_parameters": True, "every_result": True}
 
 
 def insert_rows(conn: Connection, inserts: Inserts) -> None:
@@ -77,7 +79,7 @@ def _rendered(conn: Connection, inserts: Inserts) -> list[str] | None:
         return None
 
 
-def insert_numbered_mysql(conn: Connection, counter: Column[Any], table: Table, rows: Sequence[dict[str, Any]],
+def insert_numbered_mysql(conn: Connection, counter: Column[int], table: Table, rows: Sequence[RowValues],
                           number: str, followed_by: Inserts = (), commit: bool = False, only_if: str | None = None,
                           while_committing: Callable[[], None] | None = None) -> int:
     """MySQL/MariaDB: reserves len(rows) numbers from a single-row counter (the row stays locked until the
@@ -99,7 +101,7 @@ def insert_numbered_mysql(conn: Connection, counter: Column[Any], table: Table, 
     more = [_statement_parts(conn.dialect, other, other_rows, literal)
             for other, other_rows in followed_by if other_rows]
     queries = joined_queries([(bump, []), parts, *more, *([("COMMIT", [])] if commit else [])])
-    options: list[dict[str, Any]] = [MULTI_STATEMENT] * len(queries)
+    options: list[dict[str, object]] = [MULTI_STATEMENT] * len(queries)
     if commit and while_committing is not None:   # done while the last query, which holds the COMMIT, runs
         options[-1] = {**MULTI_STATEMENT, "while_running": while_committing}
     bumped, *_ = [conn.exec_driver_sql(query, execution_options=o) for query, o in zip(queries, options)]
@@ -144,7 +146,7 @@ def read_every_result(engine: Engine) -> None:
     logs an error and goes on: the transaction would commit the statements before the one that failed.) The
     query's row count and last insert id stay those of its first statement. With the option `while_running` (a
     callable), that is done after the query is sent and before its results are read."""
-    def execute(cursor: Any, statement: str, context: Any) -> bool:
+    def execute(cursor: Any, statement: str, context: ExecutionContext) -> bool:
         if not context.execution_options.get("every_result"):
             return False
         work = context.execution_options.get("while_running")
@@ -205,7 +207,7 @@ def _postgres_literal(value: Any) -> str:
     raise _NotALiteral
 
 
-def _statement_parts(dialect: Dialect, table: Table, rows: Sequence[dict[str, Any]], literal: Callable[[Any], str],
+def _statement_parts(dialect: Dialect, table: Table, rows: Sequence[RowValues], literal: Callable[[Any], str],
                      offset_from: tuple[str, str] = ("", "")) -> tuple[str, list[str]]:
     """The head of a table's INSERT and each row's "(v1,v2,...)". `offset_from` (column, SQL expression): that
     column's values are integers, written as the expression plus them."""
