@@ -10,11 +10,12 @@ in Hive.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from sqlalchemy import (
     BigInteger,
+    Case,
     Column,
     ColumnElement,
     Connection,
@@ -28,6 +29,7 @@ from sqlalchemy import (
     null,
     select,
 )
+from sqlalchemy.sql.elements import NamedColumn
 
 from hmsproxy.idl import hms
 from hmsproxy.idl.fields import present
@@ -45,6 +47,11 @@ T = TypeVar("T")
 def in_chunks(items: Sequence[T]) -> list[Sequence[T]]:
     """`items` in slices of ID_CHUNK: one IN list each."""
     return [items[i:i + ID_CHUNK] for i in range(0, len(items), ID_CHUNK)]
+
+
+# A row's fields by name: a row's mapping (SQLAlchemy's RowMapping, whose values are Any) or a dict of a packed one
+# (partitions.py).
+Fields = Mapping[Any, Any]
 
 
 def params_rows(key_col: str, owner_id: int, params: dict[str, str] | None) -> list[RowValues]:
@@ -143,11 +150,11 @@ def _skew_value_rows(db: Database, conn: Connection, skewed: list[tuple[int, hms
             (s.SKEWED_VALUES, skew_value_rows), (s.SKEWED_COL_VALUE_LOC_MAP, loc_rows)]
 
 
-def descriptor_columns() -> list[Any]:
+def descriptor_columns() -> list[NamedColumn[Any]]:
     """What a query joining SDS to SERDES (outer) selects for descriptor_from_row: one row per descriptor."""
     sds, serdes = s.SDS, s.SERDES
 
-    def rows(owner: ColumnElement[bool], *columns: Column[Any]) -> Any:
+    def rows(owner: ColumnElement[bool], *columns: Column[Any]) -> Case[str]:
         # Most of these tables are empty in most metastores (bucketing, sort columns, descriptor parameters): the
         # database checks that once per query rather than looking up each descriptor's rows (10% of a listing).
         table = columns[0].table
@@ -168,7 +175,7 @@ def descriptor_columns() -> list[Any]:
     ]
 
 
-def descriptor_from_row(m: Any, columns: dict[int, list[hms.FieldSchema]], skew: dict[int, hms.SkewedInfo]
+def descriptor_from_row(m: Fields, columns: dict[int, list[hms.FieldSchema]], skew: dict[int, hms.SkewedInfo]
                         ) -> hms.StorageDescriptor:
     """The StorageDescriptor of a row selected with descriptor_columns (a mapping); `columns` by CD_ID and
     `skew` by SD_ID from load_columns and load_skew."""
