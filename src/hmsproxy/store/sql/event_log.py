@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import Connection, and_, delete, func, insert, select, true
 from sqlalchemy import exc as sa_exc
@@ -62,7 +62,8 @@ def append(conn: Connection, events: Sequence[Event], first_row: int, layout: La
             raise
     else:
         first = next_value(conn, counter, len(events))
-        conn.execute(insert(s.NOTIFICATION_LOG), [{**row, "EVENT_ID": first + row["EVENT_ID"]} for row in rows])
+        numbered = [{**row, "EVENT_ID": first + cast(int, row["EVENT_ID"])} for row in rows]   # EVENT_ID: the offset
+        conn.execute(insert(s.NOTIFICATION_LOG), numbered)
         insert_rows(conn, rows_too)
     return [first + i for i in range(len(events))]
 
