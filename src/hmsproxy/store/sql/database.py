@@ -31,7 +31,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy import exc as sa_exc
@@ -295,9 +295,18 @@ def conflict_kind(error: sa_exc.DBAPIError) -> str | None:
     return None
 
 
-def retried(method: Callable[..., T]) -> Callable[..., T]:
+class _OnDatabase(Protocol):
+    """A store part: SqlStore's mixins, each given the Database."""
+    db: Database
+
+
+S = TypeVar("S", bound=_OnDatabase)
+P = ParamSpec("P")
+
+
+def retried(method: Callable[Concatenate[S, P], T]) -> Callable[Concatenate[S, P], T]:
     """Makes a store method (one database transaction) repeat on conflicts, see `retrying_conflicts`."""
     @functools.wraps(method)
-    def call(self: Any, *args: Any, **kwargs: Any) -> T:
+    def call(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
         return self.db.retrying_conflicts(lambda: method(self, *args, **kwargs), method.__name__)
     return call
