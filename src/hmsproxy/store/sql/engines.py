@@ -10,6 +10,7 @@ import sqlite3
 import time
 from typing import TYPE_CHECKING, Any
 
+from pymysql.connections import Connection as MySQLConnection
 from pymysql.constants import CLIENT
 from sqlalchemy import Connection, Dialect, Engine, event
 from sqlalchemy import exc as sa_exc
@@ -121,7 +122,7 @@ def bound_mysql_waits(engine: Engine, db: Database) -> None:
     (attributes it reads at every packet; it takes them only as connect arguments otherwise) are set before
     each thing that waits, a new connection's handshake, a pooled one's ping, a statement, a commit, a rollback.
     A statement or connection due after the store call's deadline is refused (check_time_left)."""
-    def bound(driver: Any) -> None:
+    def bound(driver: MySQLConnection) -> None:
         driver._read_timeout = driver._write_timeout = db.wait_bound_s()
 
     @event.listens_for(engine, "do_connect")
@@ -131,7 +132,7 @@ def bound_mysql_waits(engine: Engine, db: Database) -> None:
         cparams["connect_timeout"] = min(cparams["connect_timeout"], cparams["read_timeout"])
 
     @event.listens_for(engine, "checkout", insert=True)   # before ping_when_idle's ping
-    def checked_out(driver: Any, _record: object, _proxy: object) -> None:
+    def checked_out(driver: MySQLConnection, _record: object, _proxy: object) -> None:
         bound(driver)
 
     @event.listens_for(engine, "before_cursor_execute")
