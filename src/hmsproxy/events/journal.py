@@ -14,13 +14,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
-from sqlalchemy import Table
+from sqlalchemy import ColumnElement, Table
 
 from hmsproxy.events.messages import Event
 
 T = TypeVar("T")
+
+
+class Held(Protocol):
+    """What a write was planned on and holds until it commits (the SQL store's Assumption): the condition, and its
+    SQL as the database renders it."""
+
+    @property
+    def condition(self) -> ColumnElement[bool]: ...
+
+    @property
+    def sql(self) -> str: ...
 
 
 @dataclass
@@ -34,7 +45,7 @@ class Journal:
     rows: list[tuple[Table, Sequence[Mapping[str, object]]]] = field(default_factory=list)
     # What the store's write was planned on and holds until it commits (the SQL store's Assumption), or None: its
     # events are appended only where it still holds, else the write fails and is planned again (remembered_tables.py).
-    held: Any = None
+    held: Held | None = None
     # Work done while the query that commits runs (each piece must be safe to run once or never: WorkAhead).
     while_committing: list[Callable[[], None]] = field(default_factory=list)
 

@@ -37,7 +37,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
-from hmsproxy.events.journal import Journal
+from hmsproxy.events.journal import Held, Journal
 from hmsproxy.events.messages import Event
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import event_log
@@ -55,7 +55,6 @@ from hmsproxy.store.sql.engines import (
 )
 from hmsproxy.store.sql.id_blocks import IdBlocks
 from hmsproxy.store.sql.layout import FULL, Layout, install
-from hmsproxy.store.sql.remembered_tables import Assumption
 from hmsproxy.store.sql.row_inserts import Inserts, read_every_result, skip_commits_sent
 from hmsproxy.store.sql.sequences import reserve
 
@@ -198,7 +197,7 @@ class Database:
             install(engine, layout)
 
     def append_events(self, conn: Connection, events: Sequence[Event], rows: Inserts = (),
-                      commit: bool = False, held: Assumption | None = None,
+                      commit: bool = False, held: Held | None = None,
                       while_committing: Callable[[], None] | None = None) -> list[int]:
         """Appends events to the notification log in `conn`'s transaction, their row ids from this process's
         blocks, and inserts `rows` with them; returns their event ids. `commit`: the transaction has nothing else
