@@ -23,7 +23,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 from sqlalchemy import ColumnElement, Connection, Select, TableClause, bindparam, delete, insert, or_, select, update
 from sqlalchemy import true as sa_true
@@ -62,12 +62,30 @@ class LockRow(Protocol):
     HL_LOCK_TYPE: str
 
 
+class LockValues(TypedDict):
+    """A component's HIVE_LOCKS row before its batch decides it (`_lock_row`)."""
+    HL_LOCK_INT_ID: int
+    HL_TXNID: int
+    HL_DB: str
+    HL_TABLE: str | None
+    HL_PARTITION: str | None
+    HL_LOCK_STATE: str
+    HL_LOCK_TYPE: str
+    HL_ACQUIRED_AT: int | None
+    HL_USER: str
+    HL_HOST: str
+    HL_HEARTBEAT_COUNT: int
+    HL_AGENT_INFO: str | None
+    HL_BLOCKEDBY_EXT_ID: int | None
+    HL_BLOCKEDBY_INT_ID: int | None
+
+
 @dataclass(frozen=True)
 class PendingLock:
     """A lock request waiting for its batch: its rows, checked and filled but for the id and the times."""
     components: tuple[hms.LockComponent, ...]
     txn_id: int | None
-    rows: list[dict[str, Any]]
+    rows: list[LockValues]
 
 
 @dataclass(frozen=True)
@@ -322,7 +340,7 @@ class Locks(Expiry):
 
 
 def _lock_row(int_id: int, component: hms.LockComponent, txn_id: int | None, user: str, host: str,
-              agent: str | None) -> dict[str, Any]:
+              agent: str | None) -> LockValues:
     """A component's HIVE_LOCKS row, WAITING until decided, without the lock id and the heartbeat time its
     batch gives it; a malformed component fails the call."""
     c = component
