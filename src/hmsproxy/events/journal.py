@@ -12,13 +12,26 @@ where the store sends one (MySQL/MariaDB), rather than after it. See WorkAhead.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
+
+from sqlalchemy import ColumnElement, Table
 
 from hmsproxy.events.messages import Event
 
 T = TypeVar("T")
+
+
+class Held(Protocol):
+    """What a write was planned on and holds until it commits (the SQL store's Assumption): the condition, and its
+    SQL as the database renders it."""
+
+    @property
+    def condition(self) -> ColumnElement[bool]: ...
+
+    @property
+    def sql(self) -> str: ...
 
 
 @dataclass
@@ -29,10 +42,10 @@ class Journal:
     before_commit: Callable[[], None] = lambda: None   # waits for work beside the write that must succeed first
     # Rows the store's write leaves to be inserted in the query that appends the events (one round trip fewer
     # per write): (table, rows) pairs, as the SQL store's row_inserts takes them.
-    rows: list[Any] = field(default_factory=list)
+    rows: list[tuple[Table, Sequence[Mapping[str, object]]]] = field(default_factory=list)
     # What the store's write was planned on and holds until it commits (the SQL store's Assumption), or None: its
     # events are appended only where it still holds, else the write fails and is planned again (remembered_tables.py).
-    held: Any = None
+    held: Held | None = None
     # Work done while the query that commits runs (each piece must be safe to run once or never: WorkAhead).
     while_committing: list[Callable[[], None]] = field(default_factory=list)
 

@@ -31,6 +31,7 @@ from hmsproxy.events.thrift_json import decode, encode
 from hmsproxy.hive.names import DEFAULT_CATALOG, make_partition_name
 from hmsproxy.idl import hms
 from hmsproxy.idl.fields import present
+from hmsproxy.json_value import Json, JsonObject
 
 P = TypeVar("P", bound=TPayload)   # an IDL struct
 
@@ -76,7 +77,7 @@ class Event:
     created_rows: int = 1   # of a create event: the rows it announces (ADD_PARTITION: its partitions)
 
 
-def _event(event_type: str, cat: str | None, db: str | None, table: str | None, body: dict[str, Any],
+def _event(event_type: str, cat: str | None, db: str | None, table: str | None, body: Mapping[str, Json],
            created_rows: int = 1) -> Event:
     # Jackson's output: compact, non-ASCII as UTF-8 (it writes control characters' \u escapes in upper case,
     # json.dumps in lower; both read the same).
@@ -84,7 +85,7 @@ def _event(event_type: str, cat: str | None, db: str | None, table: str | None, 
                  created_rows=created_rows)
 
 
-def _origin() -> dict[str, Any]:
+def _origin() -> JsonObject:
     return {"server": SERVER, "servicePrincipal": SERVICE_PRINCIPAL}
 
 
@@ -121,7 +122,7 @@ def drop_database(db: hms.Database, *, timestamp: int | None = None) -> Event:
 
 # --- tables ---------------------------------------------------------------------------------------------------------
 
-def _table_event(event_type: str, table: hms.Table, body: dict[str, Any], created_rows: int = 1) -> Event:
+def _table_event(event_type: str, table: hms.Table, body: Mapping[str, Json], created_rows: int = 1) -> Event:
     return _event(event_type, table.catName or DEFAULT_CATALOG, table.dbName, table.tableName, body, created_rows)
 
 
@@ -250,7 +251,7 @@ def commit_txn(txn_id: int, write_ids: WriteIds = (), *, timestamp: int | None =
     """Hive writes only the txnid (its readers pair it with ALLOC_WRITE_ID_EVENTs); given ``write_ids``, we also
     fill the per-write lists the way Hive's CommitTxnMessage.addWriteEventInfo does, with no table objects."""
     entries = list(write_ids)
-    lists: dict[str, Any] = dict.fromkeys(
+    lists: JsonObject = dict.fromkeys(
         ("writeIds", "databases", "tables", "partitions", "tableObjs", "partitionObjs", "files"))
     if entries:
         lists.update(writeIds=[w for _, _, w in entries], databases=[d for d, _, _ in entries],

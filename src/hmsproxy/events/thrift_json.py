@@ -30,11 +30,14 @@ from collections.abc import Callable
 from decimal import ROUND_HALF_EVEN, Decimal
 from json.decoder import scanstring  # type: ignore[attr-defined]  # undocumented, so typeshed leaves it out
 from json.encoder import encode_basestring
-from typing import Any, NoReturn, TypeVar, cast
+from typing import NoReturn, TypeAlias, TypeVar, cast
 
 from thriftpy2.thrift import TPayload, TType
 
+from hmsproxy.idl.specs import FieldSpec, TypeSpec, Value
+
 T = TypeVar("T", bound=TPayload)
+Writer: TypeAlias = Callable[[TPayload], str]
 
 _NAMES = {
     TType.BOOL: "tf", TType.BYTE: "i8", TType.I16: "i16", TType.I32: "i32", TType.I64: "i64",
@@ -47,12 +50,12 @@ _INT_BITS = {TType.BYTE: 8, TType.I16: 16, TType.I32: 32, TType.I64: 64}
 _NUMBER = re.compile(r"[-+.0-9Ee]+")
 
 
-def _split(spec: Any) -> tuple[int, Any]:
+def _split(spec: TypeSpec) -> tuple[int, TypeSpec]:
     """thriftpy2 element specs are a bare ttype or (ttype, nested spec / struct class)."""
     return (spec, None) if isinstance(spec, int) else (spec[0], spec[1])
 
 
-def _field_spec(field: tuple[Any, ...]) -> tuple[int, str, Any]:
+def _field_spec(field: FieldSpec) -> tuple[int, str, TypeSpec]:
     """(ttype, name, type argument) from a thrift_spec entry (ttype, name, [arg,] required)."""
     return field[0], field[1], field[2] if len(field) == 4 else None
 
@@ -91,11 +94,11 @@ def java_double(value: float) -> str:
     return f"{sign}{digits[0]}.{digits[1:] or '0'}E{point - 1}"
 
 
-class _StructWriters(dict[Any, Callable[[Any], str]]):
+class _StructWriters(dict[type[TPayload], Writer]):
     """Each struct type's writer, made on its first use. A writer names the writers of the struct types inside it
     through this map when it runs, so a type may contain itself."""
 
-    def __missing__(self, struct_type: Any) -> Callable[[Any], str]:
+    def __missing__(self, struct_type: type[TPayload]) -> Writer:
         writer = self[struct_type] = _compile_struct_writer(struct_type)
         return writer
 
@@ -104,7 +107,7 @@ _WRITERS = _StructWriters()
 MEMO_ENTRIES = 64   # per memoised list type: the column lists of the few tables being written at a time
 
 
-def _compile_struct_writer(struct_type: Any) -> Callable[[Any], str]:
+def _compile_struct_writer(struct_type: type[TPayload]) -> Writer:
     """A writer generated as Python source for this struct type: one step per field, each value written by an
     expression made for its type. Events carry thousands of partitions, and a generic walk over the fields took
     a fifth more time per object. A list of structs with only string fields (a descriptor's columns) is written
@@ -126,7 +129,7 @@ class _Source:
     """The generated source of one struct writer and the names it uses."""
 
     def __init__(self) -> None:
-        self.names: dict[str, Any] = {"W": _WRITERS, "_text": _json_string, "_binary": _binary,
+        self.names: dict[str, object] = {"W": _WRITERS, "_text": _json_string, "_binary": _binary,
                                       "_double": _double, "_double_key": _double_key, "_out_of_range": _out_of_range}
         self.helpers: list[str] = []
 
@@ -135,7 +138,7 @@ class _Source:
         self.names[name] = value
         return name
 
-    def expression(self, ttype: int, arg: Any, value: str, depth: int, key: bool) -> str:
+    def expression(self, ttype: int, arg: TypeSpec, value: str, depth: int, key: bool) -> str:
         """Python source of the text of `value`, of Thrift type `ttype`; `key`: in map-key position, where numbers
         are JSON strings."""
         quote = '"' if key else ""
@@ -172,7 +175,7 @@ class _Source:
                     f"+ '}}]')")
         raise ValueError(f"unsupported Thrift type {ttype}")
 
-    def memoised(self, struct_type: Any, text: str, value: str, item: str) -> str:
+    def memoised(self, struct_type: type[TPayload], text: str, value: str, item: str) -> str:
         """A helper writing such a list (`text`, of `value`) once per content, the content being its elements'
         field values."""
         name = f"_list{len(self.helpers)}"
@@ -190,33 +193,33 @@ class _Source:
             "    return text"]))
         return name
 
-    def compiled(self, lines: list[str], name: str) -> Callable[[Any], str]:
+    def compiled(self, lines: list[str], name: str) -> Writer:
         namespace = dict(self.names)
         exec("\n\n".join([*self.helpers, "\n".join(lines)]), namespace)   # the source made above, from the IDL's specs
-        return cast(Callable[[Any], str], namespace[name])
+        return cast(Writer, namespace[name])
 
 
-def _only_strings(struct_type: Any) -> bool:
+def _only_strings(struct_type: type[TPayload]) -> bool:
     """Whether every field of the struct type is a string (so its values make a hashable key) and is a Python
     identifier (named as an attribute)."""
     return all(spec[0] == TType.STRING and spec[1].isidentifier() and not keyword.iskeyword(spec[1])
                for spec in struct_type.thrift_spec.values())
 
 
-def _out_of_range(value: Any, bits: int) -> NoReturn:
+def _out_of_range(value: int, bits: int) -> NoReturn:
     raise ValueError(f"{value} does not fit a {bits}-bit Thrift integer")
 
 
-def _double(value: Any) -> str:
+def _double(value: float) -> str:
     text = java_double(float(value))
     return f'"{text}"' if text[-1] in "Ny" else text   # NaN, Infinity, -Infinity: Java quotes these everywhere
 
 
-def _double_key(value: Any) -> str:
+def _double_key(value: float) -> str:
     return f'"{java_double(float(value))}"'
 
 
-def _binary(value: Any) -> str:
+def _binary(value: bytes) -> str:
     return '"' + base64.b64encode(bytes(value)).decode("ascii").rstrip("=") + '"'
 
 
@@ -237,13 +240,13 @@ def decode(cls: type[T], text: str) -> T:
     if not isinstance(text, str):
         raise ValueError(f"TJSONProtocol text must be str, not {type(text).__name__}")
     reader = _Reader(text)
-    obj = reader.struct(cls)
+    obj = cast(T, reader.struct(cls))   # None only without a class
     if reader.pos != len(text):
         reader.fail("end of input")
     return obj
 
 
-def _freeze(value: Any) -> Any:
+def _freeze(value: Value) -> Value:
     """Decoded containers used as map keys must be hashable: lists -> tuples, recursively."""
     return tuple(_freeze(v) for v in value) if isinstance(value, list) else value
 
@@ -302,7 +305,7 @@ class _Reader:
             self.fail("a Thrift type name (tf, i8, i16, i32, i64, dbl, str, rec, lst, set, map)")
         return _TYPES[name]
 
-    def struct(self, cls: type[TPayload] | None) -> Any:
+    def struct(self, cls: type[T] | None) -> T | None:
         """Read a struct; with ``cls`` None (an unknown or mistyped field), read it only to skip it."""
         spec = cls.thrift_spec if cls is not None else {}
         obj = cls() if cls is not None else None
@@ -329,7 +332,7 @@ class _Reader:
             self.expect("}")
             return obj
 
-    def value(self, ttype: int, arg: Any, key: bool) -> Any:
+    def value(self, ttype: int, arg: TypeSpec, key: bool) -> Value:
         if ttype == TType.BOOL:
             return self.integer(quoted=key) != 0
         if ttype in _INT_BITS:
@@ -358,7 +361,7 @@ class _Reader:
             return self.sequence(arg)
         return self.mapping(arg)
 
-    def sequence(self, arg: Any) -> list[Any]:
+    def sequence(self, arg: TypeSpec) -> list[Value]:
         self.expect("[")
         wire_type = self.type_name()
         self.expect(",")
@@ -374,7 +377,7 @@ class _Reader:
         self.expect("]")
         return items if keep else []
 
-    def mapping(self, arg: Any) -> dict[Any, Any]:
+    def mapping(self, arg: TypeSpec) -> dict[Value, Value]:
         self.expect("[")
         wire_k = self.type_name()
         self.expect(",")

@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from hmsproxy.idl import hms
 from hmsproxy.idl.java_text import java_text
 
 
-def check_new_and_distinct(names: Sequence[str], parts: Sequence[Any], existing: set[str],
+def check_new_and_distinct(names: Sequence[str], parts: Sequence[hms.Partition], existing: set[str],
                            if_not_exists: bool) -> None:
     """Hive's checks of partitions to add, in its order: the first one that exists (unless `if_not_exists`),
     then one named twice; its messages print the partition as the client sent it (java_text)."""

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+
+from hmsproxy.json_value import JsonObject
 
 ACCURATE = "COLUMN_STATS_ACCURATE"
 
 
-def _accuracy(current: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+def _accuracy(current: str | None) -> tuple[JsonObject, JsonObject]:
     """The COLUMN_STATS_ACCURATE state and its COLUMN_STATS part; what is not that JSON reads as nothing marked."""
     try:
         state = json.loads(current) if current else {}
@@ -32,7 +33,7 @@ def mark_basic_stats_accurate(current: str | None) -> str:
     """COLUMN_STATS_ACCURATE once a stats task has computed the basic stats: BASIC_STATS true, the columns marked
     before kept, written as Hive 2.3 writes it (BASIC_STATS first; COLUMN_STATS only when some are marked)."""
     _, column_state = _accuracy(current)
-    state: dict[str, Any] = {"BASIC_STATS": "true"}
+    state: JsonObject = {"BASIC_STATS": "true"}
     if column_state:
         state["COLUMN_STATS"] = dict(sorted(column_state.items()))
     return json.dumps(state, separators=(",", ":"))

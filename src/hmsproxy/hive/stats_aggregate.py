@@ -20,7 +20,7 @@ import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import TypeAlias, cast
 
 from hmsproxy.idl import hms
 from hmsproxy.idl.fields import stats_data
@@ -45,6 +45,9 @@ _FIELDS: dict[str, tuple[tuple[str, str, str], ...]] = {
     "binaryStats": (("avgColLen", "max", "double"), ("maxColLen", "max", "long"), ("numNulls", "sum", "long")),
     "booleanStats": (("numTrues", "sum", "long"), ("numFalses", "sum", "long"), ("numNulls", "sum", "long")),
 }
+# A statistics field's value; which one a field holds its arithmetic (_FIELDS) says.
+Number: TypeAlias = int | float
+StatValue: TypeAlias = Number | hms.Date | hms.Timestamp | hms.Decimal
 _RANGED = {"longStats": "long", "dateStats": "date", "timestampStats": "timestamp"}  # numDVs <= high - low + 1
 
 
@@ -107,23 +110,25 @@ def _kind(obj: hms.ColumnStatisticsObj) -> str:
     return next(k for k in _KINDS if getattr(obj.statsData, k, None) is not None)
 
 
-def _merged(values: list[Any], combine: str, arithmetic: str) -> Any:
+def _merged(values: list[StatValue | None], combine: str, arithmetic: str) -> StatValue | None:
     present = [v for v in values if v is not None]
     if combine == "sum":
-        return sum(present)
+        return sum(cast(list[int], present))   # only counts are summed
     if not present:
         return None
     pick = min if combine == "min" else max
     return pick(present, key=lambda v: _order_key(v, arithmetic))
 
 
-def _extrapolated(values: list[tuple[str, Any]], combine: str, arithmetic: str, placement: Placement) -> Any:
+def _extrapolated(values: list[tuple[str, StatValue | None]], combine: str, arithmetic: str, placement: Placement
+                  ) -> StatValue | None:
     if combine == "sum":
-        present = [v for _, v in values if v is not None]
+        present = cast(list[int], [v for _, v in values if v is not None])   # only counts are summed
         return sum(present) // len(values) * placement.asked  # Java: the division truncates first
     if any(v is None for _, v in values):
         return None  # Hive's ordered read puts the missing value at one end, and the line has no end then
-    ordered = sorted(values, key=lambda pv: (_order_key(pv[1], arithmetic), placement.position[pv[0]]))
+    known = cast(list[tuple[str, StatValue]], values)
+    ordered = sorted(known, key=lambda pv: (_order_key(pv[1], arithmetic), placement.position[pv[0]]))
     (low_part, low), (high_part, high) = ordered[0], ordered[-1]
     low_at, high_at = placement.position[low_part], placement.position[high_part]
     if low_at == high_at:
@@ -139,30 +144,30 @@ def _extrapolated(values: list[tuple[str, Any]], combine: str, arithmetic: str, 
     return _value(result, arithmetic)
 
 
-def _scaled(width: Any, steps: int, across: int) -> Any:
+def _scaled(width: Number, steps: int, across: int) -> Number:
     """(width * steps) / across as Java computes it: integer division for integers, else doubles."""
     return width * steps // across if isinstance(width, int) else width * steps / across
 
 
-def _order_key(value: Any, arithmetic: str) -> Any:
-    return _decimal(value) if arithmetic == "decimal" else _number(value, arithmetic)
+def _order_key(value: StatValue, arithmetic: str) -> Decimal | Number:
+    return _decimal(cast(hms.Decimal, value)) if arithmetic == "decimal" else _number(value, arithmetic)
 
 
-def _number(value: Any, arithmetic: str) -> Any:
+def _number(value: StatValue, arithmetic: str) -> Number:
     if arithmetic == "date":
-        return value.daysSinceEpoch
+        return cast(hms.Date, value).daysSinceEpoch
     if arithmetic == "timestamp":
-        return value.secondsSinceEpoch
+        return cast(hms.Timestamp, value).secondsSinceEpoch
     if arithmetic == "decimal":
-        return float(_decimal(value))  # BigDecimal.doubleValue(), as Hive's extrapolation reads it
-    return value
+        return float(_decimal(cast(hms.Decimal, value)))  # BigDecimal.doubleValue(), as Hive's extrapolation reads it
+    return cast(Number, value)
 
 
-def _value(number: Any, arithmetic: str) -> Any:
+def _value(number: Number, arithmetic: str) -> StatValue:
     if arithmetic == "date":
-        return hms.Date(daysSinceEpoch=number)
+        return hms.Date(daysSinceEpoch=cast(int, number))   # dates and timestamps extrapolate in integers
     if arithmetic == "timestamp":
-        return hms.Timestamp(secondsSinceEpoch=number)
+        return hms.Timestamp(secondsSinceEpoch=cast(int, number))
     if arithmetic == "decimal":
         sign, digits, exponent = Decimal(java_double_text(number)).as_tuple()
         unscaled = int("".join(map(str, digits))) * (-1 if sign else 1)
@@ -171,7 +176,7 @@ def _value(number: Any, arithmetic: str) -> Any:
     return number
 
 
-def _decimal(value: Any) -> Decimal:
+def _decimal(value: hms.Decimal) -> Decimal:
     return Decimal(int.from_bytes(value.unscaled, "big", signed=True)).scaleb(-value.scale)
 
 

@@ -56,13 +56,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import thriftpy2
 from thriftpy2.protocol import binary as _pybinary
 from thriftpy2.protocol.base import TProtocolBase
 from thriftpy2.protocol.binary import TBinaryProtocol
 from thriftpy2.thrift import TPayload, TType
+
+from hmsproxy.idl.specs import InBuffer, TypeSpec, Value
 
 try:  # the compiled protocol is optional in thriftpy2 (absent on some platforms)
     # From the compiled module itself: it has no type stubs, so to mypy the class is Any.
@@ -95,30 +97,30 @@ THRIFT_DIR: Path = _find_thrift_dir()
 # --- the pure-Python decoder, taught to accept container map keys -------------------------
 
 # getattr(): on a re-import, wrap thriftpy2's own function again, not our wrapper.
-_original_read_val: Callable[..., Any] = getattr(_pybinary.read_val, "hmsproxy_original",
+_original_read_val: Callable[..., Value] = getattr(_pybinary.read_val, "hmsproxy_original",
                                                  _pybinary.read_val)
 # The other steps of its map branch, with the types thriftpy2 leaves unannotated.
 _check_depth: Callable[[int, str], None] = _pybinary.check_depth
-_read_map_begin: Callable[[Any], tuple[int, int, int]] = _pybinary.read_map_begin
-_skip: Callable[[Any, int, int], None] = _pybinary.skip
+_read_map_begin: Callable[[InBuffer], tuple[int, int, int]] = _pybinary.read_map_begin
+_skip: Callable[[InBuffer, int, int], None] = _pybinary.skip
 
 
-def _freeze(value: Any) -> Any:
+def _freeze(value: Value) -> Value:
     """Make a decoded container usable as a dict key (lists -> tuples, recursively)."""
     if isinstance(value, (list, tuple)):
         return tuple(_freeze(v) for v in value)
     return value
 
 
-def _split_spec(spec: Any) -> tuple[int, Any]:
+def _split_spec(spec: TypeSpec) -> tuple[int, TypeSpec]:
     """thriftpy2 container specs are either a bare ttype or (ttype, nested spec)."""
     if isinstance(spec, int):
         return spec, None
     return spec[0], spec[1]
 
 
-def _read_val(inbuf: Any, ttype: int, spec: Any = None, decode_response: bool = True,
-              strict_decode: bool = False, budget: int = _pybinary.DEFAULT_MAX_DEPTH) -> Any:
+def _read_val(inbuf: InBuffer, ttype: int, spec: TypeSpec = None, decode_response: bool = True,
+              strict_decode: bool = False, budget: int = _pybinary.DEFAULT_MAX_DEPTH) -> Value:
     """Drop-in for thriftpy2.protocol.binary.read_val that freezes list/set map keys."""
     if ttype != TType.MAP or _split_spec(spec[0])[0] not in _CONTAINER_TYPES:
         return _original_read_val(inbuf, ttype, spec, decode_response, strict_decode, budget)
@@ -149,7 +151,7 @@ def _read_val(inbuf: Any, ttype: int, spec: Any = None, decode_response: bool = 
 
 _read_val.hmsproxy_original = _original_read_val  # type: ignore[attr-defined]
 
-_read_field_begin: Callable[[Any], tuple[int, int]] = _pybinary.read_field_begin
+_read_field_begin: Callable[[InBuffer], tuple[int, int]] = _pybinary.read_field_begin
 
 
 def _read_as(wire_type: int, declared: int) -> int | None:
@@ -163,7 +165,7 @@ def _read_as(wire_type: int, declared: int) -> int | None:
     return None
 
 
-def _read_struct(inbuf: Any, obj: Any, decode_response: bool = True, strict_decode: bool = False,
+def _read_struct(inbuf: InBuffer, obj: TPayload, decode_response: bool = True, strict_decode: bool = False,
                  budget: int = _pybinary.DEFAULT_MAX_DEPTH) -> None:
     """Drop-in for thriftpy2.protocol.binary.read_struct that reads a list field sent as a set and the other way
     round (Hive 2.3 <-> 3+, see LEGACY_CONTAINER_KINDS)."""
@@ -176,14 +178,14 @@ def _read_struct(inbuf: Any, obj: Any, decode_response: bool = True, strict_deco
             return
         field = fields.get(fid)
         read_type = None if field is None else _read_as(wire_type, field[0])
-        if read_type is None:
+        if field is None or read_type is None:
             _skip(inbuf, wire_type, budget)
             continue
         spec = field[2] if len(field) > 3 else None
         setattr(obj, field[1], _pybinary.read_val(inbuf, read_type, spec, decode_response, strict_decode, budget))
 
 
-def _tolerant_read(self: TPayload, iprot: Any) -> None:
+def _tolerant_read(self: TPayload, iprot: TProtocolBase) -> None:
     """TPayload.read that avoids the compiled decoder (it cannot build list-keyed maps, nor read a list field
     sent as a set)."""
     if TCyBinaryProtocol is not None and isinstance(iprot, TCyBinaryProtocol):
@@ -201,7 +203,7 @@ def _tolerant_read(self: TPayload, iprot: Any) -> None:
 
 # --- which generated classes need it ------------------------------------------------------
 
-def _spec_classes(spec: Any) -> list[type]:
+def _spec_classes(spec: TypeSpec) -> list[type]:
     """The struct classes named by one thrift_spec entry's type spec (any nesting)."""
     if isinstance(spec, type):
         return [spec]
@@ -213,7 +215,7 @@ def _spec_classes(spec: Any) -> list[type]:
     return []
 
 
-def _has_container_keyed_map(spec: Any) -> bool:
+def _has_container_keyed_map(spec: tuple[int, TypeSpec]) -> bool:
     """True if a field's (ttype, spec) declares a map with list/set keys, at any depth."""
     ttype, sub = spec
     if ttype == TType.MAP:
@@ -242,7 +244,7 @@ def _generated_classes(module: ModuleType) -> list[type[TPayload]]:
     return classes
 
 
-def _direct_fields(cls: type) -> list[tuple[int, Any]]:
+def _direct_fields(cls: type) -> list[tuple[int, TypeSpec]]:
     """(ttype, type spec) of every field of a generated class."""
     return [(f[0], f[2] if len(f) > 3 else None)
             for f in getattr(cls, "thrift_spec", {}).values()]

@@ -16,6 +16,7 @@ from thriftpy2.thrift import TPayload, TType
 
 from hmsproxy.idl import THRIFT_DIR
 from hmsproxy.idl.java_map_order import java_hashmap_order
+from hmsproxy.idl.specs import FieldSpec, TypeSpec
 
 _NUMBERS = {TType.BOOL: "false", TType.BYTE: "0", TType.I16: "0", TType.I32: "0", TType.I64: "0",
             TType.DOUBLE: "0.0"}
@@ -36,7 +37,7 @@ def java_text(struct: TPayload) -> str:
     return f"{type(struct).__name__}({', '.join(parts)})"
 
 
-def _value_text(spec: tuple[Any, ...], value: Any) -> str:
+def _value_text(spec: FieldSpec, value: Any) -> str:
     ttype = spec[0]
     if value is None:
         return _NUMBERS.get(ttype, "null")
@@ -58,7 +59,7 @@ def _value_text(spec: tuple[Any, ...], value: Any) -> str:
     return str(value)
 
 
-def _element_text(element_spec: Any, item: Any) -> str:
+def _element_text(element_spec: TypeSpec, item: Any) -> str:
     """A container's element: its spec is a bare TType, or (TType, argument) for structs and containers."""
     if isinstance(element_spec, tuple):
         return _value_text((element_spec[0], None, element_spec[1], False), item)

@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import TextIO
 
 from hmsproxy.ops.call_names import database_named, tables_named
 
@@ -27,7 +27,7 @@ class AuditLog:
         self._as_json = as_json
         self._lock = threading.Lock()   # whole lines from every connection's thread
 
-    def record(self, user: str, address: str, api: str, arguments: Mapping[str, Any], outcome: str) -> None:
+    def record(self, user: str, address: str, api: str, arguments: Mapping[str, object], outcome: str) -> None:
         entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z", "ugi": user, "ip": address,
                  "cmd": api, **_object(api, arguments), "result": outcome}
         line = json.dumps(entry, ensure_ascii=False) if self._as_json else "\t".join(
@@ -41,7 +41,7 @@ class AuditLog:
             self._stream.close()
 
 
-def _object(api: str, arguments: Mapping[str, Any]) -> dict[str, str]:
+def _object(api: str, arguments: Mapping[str, object]) -> dict[str, str]:
     """The database and table the call names (empty when it names none)."""
     table = next(tables_named(arguments), None)
     if table is not None:

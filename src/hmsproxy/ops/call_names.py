@@ -7,7 +7,6 @@ write (upstream/effects.py); the audit log names them (audit.py).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
 
 from hmsproxy.hive.names import DEFAULT_CATALOG
 
@@ -37,7 +36,7 @@ def catalog_and_db(db_name: str, struct: object = None) -> tuple[str, str]:
     return (lowered(getattr(struct, "catName", None)) or DEFAULT_CATALOG), db_name.lower()
 
 
-def tables_named(arguments: Mapping[str, Any]) -> Iterator[TableName]:
+def tables_named(arguments: Mapping[str, object]) -> Iterator[TableName]:
     for db_arg, table_arg in NAME_PAIRS:
         db, table = lowered(arguments.get(db_arg)), lowered(arguments.get(table_arg))
         if db and table:
@@ -68,7 +67,7 @@ def _tables_in(value: object, depth: int) -> Iterator[TableName]:
 DB_ARGUMENTS = ("dbname", "db_name", "dbName", "databaseName")
 
 
-def database_named(api: str, arguments: Mapping[str, Any]) -> tuple[str, str] | None:
+def database_named(api: str, arguments: Mapping[str, object]) -> tuple[str, str] | None:
     """The (catalog, database) a call that names no table (tables_named) names: a database argument's; a database
     call (get_database, drop_database, ...) names it by `name` or by the Database or request it carries."""
     for name in DB_ARGUMENTS:

@@ -144,7 +144,11 @@ def hive_key_names() -> set[str]:
     return names
 
 
-def _coerce(name: str, value: Any) -> Any:
+# A setting's value, as a file, the environment or the command line gives it and as Settings holds it.
+Setting = str | int | float | bool
+
+
+def _coerce(name: str, value: Setting) -> Setting:
     """Turns strings from the environment or a file into the field's type; rejects nonsense early."""
     field_type = {f.name: f.type for f in fields(Settings)}[name]
     if field_type == "bool":
@@ -193,7 +197,7 @@ def _local_warehouse(value: str) -> str:
     return "/" + value[len("file:"):].lstrip("/")
 
 
-def _size(name: str, value: Any) -> int:
+def _size(name: str, value: Setting) -> int:
     """Bytes from `1073741824`, `512mb`, `1Gb` (Hive writes sizes with units)."""
     match = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", str(value))
     if not match or match.group(2).lower() not in SIZE_UNITS:
@@ -208,7 +212,7 @@ NON_NEGATIVE = frozenset({"remembered_requests"})   # counts where 0 turns the t
 ZERO_ALLOWED = frozenset({"check_lock_wait_s", "unlogged_check_s", "evict_idle_after_s"})
 
 
-def _duration(name: str, value: Any) -> float:
+def _duration(name: str, value: Setting) -> float:
     """Seconds from `300`, `300s`, `5m`, `1500ms` (Hive writes durations with units)."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(value))
     if not match or match.group(2).lower() not in DURATION_UNITS or (
@@ -217,9 +221,9 @@ def _duration(name: str, value: Any) -> float:
     return float(match.group(1)) * DURATION_UNITS[match.group(2).lower()]
 
 
-def _normalise_keys(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
+def _normalise_keys(raw: Mapping[str, Setting], source: str) -> dict[str, Setting]:
     known = {f.name for f in fields(Settings)}
-    result: dict[str, Any] = {}
+    result: dict[str, Setting] = {}
     for key, value in raw.items():
         name = setting_name(key) or key.replace("-", "_").lower()
         if name not in known:
@@ -228,7 +232,7 @@ def _normalise_keys(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
     return result
 
 
-def load_file(path: str | Path) -> dict[str, Any]:
+def load_file(path: str | Path) -> dict[str, Setting]:
     with open(path, "rb") as handle:
         raw = tomllib.load(handle)
     flat = raw.get("hmsproxy", raw)
@@ -259,7 +263,7 @@ def _environment_settings(environ: Mapping[str, str]) -> tuple[dict[str, str], l
     return given, sorted(others)
 
 
-def from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
+def from_environment(environ: Mapping[str, str]) -> dict[str, Setting]:
     """The settings the environment gives; a bad value of one is refused, variables that give none are left out
     (`ignored_environment`)."""
     return _normalise_keys(_environment_settings(environ)[0], "environment")
@@ -275,7 +279,7 @@ def resolve(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) 
     environ = os.environ if environ is None else environ
     config_path = flags.get("config") or environ.get("HMSPROXY_CONFIG")
     hive_site_path = flags.get("hive_site") or environ.get("HMSPROXY_HIVE_SITE")
-    merged: dict[str, Any] = {}
+    merged: dict[str, Any] = {}   # Any: each setting goes to its own field of Settings (replace below)
     if hive_site_path:
         merged.update(_normalise_keys(hive_site.settings_from(hive_site_path, hive_key_names()), str(hive_site_path)))
     if config_path:

@@ -31,13 +31,13 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
-from hmsproxy.events.journal import Journal
+from hmsproxy.events.journal import Held, Journal
 from hmsproxy.events.messages import Event
 from hmsproxy.idl import hms
 from hmsproxy.store.sql import event_log
@@ -55,7 +55,6 @@ from hmsproxy.store.sql.engines import (
 )
 from hmsproxy.store.sql.id_blocks import IdBlocks
 from hmsproxy.store.sql.layout import FULL, Layout, install
-from hmsproxy.store.sql.remembered_tables import Assumption
 from hmsproxy.store.sql.row_inserts import Inserts, read_every_result, skip_commits_sent
 from hmsproxy.store.sql.sequences import reserve
 
@@ -198,7 +197,7 @@ class Database:
             install(engine, layout)
 
     def append_events(self, conn: Connection, events: Sequence[Event], rows: Inserts = (),
-                      commit: bool = False, held: Assumption | None = None,
+                      commit: bool = False, held: Held | None = None,
                       while_committing: Callable[[], None] | None = None) -> list[int]:
         """Appends events to the notification log in `conn`'s transaction, their row ids from this process's
         blocks, and inserts `rows` with them; returns their event ids. `commit`: the transaction has nothing else
@@ -295,9 +294,18 @@ def conflict_kind(error: sa_exc.DBAPIError) -> str | None:
     return None
 
 
-def retried(method: Callable[..., T]) -> Callable[..., T]:
+class _OnDatabase(Protocol):
+    """A store part: SqlStore's mixins, each given the Database."""
+    db: Database
+
+
+S = TypeVar("S", bound=_OnDatabase)
+P = ParamSpec("P")
+
+
+def retried(method: Callable[Concatenate[S, P], T]) -> Callable[Concatenate[S, P], T]:
     """Makes a store method (one database transaction) repeat on conflicts, see `retrying_conflicts`."""
     @functools.wraps(method)
-    def call(self: Any, *args: Any, **kwargs: Any) -> T:
+    def call(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
         return self.db.retrying_conflicts(lambda: method(self, *args, **kwargs), method.__name__)
     return call

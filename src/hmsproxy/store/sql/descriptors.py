@@ -10,11 +10,12 @@ in Hive.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from sqlalchemy import (
     BigInteger,
+    Case,
     Column,
     ColumnElement,
     Connection,
@@ -28,6 +29,7 @@ from sqlalchemy import (
     null,
     select,
 )
+from sqlalchemy.sql.elements import NamedColumn
 
 from hmsproxy.idl import hms
 from hmsproxy.idl.fields import present
@@ -36,7 +38,7 @@ from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.json_rows import as_dict, as_items, json_rows, ordered, ordered_values
 from hmsproxy.store.sql.row_deletes import Deletions, delete_rows
-from hmsproxy.store.sql.row_inserts import Inserts, insert_rows
+from hmsproxy.store.sql.row_inserts import Inserts, RowValues, insert_rows
 
 ID_CHUNK = 900  # ids per IN list, within SQLite's oldest limit of 999 bound parameters per statement
 T = TypeVar("T")
@@ -47,7 +49,12 @@ def in_chunks(items: Sequence[T]) -> list[Sequence[T]]:
     return [items[i:i + ID_CHUNK] for i in range(0, len(items), ID_CHUNK)]
 
 
-def params_rows(key_col: str, owner_id: int, params: dict[str, str] | None) -> list[dict[str, Any]]:
+# A row's fields by name: a row's mapping (SQLAlchemy's RowMapping, whose values are Any) or a dict of a packed one
+# (partitions.py).
+Fields = Mapping[Any, Any]
+
+
+def params_rows(key_col: str, owner_id: int, params: dict[str, str] | None) -> list[RowValues]:
     return [{key_col: owner_id, "PARAM_KEY": k, "PARAM_VALUE": v} for k, v in (params or {}).items()]
 
 
@@ -109,7 +116,7 @@ def descriptor_rows(db: Database, conn: Connection, sds: Sequence[hms.StorageDes
             skew_names += [{"SD_ID": sd_id, "SKEWED_COL_NAME": c, "INTEGER_IDX": j}
                            for j, c in enumerate(sd.skewedInfo.skewedColNames or [])]
             skewed.append((sd_id, sd.skewedInfo))
-    rows: list[tuple[Table, Sequence[dict[str, Any]]]] = [
+    rows: list[tuple[Table, Sequence[RowValues]]] = [
         (s.SERDES, serde_rows), (s.SDS, sd_rows), (s.SERDE_PARAMS, serde_params), (s.SD_PARAMS, sd_params),
         (s.BUCKETING_COLS, buckets), (s.SORT_COLS, sorts), (s.SKEWED_COL_NAMES, skew_names)]
     if skewed:
@@ -118,7 +125,7 @@ def descriptor_rows(db: Database, conn: Connection, sds: Sequence[hms.StorageDes
 
 
 def _skew_value_rows(db: Database, conn: Connection, skewed: list[tuple[int, hms.SkewedInfo]]
-                     ) -> list[tuple[Table, Sequence[dict[str, Any]]]]:
+                     ) -> list[tuple[Table, Sequence[RowValues]]]:
     lists: list[tuple[int, Sequence[str], str | None, bool]] = []  # (sd, values, location, is_skewed_value)
     for sd_id, info in skewed:
         lists += [(sd_id, values, None, True) for values in info.skewedColValues or []]
@@ -143,11 +150,11 @@ def _skew_value_rows(db: Database, conn: Connection, skewed: list[tuple[int, hms
             (s.SKEWED_VALUES, skew_value_rows), (s.SKEWED_COL_VALUE_LOC_MAP, loc_rows)]
 
 
-def descriptor_columns() -> list[Any]:
+def descriptor_columns() -> list[NamedColumn[Any]]:
     """What a query joining SDS to SERDES (outer) selects for descriptor_from_row: one row per descriptor."""
     sds, serdes = s.SDS, s.SERDES
 
-    def rows(owner: ColumnElement[bool], *columns: Column[Any]) -> Any:
+    def rows(owner: ColumnElement[bool], *columns: Column[Any]) -> Case[str]:
         # Most of these tables are empty in most metastores (bucketing, sort columns, descriptor parameters): the
         # database checks that once per query rather than looking up each descriptor's rows (10% of a listing).
         table = columns[0].table
@@ -168,7 +175,7 @@ def descriptor_columns() -> list[Any]:
     ]
 
 
-def descriptor_from_row(m: Any, columns: dict[int, list[hms.FieldSchema]], skew: dict[int, hms.SkewedInfo]
+def descriptor_from_row(m: Fields, columns: dict[int, list[hms.FieldSchema]], skew: dict[int, hms.SkewedInfo]
                         ) -> hms.StorageDescriptor:
     """The StorageDescriptor of a row selected with descriptor_columns (a mapping); `columns` by CD_ID and
     `skew` by SD_ID from load_columns and load_skew."""
@@ -206,7 +213,7 @@ def load_columns(conn: Connection, cd_ids: Iterable[int | None]) -> dict[int, li
     return columns
 
 
-def load_descriptors(conn: Connection, sd_ids: Select[Any]) -> dict[int, hms.StorageDescriptor]:
+def load_descriptors(conn: Connection, sd_ids: Select[int]) -> dict[int, hms.StorageDescriptor]:
     """All storage descriptors whose ids `sd_ids` (a one-column select) yields, keyed by SD id."""
     rows = conn.execute(select(*descriptor_columns()).select_from(s.SDS.outerjoin(
         s.SERDES, s.SERDES.c.SERDE_ID == s.SDS.c.SERDE_ID)).where(s.SDS.c.SD_ID.in_(sd_ids))).all()
@@ -217,7 +224,7 @@ def load_descriptors(conn: Connection, sd_ids: Select[Any]) -> dict[int, hms.Sto
     return {row.SD_ID: descriptor_from_row(row._mapping, columns, skew) for row in rows}
 
 
-def _ordered_lists(conn: Connection, table: Table, value_col: Column[Any], sd_ids: Select[Any]) -> dict[int, list[str]]:
+def _ordered_lists(conn: Connection, table: Table, value_col: Column[str], sd_ids: Select[int]) -> dict[int, list[str]]:
     result: dict[int, list[str]] = defaultdict(list)
     for sd_id, value in conn.execute(
         select(table.c.SD_ID, value_col).where(table.c.SD_ID.in_(sd_ids)).order_by(table.c.SD_ID, table.c.INTEGER_IDX)
@@ -226,7 +233,7 @@ def _ordered_lists(conn: Connection, table: Table, value_col: Column[Any], sd_id
     return result
 
 
-def load_skew(conn: Connection, sd_ids: Select[Any]) -> dict[int, hms.SkewedInfo]:
+def load_skew(conn: Connection, sd_ids: Select[int]) -> dict[int, hms.SkewedInfo]:
     names = _ordered_lists(conn, s.SKEWED_COL_NAMES, s.SKEWED_COL_NAMES.c.SKEWED_COL_NAME, sd_ids)
     values_rows = conn.execute(
         select(s.SKEWED_VALUES.c.SD_ID_OID, s.SKEWED_VALUES.c.STRING_LIST_ID_EID)

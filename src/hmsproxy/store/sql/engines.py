@@ -10,10 +10,12 @@ import sqlite3
 import time
 from typing import TYPE_CHECKING, Any
 
+from pymysql.connections import Connection as MySQLConnection
 from pymysql.constants import CLIENT
-from sqlalchemy import Connection, Engine, event
+from sqlalchemy import Connection, Dialect, Engine, event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
+from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from hmsproxy.store.sql.row_inserts import commit_already_sent
@@ -55,7 +57,7 @@ STRICT_SESSION = ("SET SESSION sql_mode = TRIM(BOTH ',' FROM CONCAT(@@SESSION.sq
 TLS_QUERY_PREFIXES = ("ssl_", "read_default_")
 
 
-def driver_options(url: str, connect_timeout_s: float, statement_timeout_s: float) -> dict[str, Any]:
+def driver_options(url: str, connect_timeout_s: float, statement_timeout_s: float) -> dict[str, object]:
     """Driver options: what row_inserts relies on (see there), and bounds on every wait on the database, so that
     one that stops answering fails calls within the bound instead of hanging them. MySQL/MariaDB: the client's
     own connect, read and write timeouts (and strict mode), and TLS only where the URL asks for it. PostgreSQL:
@@ -63,7 +65,7 @@ def driver_options(url: str, connect_timeout_s: float, statement_timeout_s: floa
     vanished from the network (libpq has no read timeout of its own)."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "mysql":
-        mysql: dict[str, Any] = {
+        mysql: dict[str, object] = {
             "connect_timeout": max(1, round(connect_timeout_s)), "read_timeout": statement_timeout_s,
             "write_timeout": statement_timeout_s, "init_command": STRICT_SESSION,
             # row_inserts sends a write's inserts as one query; FOUND_ROWS is SQLAlchemy's own flag, which a
@@ -87,11 +89,11 @@ def ping_when_idle(engine: Engine, idle_s: float) -> None:
     """Pings a pooled connection at checkout when it has been idle for `idle_s` or longer (PING_IDLE_S); a dead
     one is replaced by a new connection before any statement runs on it."""
     @event.listens_for(engine, "checkin")
-    def checked_in(_dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
+    def checked_in(_dbapi_connection: object, record: ConnectionPoolEntry) -> None:
         record.info["checked_in_at"] = time.monotonic()
 
     @event.listens_for(engine, "checkout")
-    def checked_out(dbapi_connection: Any, record: ConnectionPoolEntry, _proxy: Any) -> None:
+    def checked_out(dbapi_connection: DBAPIConnection, record: ConnectionPoolEntry, _proxy: object) -> None:
         since = record.info.get("checked_in_at")   # none on a new connection: it was just made
         if since is None or time.monotonic() - since < idle_s:
             return
@@ -120,21 +122,21 @@ def bound_mysql_waits(engine: Engine, db: Database) -> None:
     (attributes it reads at every packet; it takes them only as connect arguments otherwise) are set before
     each thing that waits, a new connection's handshake, a pooled one's ping, a statement, a commit, a rollback.
     A statement or connection due after the store call's deadline is refused (check_time_left)."""
-    def bound(driver: Any) -> None:
+    def bound(driver: MySQLConnection) -> None:
         driver._read_timeout = driver._write_timeout = db.wait_bound_s()
 
     @event.listens_for(engine, "do_connect")
-    def connect(dialect: Any, record: Any, cargs: Any, cparams: Any) -> None:
+    def connect(dialect: Dialect, record: ConnectionPoolEntry, cargs: object, cparams: dict[str, Any]) -> None:
         db.check_time_left()
         cparams["read_timeout"] = cparams["write_timeout"] = db.wait_bound_s()
         cparams["connect_timeout"] = min(cparams["connect_timeout"], cparams["read_timeout"])
 
     @event.listens_for(engine, "checkout", insert=True)   # before ping_when_idle's ping
-    def checked_out(driver: Any, _record: Any, _proxy: Any) -> None:
+    def checked_out(driver: MySQLConnection, _record: object, _proxy: object) -> None:
         bound(driver)
 
     @event.listens_for(engine, "before_cursor_execute")
-    def executing(conn: Connection, *_args: Any) -> None:
+    def executing(conn: Connection, *_args: object) -> None:
         db.check_time_left()
         bound(conn.connection.dbapi_connection)
 
@@ -164,13 +166,13 @@ def bound_postgres_waits(engine: Engine, db: Database) -> None:
                 raise
 
     @event.listens_for(engine, "do_connect")
-    def connect(dialect: Any, record: Any, cargs: Any, cparams: Any) -> Any:
+    def connect(dialect: Dialect, record: ConnectionPoolEntry, cargs: Any, cparams: dict[str, Any]) -> BoundedWaits:
         db.check_time_left()
         cparams["connect_timeout"] = max(1, math.ceil(min(cparams["connect_timeout"], db.wait_bound_s())))
         return BoundedWaits.connect(*cargs, **cparams)
 
     @event.listens_for(engine, "before_cursor_execute")
-    def executing(*_args: Any) -> None:
+    def executing(*_args: object) -> None:
         db.check_time_left()
 
 

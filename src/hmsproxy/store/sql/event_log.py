@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import Connection, and_, delete, func, insert, select, true
 from sqlalchemy import exc as sa_exc
 
+from hmsproxy.events.journal import Held
 from hmsproxy.events.messages import Event
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.layout import FULL, Layout
-from hmsproxy.store.sql.remembered_tables import Assumption
 from hmsproxy.store.sql.row_inserts import Inserts, insert_numbered_mysql, insert_rows
 from hmsproxy.store.sql.sequences import next_value
 
@@ -28,7 +28,7 @@ class StalePlan(Exception):
 
 
 def append(conn: Connection, events: Sequence[Event], first_row: int, layout: Layout = FULL,
-           rows_too: Inserts = (), commit: bool = False, held: Assumption | None = None,
+           rows_too: Inserts = (), commit: bool = False, held: Held | None = None,
            while_committing: Callable[[], None] | None = None) -> list[int]:
     """Appends events inside the caller's transaction, their rows numbered (NL_ID) from `first_row`, reserved
     from the MNotificationLog counter as Hive's listener numbers them; returns their ids. Before Hive 3 the log
@@ -62,7 +62,8 @@ def append(conn: Connection, events: Sequence[Event], first_row: int, layout: La
             raise
     else:
         first = next_value(conn, counter, len(events))
-        conn.execute(insert(s.NOTIFICATION_LOG), [{**row, "EVENT_ID": first + row["EVENT_ID"]} for row in rows])
+        numbered = [{**row, "EVENT_ID": first + cast(int, row["EVENT_ID"])} for row in rows]   # EVENT_ID: the offset
+        conn.execute(insert(s.NOTIFICATION_LOG), numbered)
         insert_rows(conn, rows_too)
     return [first + i for i in range(len(events))]
 

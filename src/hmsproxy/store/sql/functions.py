@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
 
@@ -14,7 +13,7 @@ from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.lookups import database_id, no_such_object, principal_type_name, principal_type_value
 
 
-def _function_row(function: hms.Function) -> dict[str, Any]:
+def _function_row(function: hms.Function) -> dict[str, object]:
     return {"FUNC_NAME": function.functionName, "CLASS_NAME": function.className,
             "OWNER_NAME": function.ownerName, "OWNER_TYPE": principal_type_name(function.ownerType),
             "CREATE_TIME": function.createTime or 0, "FUNC_TYPE": function.functionType or 1}

@@ -9,40 +9,41 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.types import Text
 
 
-class json_rows(FunctionElement[Any]):
+class json_rows(FunctionElement[str]):
     type = Text()   # text in every dialect (PostgreSQL's cast), so that equal rows are equal, hashable text
     inherit_cache = True
     name = "json_rows"
 
 
-def _arguments(element: FunctionElement[Any], compiler: Any, **kw: Any) -> str:
+def _arguments(element: FunctionElement[str], compiler: SQLCompiler, **kw: object) -> str:
     return str(compiler.process(element.clauses, **kw))
 
 
 @compiles(json_rows, "mysql")
-def _mysql(element: json_rows, compiler: Any, **kw: Any) -> str:
+def _mysql(element: json_rows, compiler: SQLCompiler, **kw: object) -> str:
     return f"JSON_ARRAYAGG(JSON_ARRAY({_arguments(element, compiler, **kw)}))"
 
 
 @compiles(json_rows, "postgresql")
-def _postgresql(element: json_rows, compiler: Any, **kw: Any) -> str:
+def _postgresql(element: json_rows, compiler: SQLCompiler, **kw: object) -> str:
     return f"CAST(json_agg(json_build_array({_arguments(element, compiler, **kw)})) AS TEXT)"
 
 
 @compiles(json_rows, "sqlite")
-def _sqlite(element: json_rows, compiler: Any, **kw: Any) -> str:
+def _sqlite(element: json_rows, compiler: SQLCompiler, **kw: object) -> str:
     return f"json_group_array(json_array({_arguments(element, compiler, **kw)}))"
 
 
-class json_text(FunctionElement[Any]):
+class json_text(FunctionElement[str]):
     """A value to go inside a json_rows as a JSON string, whatever its type: a JSON value (another json_rows) would
     otherwise be nested as JSON where the database keeps track of it (MySQL/MariaDB, SQLite), and MySQL/MariaDB
     write bit(1) as a bare control character, which is not JSON."""
@@ -52,21 +53,27 @@ class json_text(FunctionElement[Any]):
 
 
 @compiles(json_text, "mysql")
-def _mysql_text(element: json_text, compiler: Any, **kw: Any) -> str:
+def _mysql_text(element: json_text, compiler: SQLCompiler, **kw: object) -> str:
     return f"CAST({_arguments(element, compiler, **kw)} AS CHAR)"
 
 
 @compiles(json_text, "sqlite")
-def _sqlite_text(element: json_text, compiler: Any, **kw: Any) -> str:
+def _sqlite_text(element: json_text, compiler: SQLCompiler, **kw: object) -> str:
     return f"('' || {_arguments(element, compiler, **kw)})"   # a CAST would keep the JSON subtype
 
 
 @compiles(json_text)
-def _any_text(element: json_text, compiler: Any, **kw: Any) -> str:
+def _any_text(element: json_text, compiler: SQLCompiler, **kw: object) -> str:
     return f"CAST({_arguments(element, compiler, **kw)} AS TEXT)"
 
 
-def rows_of(value: Any) -> list[list[Any]]:
+# A cell of a json_rows row: a JSON scalar, whose type the query that selected it knows (hence Any).
+Cell = Any
+# A json_rows value as the driver gives it: text, bytes, or already decoded; None for NULL.
+Packed = str | bytes | Iterable[list[Cell]] | None
+
+
+def rows_of(value: Packed) -> list[list[Cell]]:
     """The rows of a json_rows value as the driver gives it (text, or already decoded); none for NULL."""
     if value is None:
         return []
@@ -78,7 +85,7 @@ def rows_of(value: Any) -> list[list[Any]]:
 _scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C scanner json.loads ends in (no stub)
 
 
-def _parsed(text: str) -> Any:
+def _parsed(text: str) -> list[list[Cell]]:
     """json.loads(text) for the compact text the databases write, at a quarter of its cost: the scanner is
     called directly, without json.loads's two Python layers (a partition's values and parameters are parsed for
     every partition read). Text it would not take whole, such as a value with whitespace around it, goes to
@@ -90,12 +97,12 @@ def _parsed(text: str) -> Any:
     return value if end == len(text) else json.loads(text)
 
 
-def ordered(value: Any) -> list[list[Any]]:
+def ordered(value: Packed) -> list[list[Cell]]:
     """Rows whose first column is an index, sorted by it (indexes are distinct), without it."""
     return [row[1:] for row in sorted(rows_of(value))] if value is not None else []
 
 
-def ordered_values(value: Any) -> list[Any]:
+def ordered_values(value: Packed) -> list[Cell]:
     """The second column of (index, value) rows, in index order: `ordered` for the commonest shape, in one step
     (a listing reads each partition's values so)."""
     rows = rows_of(value)
@@ -103,12 +110,12 @@ def ordered_values(value: Any) -> list[Any]:
     return [row[1] for row in rows]
 
 
-def as_dict(value: Any) -> dict[str, str]:
+def as_dict(value: Packed) -> dict[str, str]:
     """(key, value) rows as a dict; a NULL value reads as "" (as Hive reads it)."""
     return {key: "" if item is None else item for key, item in rows_of(value)}
 
 
-def as_items(value: Any, arrange: Callable[[dict[str, str]], dict[str, str]]) -> tuple[tuple[str, str], ...]:
+def as_items(value: Packed, arrange: Callable[[dict[str, str]], dict[str, str]]) -> tuple[tuple[str, str], ...]:
     """as_dict's items in the order `arrange` gives them, memoized for text: the partitions of a table
     mostly carry the same serde parameters, and arranging them (Java's HashMap order) costs more than reading."""
     if isinstance(value, str):

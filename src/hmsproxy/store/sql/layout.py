@@ -15,6 +15,7 @@ name those unquoted, as Hive's own SQL does, and PostgreSQL folds them.
 """
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +28,7 @@ from hmsproxy.store.sql.hive_only_tables import HIVE_SCHEMA
 
 DEFAULT_CATALOG = "hive"  # before Hive 3 the only one, implied by every row
 # What a row means where its schema lacks the column; a column not listed here implies NULL.
-_IMPLIED: dict[tuple[str, str], Any] = {
+_IMPLIED: dict[tuple[str, str], str | int] = {
     ("DBS", "TYPE"): "NATIVE", ("TBLS", "WRITE_ID"): 0, ("PARTITIONS", "WRITE_ID"): 0,
     ("TAB_COL_STATS", "ENGINE"): "hive", ("PART_COL_STATS", "ENGINE"): "hive", ("TXNS", "TXN_TYPE"): 0,
     ("COMPLETED_TXN_COMPONENTS", "CTC_UPDATE_DELETE"): "N",
@@ -84,7 +85,7 @@ class Layout:
             f"the metastore database holds Hive's schema {self.version}, which has no place for {what}; upgrade it "
             f"to {s.SCHEMA_VERSION} with `hmsproxy schema upgrade` to use this"))
 
-    def values(self, table: Table, values: dict[str, Any]) -> dict[str, Any]:
+    def values(self, table: Table, values: dict[str, object]) -> dict[str, object]:
         """The values of an insert or update without the columns the database lacks. A value that would be lost
         raises MetaException, unless the older Hive did not record it either (_UNRECORDED)."""
         if not self.absent:  # Hive 4.0.0's layout: nothing to leave out, on the path of every write
@@ -134,7 +135,7 @@ _TRANSACTION_TABLES = frozenset({
     "RUNTIME_STATS"})
 
 
-def stored_lower_case(present_tables: Any) -> set[str]:
+def stored_lower_case(present_tables: Container[str]) -> set[str]:
     """The transaction tables stored under their lower-case name, given the names the database has."""
     return {name for name in _TRANSACTION_TABLES if name not in present_tables and name.lower() in present_tables}
 

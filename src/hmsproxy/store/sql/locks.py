@@ -23,9 +23,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Protocol, TypedDict
 
-from sqlalchemy import Connection, bindparam, delete, insert, or_, select, update
+from sqlalchemy import ColumnElement, Connection, Select, TableClause, bindparam, delete, insert, or_, select, update
 from sqlalchemy import true as sa_true
 
 from hmsproxy.events.journal import Journal
@@ -50,12 +50,42 @@ WRITE_OPERATIONS = {hms.DataOperationType.INSERT: "i", hms.DataOperationType.UPD
                     hms.DataOperationType.DELETE: "d"}
 
 
+class LockRow(Protocol):
+    """What a lock decision reads of a lock component: a HIVE_LOCKS row read, or one about to be written."""
+    HL_LOCK_EXT_ID: int
+    HL_LOCK_INT_ID: int
+    HL_TXNID: int
+    HL_DB: str
+    HL_TABLE: str | None
+    HL_PARTITION: str | None
+    HL_LOCK_STATE: str
+    HL_LOCK_TYPE: str
+
+
+class LockValues(TypedDict):
+    """A component's HIVE_LOCKS row before its batch decides it (`_lock_row`)."""
+    HL_LOCK_INT_ID: int
+    HL_TXNID: int
+    HL_DB: str
+    HL_TABLE: str | None
+    HL_PARTITION: str | None
+    HL_LOCK_STATE: str
+    HL_LOCK_TYPE: str
+    HL_ACQUIRED_AT: int | None
+    HL_USER: str
+    HL_HOST: str
+    HL_HEARTBEAT_COUNT: int
+    HL_AGENT_INFO: str | None
+    HL_BLOCKEDBY_EXT_ID: int | None
+    HL_BLOCKEDBY_INT_ID: int | None
+
+
 @dataclass(frozen=True)
 class PendingLock:
     """A lock request waiting for its batch: its rows, checked and filled but for the id and the times."""
-    components: tuple[Any, ...]
+    components: tuple[hms.LockComponent, ...]
     txn_id: int | None
-    rows: list[dict[str, Any]]
+    rows: list[LockValues]
 
 
 @dataclass(frozen=True)
@@ -66,7 +96,7 @@ class _Undecided:
     expire: bool     # a blocker may be abandoned: expire what was before deciding
 
 
-def _scope_overlaps(a: Any, b: Any) -> bool:
+def _scope_overlaps(a: LockRow, b: LockRow) -> bool:
     if a.HL_DB != b.HL_DB:
         return False
     if a.HL_TABLE is None or b.HL_TABLE is None:
@@ -76,13 +106,13 @@ def _scope_overlaps(a: Any, b: Any) -> bool:
     return a.HL_PARTITION is None or b.HL_PARTITION is None or a.HL_PARTITION == b.HL_PARTITION
 
 
-def _database_read_beside_table_lock(a: Any, b: Any) -> bool:
+def _database_read_beside_table_lock(a: LockRow, b: LockRow) -> bool:
     """Hive lets a database-level SHARED_READ (a query's guard against DROP DATABASE) live beside an
     EXCLUSIVE lock on one of the database's tables, in either order (2.3 and 4 alike)."""
     return a.HL_TABLE is None and a.HL_LOCK_TYPE == "r" and b.HL_TABLE is not None and b.HL_LOCK_TYPE == "e"
 
 
-def _conflicts(wanted: Any, held: Any) -> bool:
+def _conflicts(wanted: LockRow, held: LockRow) -> bool:
     if wanted.HL_TXNID and wanted.HL_TXNID == held.HL_TXNID:
         return False  # a transaction's own locks never block it
     if _database_read_beside_table_lock(wanted, held) or _database_read_beside_table_lock(held, wanted):
@@ -99,7 +129,7 @@ class Locks(Expiry):
     lock_requests: Combiner[PendingLock, LockOutcome]
     check_lock_wait_s: float = 0.0  # how long check_lock holds a WAITING answer (SqlStore takes the flag's value)
 
-    def lock(self, components: Sequence[Any], txn_id: int | None, user: str, host: str,
+    def lock(self, components: Sequence[hms.LockComponent], txn_id: int | None, user: str, host: str,
              agent: str | None) -> LockOutcome:
         """Records a lock request, acquired at once if nothing conflicts. A malformed request is refused before
         it is queued; requests arriving together are decided together (`_lock_batch`)."""
@@ -157,7 +187,7 @@ class Locks(Expiry):
         return answers
 
     @staticmethod
-    def _locks_in(conn: Connection, dbs: set[str]) -> tuple[int, list[Any]]:
+    def _locks_in(conn: Connection, dbs: set[str]) -> tuple[int, list[LockRow]]:
         """The log's head and the locks in these databases (locks conflict only within one), in one statement."""
         result = conn.execute(_LOCKS_IN_DATABASES, {"dbs": sorted(dbs)}).all()
         head = result[0].NEXT_EVENT_ID - 1
@@ -239,16 +269,17 @@ class Locks(Expiry):
             raise hms.TxnAbortedException(message=f"Transaction txnid:{txn_id} already aborted")
 
     @staticmethod
-    def _lock_and_others(conn: Connection, lock_id: int) -> tuple[int, list[Any], list[Any]]:
+    def _lock_and_others(conn: Connection, lock_id: int) -> tuple[int, list[LockRow], list[LockRow]]:
         """The log's head, the lock's rows and the other locks in its databases, in one statement."""
         result = conn.execute(_LOCK_AND_OTHERS, {"lock_id": lock_id}).all()
-        mine = [row for row in result if row.HL_LOCK_EXT_ID == lock_id]
+        mine: list[LockRow] = [row for row in result if row.HL_LOCK_EXT_ID == lock_id]
         if not mine:
             raise hms.NoSuchLockException(message=f"No such lock lockid:{lock_id}")
         return result[0].NEXT_EVENT_ID - 1, mine, [row for row in result if row.HL_LOCK_EXT_ID not in (None, lock_id)]
 
     @staticmethod
-    def _decide(conn: Connection, lock_id: int, head: int, mine: Sequence[Any], others: Sequence[Any]) -> LockOutcome:
+    def _decide(conn: Connection, lock_id: int, head: int, mine: Sequence[LockRow],
+                others: Sequence[LockRow]) -> LockOutcome:
         """Acquires every component of the lock (its rows: `mine`) at once if none conflicts with a held lock
         or an older waiting one; the outcome carries what the cache needs to know of a grant."""
         if all(r.HL_LOCK_STATE == ACQUIRED for r in mine):
@@ -266,7 +297,7 @@ class Locks(Expiry):
         return LockOutcome(lock_id, hms.LockState.ACQUIRED, _scopes(mine), head)
 
     @staticmethod
-    def _lock_rows(conn: Connection, lock_id: int) -> list[Any]:
+    def _lock_rows(conn: Connection, lock_id: int) -> list[LockRow]:
         rows = conn.execute(_LOCK_ROWS, {"lock_id": lock_id}).all()
         if not rows:
             raise hms.NoSuchLockException(message=f"No such lock lockid:{lock_id}")
@@ -308,8 +339,8 @@ class Locks(Expiry):
             lockIdInternal=r.HL_LOCK_INT_ID) for r in sorted(rows, key=hive_lock_order)]
 
 
-def _lock_row(int_id: int, component: Any, txn_id: int | None, user: str, host: str,
-              agent: str | None) -> dict[str, Any]:
+def _lock_row(int_id: int, component: hms.LockComponent, txn_id: int | None, user: str, host: str,
+              agent: str | None) -> LockValues:
     """A component's HIVE_LOCKS row, WAITING until decided, without the lock id and the heartbeat time its
     batch gives it; a malformed component fails the call."""
     c = component
@@ -327,13 +358,13 @@ def _lock_row(int_id: int, component: Any, txn_id: int | None, user: str, host: 
             "HL_AGENT_INFO": agent, "HL_BLOCKEDBY_EXT_ID": None, "HL_BLOCKEDBY_INT_ID": None}
 
 
-def hive_lock_order(row: Any) -> tuple[bool, int, int, int]:
+def hive_lock_order(row: LockRow) -> tuple[bool, int, int, int]:
     """Hive's order of locks (LockInfoComparator in its TxnHandler): acquired before waiting, then from the
     least restrictive type to the most, then by lock id and component id. show_locks lists them so."""
     return row.HL_LOCK_STATE != ACQUIRED, _TYPE_RANK[row.HL_LOCK_TYPE], row.HL_LOCK_EXT_ID, row.HL_LOCK_INT_ID
 
 
-def _first_block(lock_id: int, mine: Sequence[Any], others: Sequence[Any]) -> tuple[Any, Any] | None:
+def _first_block(lock_id: int, mine: Sequence[LockRow], others: Sequence[LockRow]) -> tuple[LockRow, LockRow] | None:
     """(my component, the lock blocking it) for the first component that conflicts with a held lock or an
     older waiting one; None when all can be acquired. As Hive, the blocker named is the nearest one before
     the lock in Hive's order (searched backwards): in a queue each lock waits for the one before it, so a
@@ -346,7 +377,7 @@ def _first_block(lock_id: int, mine: Sequence[Any], others: Sequence[Any]) -> tu
     return None
 
 
-def _scopes(rows: Sequence[Any]) -> tuple[tuple[str, str | None], ...]:
+def _scopes(rows: Sequence[LockRow]) -> tuple[tuple[str, str | None], ...]:
     return tuple(dict.fromkeys((r.HL_DB, r.HL_TABLE) for r in rows))
 
 
@@ -357,7 +388,7 @@ def _alive(txn_id: int, lock_heartbeat: int, txn_heartbeat: int | None, since_ms
     return beat is not None and beat >= since_ms
 
 
-def _lock_with_blockers() -> Any:
+def _lock_with_blockers() -> Select[Any]:
     """A lock's rows, each with its transaction's state, the blocker it recorded (if that still exists) with
     the blocker's heartbeats, and the log's head: all check_lock needs to see that nothing changed."""
     mine, blocker = s.HIVE_LOCKS.alias("mine"), s.HIVE_LOCKS.alias("blocker")
@@ -375,14 +406,14 @@ def _lock_with_blockers() -> Any:
                   ).select_from(joined).where(mine.c.HL_LOCK_EXT_ID == bindparam("lock_id"))
 
 
-def _head_and_locks(on: Any) -> Any:
+def _head_and_locks(on: ColumnElement[bool]) -> Select[Any]:
     """The log's head and the locks `on` selects: the single NOTIFICATION_SEQUENCE row outer-joined to them, so
     there is a row (the head's, without a lock) when there are none."""
     locks, seq = s.HIVE_LOCKS, s.NOTIFICATION_SEQUENCE
     return select(seq.c.NEXT_EVENT_ID, *_decision_columns(locks)).select_from(seq.outerjoin(locks, on))
 
 
-def _decision_columns(locks: Any) -> list[Any]:
+def _decision_columns(locks: TableClause) -> list[ColumnElement[Any]]:
     """What a lock decision reads of a HIVE_LOCKS row: fewer columns, less for the driver to decode."""
     return [locks.c[name] for name in ("HL_LOCK_EXT_ID", "HL_LOCK_INT_ID", "HL_TXNID", "HL_DB", "HL_TABLE",
                                        "HL_PARTITION", "HL_LOCK_STATE", "HL_LOCK_TYPE")]

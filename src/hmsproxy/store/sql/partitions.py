@@ -6,11 +6,24 @@ queries (by table id, or by chunks of partition ids).
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Connection, Integer, and_, func, literal_column, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Integer,
+    Join,
+    Row,
+    ScalarSelect,
+    and_,
+    func,
+    literal_column,
+    select,
+    update,
+)
 from sqlalchemy import exc as sa_exc
+from sqlalchemy.sql.elements import NamedColumn
 
 from hmsproxy.events import messages
 from hmsproxy.events.journal import Journal
@@ -31,6 +44,7 @@ from hmsproxy.store.domain import PartitionBatch, batch_scan, cut_batch
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.descriptors import (
+    Fields,
     column_rows,
     delete_descriptors,
     descriptor_columns,
@@ -43,7 +57,7 @@ from hmsproxy.store.sql.descriptors import (
 )
 from hmsproxy.store.sql.event_log import StalePlan
 from hmsproxy.store.sql.filter_sql import narrowing
-from hmsproxy.store.sql.json_rows import as_dict, json_rows, json_text, ordered_values, rows_of
+from hmsproxy.store.sql.json_rows import Cell, Packed, as_dict, json_rows, json_text, ordered_values, rows_of
 from hmsproxy.store.sql.layout import Layout
 from hmsproxy.store.sql.lookups import TableRef, locked_table_ref, no_such_object, table_ref
 from hmsproxy.store.sql.remembered_tables import Remembered, RememberedTables
@@ -53,7 +67,6 @@ from hmsproxy.store.sql.schema import hive_flag
 from hmsproxy.store.sql.tables import column_tuples
 
 LOAD_CHUNK = 10_000  # partitions read per step when a whole table is loaded
-Fields = Mapping[Any, Any]   # a partition's fields as read, by name (a row's mapping, or a dict of a packed one)
 
 
 class PartitionStore:
@@ -285,12 +298,12 @@ class PartitionStore:
                 items = [row.PART_NAME for row in chosen]
             else:
                 loaded = self._load_partitions(conn, cat, db_name, tbl_name, ref, [row.PART_ID for row in chosen])
-                by_name = {make_partition_name(ref.partition_keys, p.values): p for p in loaded}
+                by_name = {make_partition_name(ref.partition_keys, present(p.values)): p for p in loaded}   # read: set
                 items = [by_name[row.PART_NAME] for row in chosen]
         return PartitionBatch(items, next_id, -1 if low is None else low, -1 if high is None else high)
 
-    def _rows_by_names(self, conn: Connection, tbl_id: int, names: Sequence[str]) -> list[Any]:
-        rows: list[Any] = []
+    def _rows_by_names(self, conn: Connection, tbl_id: int, names: Sequence[str]) -> list[Row[int, str, int]]:
+        rows: list[Row[int, str, int]] = []
         for chunk in in_chunks(list(names)):
             rows += conn.execute(select(s.PARTITIONS.c.PART_ID, s.PARTITIONS.c.PART_NAME, s.PARTITIONS.c.SD_ID)
                                  .where(s.PARTITIONS.c.TBL_ID == tbl_id, s.PARTITIONS.c.PART_NAME.in_(chunk))).all()
@@ -365,7 +378,7 @@ class PartitionStore:
                 for i in range(0, len(ids), LOAD_CHUNK)]
 
     def _load_partitions(self, conn: Connection, cat: str, db_name: str, tbl_name: str, ref: TableRef,
-                         part_ids: ColumnElement[bool] | Sequence[int] | None) -> list[Any]:
+                         part_ids: ColumnElement[bool] | Sequence[int] | None) -> list[hms.Partition]:
         """Partitions by id (a condition on PARTITIONS, a list of ids, or None = all of the table), sorted by name."""
         if part_ids is None:
             batches: list[ColumnElement[bool]] = [s.PARTITIONS.c.TBL_ID == ref.tbl_id]
@@ -401,7 +414,7 @@ class PartitionStore:
         partitions of a table whose descriptors are equal but for the location (most often all of them), instead of
         once per partition. `packed`: read in packs (_partition_rows says when that pays)."""
         rows, columns, skew = _partition_rows(conn, kept, packed)
-        tails: dict[tuple[Any, ...], bytes] = {}
+        tails: dict[tuple[int, tuple[object, ...]], bytes] = {}
         by_table = {tbl_id: (EncodedPartitions.none(), list[int]()) for tbl_id in table_names}
         for m in rows:
             tbl_id, sd_id = m["TBL_ID"], m["SD_ID"]
@@ -421,13 +434,13 @@ class PartitionStore:
                     if key is not None:
                         tails[key] = tail
             parts.pieces += (own, tail)
-            parts.values.append(part.values)
+            parts.values.append(present(part.values))   # _own_fields sets them
             parts.names.append(m["PART_NAME"])
             ids.append(m["PART_ID"])
         return by_table
 
     @staticmethod
-    def _descriptor_tail(m: Any, columns: dict[int, list[hms.FieldSchema]], skew: dict[int, hms.SkewedInfo],
+    def _descriptor_tail(m: Fields, columns: dict[int, list[hms.FieldSchema]], skew: dict[int, hms.SkewedInfo],
                          names: tuple[str, str, str], tolerant: set[bytes]) -> bytes:
         """The tail of the row's partition (partition_bytes.py), added to `tolerant` if it needs that decoder."""
         sd = descriptor_from_row(m, columns, skew)
@@ -458,12 +471,12 @@ def _partition_rows(conn: Connection, kept: ColumnElement[bool], packed: bool
     return rows, columns, load_skew(conn, select(s.PARTITIONS.c.SD_ID).where(kept))
 
 
-def _one_row_each(conn: Connection, kept: ColumnElement[bool], fields: list[Any]) -> list[Fields]:
+def _one_row_each(conn: Connection, kept: ColumnElement[bool], fields: list[NamedColumn[Any]]) -> list[Fields]:
     """The `fields` of the partitions meeting `kept`, a row per partition."""
     return [row._mapping for row in conn.execute(select(*fields).select_from(_partitions_joined()).where(kept))]
 
 
-def _packed_rows(conn: Connection, kept: ColumnElement[bool], fields: list[Any]) -> list[Fields]:
+def _packed_rows(conn: Connection, kept: ColumnElement[bool], fields: list[NamedColumn[Any]]) -> list[Fields]:
     """The `fields` of the partitions meeting `kept`, read packed (_partition_rows). A pack the database could not
     make whole (MySQL/MariaDB cut one at max_allowed_packet, 16 MB by default) is read again, a row per
     partition."""
@@ -492,7 +505,7 @@ _AS_TEXT = frozenset({*_FLAGS, "PART_VALUES", "PART_PARAMETERS", "SD_PARAMETERS"
                       "BUCKET_COLUMNS", "SORT_COLUMNS"})
 
 
-def _whole_pack(value: Any, count: int) -> list[list[Any]] | None:
+def _whole_pack(value: Packed, count: int) -> list[list[Cell]] | None:
     """The `count` partitions packed in `value`; None when the database could not pack them all."""
     try:
         unpacked = rows_of(value)
@@ -501,7 +514,7 @@ def _whole_pack(value: Any, count: int) -> list[list[Any]] | None:
     return unpacked if len(unpacked) == count else None
 
 
-def _unpacked(names: Sequence[str], values: Sequence[Any]) -> dict[str, Any]:
+def _unpacked(names: Sequence[str], values: Sequence[Cell]) -> dict[str, Cell]:
     """A packed partition's fields by name, its flags read as HiveFlag reads the columns."""
     row = dict(zip(names, values))
     for flag in _FLAGS:
@@ -509,7 +522,7 @@ def _unpacked(names: Sequence[str], values: Sequence[Any]) -> dict[str, Any]:
     return row
 
 
-def _partition_fields() -> list[Any]:
+def _partition_fields() -> list[NamedColumn[Any]]:
     """What _partition_rows reads of each partition, each field labelled with its name."""
     parts = s.PARTITIONS
     params = select(json_rows(s.PARTITION_PARAMS.c.PARAM_KEY, s.PARTITION_PARAMS.c.PARAM_VALUE)).where(
@@ -519,21 +532,21 @@ def _partition_fields() -> list[Any]:
             *descriptor_columns()]
 
 
-def _partitions_joined() -> Any:
+def _partitions_joined() -> Join:
     """PARTITIONS with each one's storage descriptor and serde."""
     sds = s.SDS
     return s.PARTITIONS.outerjoin(sds, sds.c.SD_ID == s.PARTITIONS.c.SD_ID).outerjoin(
         s.SERDES, s.SERDES.c.SERDE_ID == sds.c.SERDE_ID)
 
 
-def _values_of_each() -> Any:
+def _values_of_each() -> ScalarSelect[str]:
     """Each selected partition's values (json_rows of index and value), for a query of PARTITIONS."""
     values = s.PARTITION_KEY_VALS.c
     return select(json_rows(values.INTEGER_IDX, values.PART_KEY_VAL)).where(
         values.PART_ID == s.PARTITIONS.c.PART_ID).scalar_subquery()
 
 
-def _own_fields(m: Any) -> Any:
+def _own_fields(m: Fields) -> hms.Partition:
     """The Partition of a row of _partition_rows with its own fields only: no storage descriptor, no names."""
     return hms.Partition(values=ordered_values(m["PART_VALUES"]), createTime=m["CREATE_TIME"],
                          lastAccessTime=m["LAST_ACCESS_TIME"], parameters=as_dict(m["PART_PARAMETERS"]),
@@ -551,7 +564,7 @@ class PartitionRow(NamedTuple):
     tbl_id: int
     part_id: int
     name: str
-    partition: Any
+    partition: hms.Partition
 
 
 def _batch_window(conn: Connection, ref: TableRef, from_id: int, to_id: int, limit: int,

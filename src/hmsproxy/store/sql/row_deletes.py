@@ -8,13 +8,12 @@ in process, takes one statement each.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from sqlalchemy import Column, Connection, delete
 
 from hmsproxy.store.sql.row_inserts import MULTI_STATEMENT, joined_queries
 
-Deletions = Sequence[tuple[Column[Any], Sequence[int]]]   # (id column, ids whose rows go), in the order to delete
+Deletions = Sequence[tuple[Column[int], Sequence[int]]]   # (id column, ids whose rows go), in the order to delete
 
 IDS_PER_STATEMENT = 500
 

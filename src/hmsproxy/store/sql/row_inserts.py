@@ -15,18 +15,25 @@ The statements run in the order given, so rows may refer to rows of a table list
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast
 
+from pymysql.connections import Connection as MySQLConnection
 from pymysql.constants import COMMAND
 from pymysql.constants.SERVER_STATUS import SERVER_STATUS_IN_TRANS
 from pymysql.constants.SERVER_STATUS import SERVER_STATUS_NO_BACKSLASH_ESCAPES as NO_BACKSLASH_ESCAPES
 from pymysql.converters import escape_item
+from pymysql.cursors import Cursor as MySQLCursor
 from sqlalchemy import Column, Connection, Dialect, Engine, Table, event, insert
+from sqlalchemy.engine.interfaces import ExecutionContext
+from sqlalchemy.pool import PoolProxiedConnection
 
 from hmsproxy.events.journal import Journal
 
-Inserts = Sequence[tuple[Table, Sequence[dict[str, Any]]]]   # (table, its rows), in the order to write them
+RowValues = Mapping[str, object]   # a row to insert: column name -> value
+Inserts = Sequence[tuple[Table, Sequence[RowValues]]]   # (table, its rows), in the order to write them
+# A column's value as an SQL literal; the value is of any type a column takes (as SQLAlchemy binds it).
+SqlLiteral = Callable[[Any], str]
 
 # Characters per query: pymysql's own bound for an executemany (1,024,000), under max_allowed_packet's defaults
 # (4 MiB on MySQL 5.7, 16 MiB on MariaDB, 64 MiB on MySQL 8) even where every character takes 4 bytes.
@@ -36,7 +43,7 @@ MAX_QUERY_CHARS = 1_000_000
 COMMITTED_IN_QUERY = "hmsproxy.committed_in_query"
 
 # A rendered query: sent as it is (no parameters: a "%" in a value stays one), every statement's result read.
-MULTI_STATEMENT = {"no_parameters": True, "every_result": True}
+MULTI_STATEMENT: dict[str, object] = {"no_parameters": True, "every_result": True}
 
 
 def insert_rows(conn: Connection, inserts: Inserts) -> None:
@@ -64,7 +71,7 @@ def insert_at_commit(conn: Connection, inserts: Inserts, journal: Journal | None
 def _rendered(conn: Connection, inserts: Inserts) -> list[str] | None:
     """The queries that write the rows; None where they go as parameters (SQLite, in process: a round trip costs
     nothing there; a value that is no literal)."""
-    literal: Callable[[Any], str]
+    literal: SqlLiteral
     if conn.dialect.name == "postgresql":
         literal = _postgres_literal
     elif conn.dialect.name == "mysql":
@@ -77,7 +84,7 @@ def _rendered(conn: Connection, inserts: Inserts) -> list[str] | None:
         return None
 
 
-def insert_numbered_mysql(conn: Connection, counter: Column[Any], table: Table, rows: Sequence[dict[str, Any]],
+def insert_numbered_mysql(conn: Connection, counter: Column[int], table: Table, rows: Sequence[RowValues],
                           number: str, followed_by: Inserts = (), commit: bool = False, only_if: str | None = None,
                           while_committing: Callable[[], None] | None = None) -> int:
     """MySQL/MariaDB: reserves len(rows) numbers from a single-row counter (the row stays locked until the
@@ -99,7 +106,7 @@ def insert_numbered_mysql(conn: Connection, counter: Column[Any], table: Table, 
     more = [_statement_parts(conn.dialect, other, other_rows, literal)
             for other, other_rows in followed_by if other_rows]
     queries = joined_queries([(bump, []), parts, *more, *([("COMMIT", [])] if commit else [])])
-    options: list[dict[str, Any]] = [MULTI_STATEMENT] * len(queries)
+    options: list[dict[str, object]] = [MULTI_STATEMENT] * len(queries)
     if commit and while_committing is not None:   # done while the last query, which holds the COMMIT, runs
         options[-1] = {**MULTI_STATEMENT, "while_running": while_committing}
     bumped, *_ = [conn.exec_driver_sql(query, execution_options=o) for query, o in zip(queries, options)]
@@ -113,7 +120,7 @@ def skip_commits_sent(engine: Engine) -> None:
     second one when it ends, when the server's last reply says that no transaction is open any more. (A mark
     left by a transaction that failed after its query is harmless: the next commit sends its COMMIT unless the
     server says there is nothing to commit.)"""
-    def do_commit(connection: Any) -> None:
+    def do_commit(connection: PoolProxiedConnection) -> None:
         sent = commit_already_sent(connection)
         connection.info.pop(COMMITTED_IN_QUERY, None)
         if not sent:
@@ -122,15 +129,15 @@ def skip_commits_sent(engine: Engine) -> None:
     engine.dialect.do_commit = do_commit  # type: ignore[method-assign,assignment]
 
 
-def commit_already_sent(pooled: Any) -> bool:
+def commit_already_sent(pooled: PoolProxiedConnection) -> bool:
     """The transaction on this pooled connection ended with the COMMIT its last query carried: marked by
     `insert_numbered_mysql`, and the server's last reply says that no transaction is open any more."""
     marked = bool(pooled.info.get(COMMITTED_IN_QUERY))
-    return marked and not pooled.dbapi_connection.server_status & SERVER_STATUS_IN_TRANS
+    return marked and not cast(MySQLConnection, pooled.dbapi_connection).server_status & SERVER_STATUS_IN_TRANS
 
 
-def _mysql_literal(conn: Connection) -> Callable[[Any], str]:
-    driver: Any = conn.connection.dbapi_connection
+def _mysql_literal(conn: Connection) -> SqlLiteral:
+    driver = cast(MySQLConnection, conn.connection.dbapi_connection)
     return _quoting_literal if driver.server_status & NO_BACKSLASH_ESCAPES else driver.escape
 
 
@@ -144,7 +151,7 @@ def read_every_result(engine: Engine) -> None:
     logs an error and goes on: the transaction would commit the statements before the one that failed.) The
     query's row count and last insert id stay those of its first statement. With the option `while_running` (a
     callable), that is done after the query is sent and before its results are read."""
-    def execute(cursor: Any, statement: str, context: Any) -> bool:
+    def execute(cursor: MySQLCursor, statement: str, context: ExecutionContext) -> bool:
         if not context.execution_options.get("every_result"):
             return False
         work = context.execution_options.get("while_running")
@@ -160,7 +167,7 @@ def read_every_result(engine: Engine) -> None:
     event.listen(engine, "do_execute_no_params", execute)
 
 
-def _execute_working(cursor: Any, statement: str, work: Callable[[], None]) -> None:
+def _execute_working(cursor: MySQLCursor, statement: str, work: Callable[[], None]) -> None:
     """pymysql's cursor.execute(statement) without parameters, its steps taken one by one (Cursor._query,
     Connection.query) so that `work` is done while the database runs the query."""
     driver = cursor.connection
@@ -205,7 +212,7 @@ def _postgres_literal(value: Any) -> str:
     raise _NotALiteral
 
 
-def _statement_parts(dialect: Dialect, table: Table, rows: Sequence[dict[str, Any]], literal: Callable[[Any], str],
+def _statement_parts(dialect: Dialect, table: Table, rows: Sequence[RowValues], literal: SqlLiteral,
                      offset_from: tuple[str, str] = ("", "")) -> tuple[str, list[str]]:
     """The head of a table's INSERT and each row's "(v1,v2,...)". `offset_from` (column, SQL expression): that
     column's values are integers, written as the expression plus them."""
@@ -220,8 +227,7 @@ def _statement_parts(dialect: Dialect, table: Table, rows: Sequence[dict[str, An
     return head, rendered
 
 
-def _renderer(literal: Callable[[Any], str], process: Callable[[Any], Any] | None, offset_base: str | None
-              ) -> Callable[[Any], str]:
+def _renderer(literal: SqlLiteral, process: Callable[[Any], Any] | None, offset_base: str | None) -> SqlLiteral:
     """How one column's values are written: as literals, after the column type's bind processing if it has one;
     as `offset_base` plus the integer where the column is numbered from an SQL expression."""
     if offset_base is not None:

@@ -66,14 +66,14 @@ class HiveFlag(TypeDecorator[bool]):
             return dialect.type_descriptor(_Bit1(1))
         return dialect.type_descriptor(Boolean())
 
-    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+    def process_bind_param(self, value: object, dialect: Dialect) -> bool | None:
         return None if value is None else bool(value)
 
-    def process_result_value(self, value: Any, dialect: Dialect) -> bool | None:
+    def process_result_value(self, value: object, dialect: Dialect) -> bool | None:
         return hive_flag(value)
 
 
-def hive_flag(value: Any) -> bool | None:
+def hive_flag(value: object) -> bool | None:
     """A HiveFlag column's value in any stored form, as the driver gives it or as JSON text of it (bit(1) cast to
     text is one character, "\\x00" or "\\x01")."""
     if value is None:

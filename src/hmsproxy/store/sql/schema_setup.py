@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import cast
 
 from sqlalchemy import Connection, insert, inspect, select, text, update
 from sqlalchemy import exc as sa_exc
@@ -115,7 +116,7 @@ def _postgres_lock(conn: Connection, wait_s: float) -> bool:
 
 def _sqlite_exclusive(conn: Connection, wait_s: float) -> bool:
     """One try at BEGIN EXCLUSIVE, waiting at most `wait_s` for the writer in another process to finish."""
-    driver: Any = conn.connection.dbapi_connection
+    driver = cast(sqlite3.Connection, conn.connection.dbapi_connection)
     driver.execute(f"PRAGMA busy_timeout = {int(wait_s * 1000)}")
     try:
         conn.execution_options(sqlite_begin="BEGIN EXCLUSIVE").begin()

@@ -7,9 +7,7 @@ ids from the same rows the same way, so that ids it hands out are never ones Hiv
 """
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy import Connection, func, insert, literal, select, update
+from sqlalchemy import Column, ColumnElement, Connection, Insert, Table, Update, func, insert, literal, select, update
 
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.hive_only_tables import NEXT_COMPACTION_QUEUE_ID
@@ -45,7 +43,7 @@ def reserve(conn: Connection, model: str, count: int) -> int:
     return first
 
 
-def next_value(conn: Connection, column: Any, count: int = 1) -> int:
+def next_value(conn: Connection, column: Column[int], count: int = 1) -> int:
     """Reserves `count` ids from a single-row counter table; returns the first. The row stays locked until
     the transaction ends (for NEXT_LOCK_ID that is the lock mutex)."""
     after = _bump(conn, column, count)
@@ -54,7 +52,7 @@ def next_value(conn: Connection, column: Any, count: int = 1) -> int:
     return after - count
 
 
-def _bump(conn: Connection, column: Any, count: int, *where: Any) -> int | None:
+def _bump(conn: Connection, column: Column[int], count: int, *where: ColumnElement[bool]) -> int | None:
     """Adds `count` to a counter column in one round trip, where the database can say what it wrote: MySQL's
     LAST_INSERT_ID(expr), RETURNING elsewhere. The new value, or None when no row matched."""
     bump = update(column.table).where(*where)
@@ -80,7 +78,7 @@ def sequences_behind(conn: Connection) -> list[tuple[str, int, int]]:
     return behind
 
 
-def catch_up_statements() -> dict[str, Any]:
+def catch_up_statements() -> dict[str, Update]:
     """Model -> the statement that moves its SEQUENCE_TABLE row past the ids in its table when it is behind them
     (and leaves it alone otherwise): repeatable, and printable for `schema upgrade --dry-run`."""
     seq = s.SEQUENCE_TABLE
@@ -103,12 +101,12 @@ SINGLE_ROWS = ((s.NOTIFICATION_SEQUENCE, {"NNI_ID": 1, "NEXT_EVENT_ID": 1}), (s.
                (NEXT_COMPACTION_QUEUE_ID, {"NCQ_NEXT": 1}), (s.TXN_LOCK_TBL, {"TXN_LOCK": 1}))
 
 
-def single_row_statements() -> list[Any]:
+def single_row_statements() -> list[Insert]:
     """Inserts each of SINGLE_ROWS where its table is empty: repeatable, and printable for `--dry-run`."""
     return [single_row_statement(table) for table, _ in SINGLE_ROWS]
 
 
-def single_row_statement(table: Any) -> Any:
+def single_row_statement(table: Table) -> Insert:
     row = dict(SINGLE_ROWS)[table]
     return insert(table).from_select(list(row), select(*(literal(value) for value in row.values()))
                                      .where(~select(literal(1)).select_from(table).exists()))

@@ -24,7 +24,7 @@ from hmsproxy.store.sql.stats_codec import obj_to_row, row_to_obj
 from hmsproxy.store.sql.tables import current_columns
 
 
-def _set_param(conn: Connection, table: Table, owner_col: Column[Any], owner_id: int, key: str, value: str) -> None:
+def _set_param(conn: Connection, table: Table, owner_col: Column[int], owner_id: int, key: str, value: str) -> None:
     where = (owner_col == owner_id) & (table.c.PARAM_KEY == key)
     if conn.execute(select(table.c.PARAM_KEY).where(where)).first() is None:
         conn.execute(insert(table).values({owner_col.name: owner_id, "PARAM_KEY": key, "PARAM_VALUE": value}))
@@ -32,7 +32,7 @@ def _set_param(conn: Connection, table: Table, owner_col: Column[Any], owner_id:
         conn.execute(update(table).where(where).values(PARAM_VALUE=value))
 
 
-def _get_param(conn: Connection, table: Table, owner_col: Column[Any], owner_id: int, key: str) -> str | None:
+def _get_param(conn: Connection, table: Table, owner_col: Column[int], owner_id: int, key: str) -> str | None:
     return conn.execute(select(table.c.PARAM_VALUE).where(owner_col == owner_id, table.c.PARAM_KEY == key)).scalar()
 
 
@@ -70,7 +70,7 @@ class StatisticsStore:
                          "PARTITION_NAME": part_name})
 
     def _write(self, conn: Connection, stats_table: Table, params_table: Table, owner: str, owner_id: int, model: str,
-               rows: list[dict[str, Any]], fixed: dict[str, Any]) -> None:
+               rows: list[dict[str, Any]], fixed: dict[str, object]) -> None:
         """Replaces the given columns' statistics rows of one table or partition and marks them accurate. The caller
         holds the table's row (a locking read): a drop of the table or of partitions, which locks that row first,
         runs wholly before or after, so no row written here outlives its owner."""
@@ -117,7 +117,7 @@ class StatisticsStore:
         """Per partition name, the statistics of the asked columns that exist (in the asked column order)."""
         with self.db.transaction() as conn:
             ref = table_ref(conn, cat, db_name, tbl_name)
-            result: dict[str, dict[str, Any]] = defaultdict(dict)
+            result: dict[str, dict[str, hms.ColumnStatisticsObj]] = defaultdict(dict)
             names = list(dict.fromkeys(part_names))
             for start in range(0, len(names), 900):
                 for r in conn.execute(select(s.PART_COL_STATS).join(

@@ -41,14 +41,14 @@ def stats_kind(column_type: str) -> str:
     raise ValueError(f"column type {column_type!r} has no column statistics")
 
 
-def decimal_to_text(value: Any) -> str | None:
+def decimal_to_text(value: hms.Decimal | None) -> str | None:
     if value is None:
         return None
     unscaled = int.from_bytes(value.unscaled, "big", signed=True) if value.unscaled else 0
     return str(Decimal(unscaled).scaleb(-value.scale))
 
 
-def text_to_decimal(text: str | None) -> Any:
+def text_to_decimal(text: str | None) -> hms.Decimal | None:
     if text is None:
         return None
     number = Decimal(text)
@@ -62,7 +62,7 @@ def text_to_decimal(text: str | None) -> Any:
     return hms.Decimal(scale=scale, unscaled=unscaled.to_bytes(length, "big", signed=True))
 
 
-def obj_to_row(obj: Any) -> dict[str, Any]:
+def obj_to_row(obj: hms.ColumnStatisticsObj) -> dict[str, object]:
     """The value columns for one ColumnStatisticsObj; raises ValueError if the data does not fit the type."""
     data = obj.statsData
     kind = stats_kind(obj.colType)
@@ -71,7 +71,7 @@ def obj_to_row(obj: Any) -> dict[str, Any]:
         set_members = [k for k in ("booleanStats", "longStats", "doubleStats", "stringStats", "binaryStats",
                                    "decimalStats", "dateStats", "timestampStats") if getattr(data, k, None) is not None]
         raise ValueError(f"statistics for column {obj.colName} of type {obj.colType} must be {kind}, got {set_members}")
-    row: dict[str, Any] = {"NUM_NULLS": stats.numNulls, "BIT_VECTOR": getattr(stats, "bitVectors", None),
+    row: dict[str, object] = {"NUM_NULLS": stats.numNulls, "BIT_VECTOR": getattr(stats, "bitVectors", None),
                            "HISTOGRAM": getattr(stats, "histogram", None)}
     if kind == "booleanStats":
         row.update(NUM_TRUES=stats.numTrues, NUM_FALSES=stats.numFalses)
@@ -132,7 +132,7 @@ def row_to_obj(row: Mapping[Any, Any]) -> hms.ColumnStatisticsObj:
                                    statsData=stats_data(kind, stats))
 
 
-def stats_as_stored(objs: Sequence[Any]) -> dict[str, Any]:
+def stats_as_stored(objs: Sequence[hms.ColumnStatisticsObj]) -> dict[str, hms.ColumnStatisticsObj]:
     """Statistics objects as the database returns them, by column name (lower-cased, values round-tripped): what
     the cache keeps of an update without reading it back."""
     result = {}

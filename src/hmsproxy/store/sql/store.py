@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from hmsproxy.store.domain import LockOutcome
+from hmsproxy.store.domain import Kept, LockOutcome
 from hmsproxy.store.reader import Reader
 from hmsproxy.store.sql.bundles import BundleStore
 from hmsproxy.store.sql.combiner import Combiner
@@ -116,7 +115,7 @@ class SqlStore(BundleStore, DatabaseStore, TableStore, PartitionStore, FunctionS
     def keeps_write_ids(self) -> bool:
         return self.layout.write_ids
 
-    def kept(self, obj: Any) -> Any:
+    def kept(self, obj: Kept) -> Kept:
         return self.layout.forget(obj)
 
     def serving(self, reader: Reader) -> SqlStore:

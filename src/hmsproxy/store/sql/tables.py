@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import cast
 
 from sqlalchemy import Connection, delete, insert, select, update
 
 from hmsproxy.events.journal import Journal
 from hmsproxy.idl import hms
+from hmsproxy.idl.fields import present
 from hmsproxy.store.canonical import write_id
 from hmsproxy.store.domain import DroppedTable
 from hmsproxy.store.sql import schema as s
@@ -43,7 +44,7 @@ def current_columns(conn: Connection, cd_id: int | None) -> list[tuple[str, str,
         .where(s.COLUMNS_V2.c.CD_ID == cd_id).order_by(s.COLUMNS_V2.c.INTEGER_IDX))]
 
 
-def column_tuples(cols: Sequence[Any] | None) -> list[tuple[str, str, str | None]]:
+def column_tuples(cols: Sequence[hms.FieldSchema] | None) -> list[tuple[str | None, str | None, str | None]]:
     return [(c.name, c.type, c.comment) for c in cols or []]
 
 
@@ -56,14 +57,16 @@ class TableStore:
     layout: Layout
     _delete_partition_rows: DeletePartitionRows   # PartitionStore
 
-    def create_table(self, table: Any, journal: Journal | None = None) -> int:
+    def create_table(self, table: hms.Table, journal: Journal | None = None) -> int:
         """Writes the table; returns its id. The caller has normalised names and filled defaults."""
+        cat, db_name, tbl_name = present(table.catName), present(table.dbName), present(table.tableName)
+        sd = present(table.sd)   # the handler refuses a table without one
         with self.db.transaction(write=True, journal=journal) as conn:
-            db_id = database_id(conn, table.catName, table.dbName)
-            if find_table(conn, table.catName, table.dbName, table.tableName) is not None:
+            db_id = database_id(conn, cat, db_name)
+            if find_table(conn, cat, db_name, tbl_name) is not None:
                 raise hms.AlreadyExistsException(message=f"Table {table.tableName} already exists")
-            cd_id = insert_columns(self.db, conn, table.sd.cols)
-            [sd_id] = insert_descriptors(self.db, conn, [table.sd], [cd_id])
+            cd_id = insert_columns(self.db, conn, _columns(sd))
+            [sd_id] = insert_descriptors(self.db, conn, [sd], [cd_id])
             tbl_id = self.db.allocate_ids(conn, "MTable", 1)
             conn.execute(insert(s.TBLS).values(self.layout.values(
                 s.TBLS, {"TBL_ID": tbl_id, "DB_ID": db_id, "SD_ID": sd_id, **_table_columns(table)})))
@@ -71,23 +74,23 @@ class TableStore:
             return tbl_id
 
     @staticmethod
-    def _write_table_children(conn: Connection, tbl_id: int, table: Any, journal: Journal | None) -> None:
+    def _write_table_children(conn: Connection, tbl_id: int, table: hms.Table, journal: Journal | None) -> None:
         keys = [{"TBL_ID": tbl_id, "PKEY_NAME": k.name, "PKEY_TYPE": k.type, "PKEY_COMMENT": k.comment,
                  "INTEGER_IDX": i} for i, k in enumerate(table.partitionKeys or [])]
         insert_at_commit(conn, [(s.TABLE_PARAMS, params_rows("TBL_ID", tbl_id, table.parameters)),
                                 (s.PARTITION_KEYS, keys)], journal)
 
-    def get_table(self, cat: str, db_name: str, tbl_name: str) -> Any:
+    def get_table(self, cat: str, db_name: str, tbl_name: str) -> hms.Table:
         with self.db.transaction() as conn:
             tables = self._load_tables(conn, cat, db_name, [tbl_name])
         if not tables:
             raise no_such_object(f"{db_name}.{tbl_name} table not found")
         return tables[0]
 
-    def get_table_objects(self, cat: str, db_name: str, tbl_names: Sequence[str]) -> list[Any]:
+    def get_table_objects(self, cat: str, db_name: str, tbl_names: Sequence[str]) -> list[hms.Table]:
         with self.db.transaction() as conn:
             database_id(conn, cat, db_name)
-            tables: list[Any] = []
+            tables: list[hms.Table] = []
             unique = sorted(set(tbl_names))
             for start in range(0, len(unique), 500):
                 tables += self._load_tables(conn, cat, db_name, unique[start:start + 500])
@@ -113,7 +116,7 @@ class TableStore:
             ).all()
         return sorted((r[0], r[1], r[2], r[3]) for r in rows)
 
-    def _load_tables(self, conn: Connection, cat: str, db_name: str, names: Sequence[str]) -> list[Any]:
+    def _load_tables(self, conn: Connection, cat: str, db_name: str, names: Sequence[str]) -> list[hms.Table]:
         rows = conn.execute(
             select(s.TBLS, s.DBS.c.NAME.label("DB_NAME"))
             .join(s.DBS, s.DBS.c.DB_ID == s.TBLS.c.DB_ID)
@@ -126,7 +129,7 @@ class TableStore:
         for tbl_id, key, value in conn.execute(select(s.TABLE_PARAMS.c.TBL_ID, s.TABLE_PARAMS.c.PARAM_KEY,
                                                       s.TABLE_PARAMS.c.PARAM_VALUE).where(s.TABLE_PARAMS.c.TBL_ID.in_(ids))):
             params[tbl_id][key] = value if value is not None else ""
-        keys: dict[int, list[Any]] = defaultdict(list)
+        keys: dict[int, list[hms.FieldSchema]] = defaultdict(list)
         for tbl_id, name, type_name, comment in conn.execute(
             select(s.PARTITION_KEYS.c.TBL_ID, s.PARTITION_KEYS.c.PKEY_NAME, s.PARTITION_KEYS.c.PKEY_TYPE,
                    s.PARTITION_KEYS.c.PKEY_COMMENT).where(s.PARTITION_KEYS.c.TBL_ID.in_(ids))
@@ -146,7 +149,7 @@ class TableStore:
             ))
         return tables
 
-    def alter_table(self, cat: str, db_name: str, tbl_name: str, new_table: Any,
+    def alter_table(self, cat: str, db_name: str, tbl_name: str, new_table: hms.Table,
                     partition_location_moves: tuple[str, str] | None = None, cascade: bool = False,
                     expected_parameter: tuple[str, str] | None = None, journal: Journal | None = None) -> None:
         """Replaces the table's definition in place (same id). On rename, partition locations under the old
@@ -159,23 +162,25 @@ class TableStore:
             ref = locked_table_ref(conn, cat, db_name, tbl_name)
             if expected_parameter is not None:
                 _check_expected_parameter(conn, ref.tbl_id, *expected_parameter)
-            renamed = (new_table.dbName, new_table.tableName) != (db_name, tbl_name)
+            new_db, new_name = present(new_table.dbName), present(new_table.tableName)   # normalised by the handler
+            sd = present(new_table.sd)   # the handler refuses a table without one
+            renamed = (new_db, new_name) != (db_name, tbl_name)
             new_db_id = ref.db_id
             if renamed:
                 try:
-                    new_db_id = database_id(conn, cat, new_table.dbName)
+                    new_db_id = database_id(conn, cat, new_db)
                 except hms.NoSuchObjectException:
                     raise hms.InvalidOperationException(
                         message=f"Unable to change partition or table. Database {new_table.dbName} "
                                 "does not exist") from None
-                if find_table(conn, cat, new_table.dbName, new_table.tableName) is not None:
+                if find_table(conn, cat, new_db, new_name) is not None:
                     raise hms.InvalidOperationException(
                         message=f"new table {new_table.dbName}.{new_table.tableName} already exists")
             old_columns = current_columns(conn, ref.cd_id)
-            new_columns = column_tuples(new_table.sd.cols)
+            new_columns = column_tuples(sd.cols)
             cd_id = ref.cd_id if new_columns == old_columns and ref.cd_id is not None else \
-                insert_columns(self.db, conn, new_table.sd.cols)
-            [sd_id] = insert_descriptors(self.db, conn, [new_table.sd], [cd_id])
+                insert_columns(self.db, conn, _columns(sd))
+            [sd_id] = insert_descriptors(self.db, conn, [sd], [cd_id])
             conn.execute(update(s.TBLS).where(s.TBLS.c.TBL_ID == ref.tbl_id).values(self.layout.values(
                 s.TBLS, {"DB_ID": new_db_id, "SD_ID": sd_id, **_table_columns(new_table)})))
             delete_descriptors(conn, [ref.sd_id], first=[(s.TABLE_PARAMS.c.TBL_ID, [ref.tbl_id]),
@@ -189,7 +194,7 @@ class TableStore:
             if renamed and partition_location_moves is not None:
                 self._move_partition_locations(conn, ref.tbl_id, *partition_location_moves)
             if renamed:
-                _move_write_ids(conn, self.layout, (db_name, tbl_name), (new_table.dbName, new_table.tableName))
+                _move_write_ids(conn, self.layout, (db_name, tbl_name), (new_db, new_name))
 
     @staticmethod
     def _cascade_columns(conn: Connection, ref: TableRef, cd_id: int) -> None:
@@ -199,7 +204,7 @@ class TableStore:
         remove_unused_columns(conn, old_cds)
 
     @staticmethod
-    def _after_table_change(conn: Connection, ref: TableRef, new_table: Any, renamed: bool,
+    def _after_table_change(conn: Connection, ref: TableRef, new_table: hms.Table, renamed: bool,
                             dropped_columns: set[str]) -> None:
         """Keeps statistics rows in step: renamed table names (only on a rename: every partition's rows otherwise),
         and no stats for dropped columns."""
@@ -273,7 +278,12 @@ def _move_write_ids(conn: Connection, layout: Layout, old: tuple[str, str], new:
             conn.execute(update(table).where(where).values({db_col: new[0], table_col: new[1]}))
 
 
-def _table_columns(table: Any) -> dict[str, Any]:
+def _columns(sd: hms.StorageDescriptor) -> Sequence[hms.FieldSchema]:
+    """The descriptor's columns, which the handler fills (None would fail in insert_columns, as it always has)."""
+    return cast(Sequence[hms.FieldSchema], sd.cols)
+
+
+def _table_columns(table: hms.Table) -> dict[str, object]:
     return {
         "TBL_NAME": table.tableName, "OWNER": table.owner, "OWNER_TYPE": principal_type_name(table.ownerType),
         "CREATE_TIME": table.createTime or 0, "LAST_ACCESS_TIME": table.lastAccessTime or 0,

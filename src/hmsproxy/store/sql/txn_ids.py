@@ -17,19 +17,20 @@ while holding the mutex exclusively.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from sqlalchemy import Connection, column, delete, func, insert, select, table, text, update
 
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.layout import Layout
+from hmsproxy.store.sql.row_inserts import RowValues
 from hmsproxy.store.sql.sequences import next_value
 
 COMMITTED = "c"  # Hive 4's TXN_STATE of a committed transaction kept in TXNS
 
 
 class TxnIds(Protocol):
-    def open(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
+    def open(self, conn: Connection, rows: Sequence[RowValues]) -> list[int]:
         """Inserts the TXNS rows (without TXN_ID) and returns their new ids, in order."""
 
     def commit_id(self, conn: Connection) -> int:
@@ -47,7 +48,7 @@ class TxnIds(Protocol):
 
 
 class CounterIds:
-    def open(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
+    def open(self, conn: Connection, rows: Sequence[RowValues]) -> list[int]:
         first = next_value(conn, s.NEXT_TXN_ID.c.NTXN_NEXT, len(rows))
         ids = list(range(first, first + len(rows)))
         conn.execute(insert(s.TXNS), [{**row, "TXN_ID": txn_id} for row, txn_id in zip(rows, ids)])
@@ -67,7 +68,7 @@ class CounterIds:
 
 
 class TxnsTableIds:
-    def open(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
+    def open(self, conn: Connection, rows: Sequence[RowValues]) -> list[int]:
         _take_txn_lock(conn)  # exclusively, so that ids become visible in id order (module doc)
         return [_insert_txn(conn, row) for row in rows]
 
@@ -94,7 +95,7 @@ def txn_ids_for(layout: Layout) -> TxnIds:
 _TXNS_AUTO_ID = table("TXNS", *(column(c.name) for c in s.TXNS.columns))
 
 
-def _insert_txn(conn: Connection, row: dict[str, Any]) -> int:
+def _insert_txn(conn: Connection, row: RowValues) -> int:
     """One row, one id: the database picks it (MySQL reports it as the last insert id)."""
     if conn.dialect.name == "mysql":
         return int(conn.execute(insert(_TXNS_AUTO_ID).values(**row)).lastrowid)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
@@ -38,7 +38,13 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def valid_txn_list(high: int, rows: Sequence[Any]) -> ValidTxnList:
+class TxnState(Protocol):
+    """What a snapshot reads of a TXNS row."""
+    TXN_ID: int
+    TXN_STATE: str
+
+
+def valid_txn_list(high: int, rows: Sequence[TxnState]) -> ValidTxnList:
     """The snapshot of the high watermark and the TXNS rows below it that are not committed (`_open_txns`)."""
     open_ids = [r.TXN_ID for r in rows if r.TXN_STATE == OPEN]
     aborted = [r.TXN_ID for r in rows if r.TXN_STATE == ABORTED]

@@ -20,10 +20,27 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Column, Connection, Engine, Table, and_, exists, func, insert, inspect, literal, select, update
+from sqlalchemy import (
+    Column,
+    ColumnElement,
+    Connection,
+    Dialect,
+    Engine,
+    Table,
+    Update,
+    and_,
+    exists,
+    func,
+    insert,
+    inspect,
+    literal,
+    select,
+    update,
+)
 from sqlalchemy import types as t
 from sqlalchemy.dialects import mysql
 from sqlalchemy.schema import CreateColumn, CreateIndex, CreateTable, UniqueConstraint
+from sqlalchemy.sql.elements import ClauseElement
 
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.hive_only_tables import HIVE_SCHEMA, MV_CREATION_METADATA, PARTITION_EVENTS, WM_RESOURCEPLAN
@@ -37,7 +54,7 @@ RENAMED_COLUMNS = {  # Hive 3.0.0 counts compactions in write ids
 }
 DROPPED_TABLES = ("INDEX_PARAMS", "IDXS")  # Hive's indexes, gone since Hive 3; Hive 4.0.0's upgrade drops them
 # Values Hive's upgrades give the rows that exist when a NOT NULL column without a default comes.
-FILLS: dict[tuple[str, str], Any] = {
+FILLS: dict[tuple[str, str], str | int] = {
     ("COMPLETED_TXN_COMPONENTS", "CTC_UPDATE_DELETE"): "N",
     ("MV_CREATION_METADATA", "MATERIALIZATION_TIME"): 0,
 }
@@ -142,7 +159,7 @@ def _older(version: str, than: str) -> bool:
     return UPGRADABLE_FROM.index(version) < UPGRADABLE_FROM.index(than)
 
 
-def _sql(statement: Any, dialect: Any) -> str:
+def _sql(statement: ClauseElement, dialect: Dialect) -> str:
     return str(statement.compile(dialect=dialect, compile_kwargs={"literal_binds": True}))
 
 
@@ -265,7 +282,7 @@ def _new_columns(layout: _Layout, ddl: _Ddl) -> list[str]:
     return statements
 
 
-def _capacity(column_type: Any, on_mysql: bool) -> float:
+def _capacity(column_type: object, on_mysql: bool) -> float:
     """How many characters (or bytes) a text or binary column holds; 0 for other kinds."""
     if isinstance(column_type, (mysql.LONGTEXT, mysql.LONGBLOB)):
         return 2 ** 32 - 1
@@ -381,20 +398,20 @@ def _create_key(table: Table, name: str, ddl: _Ddl) -> str:
 
 # ---- data: what Hive's upgrades write, from the facts of their scripts --------------------------------------
 
-def _s3n_to_s3a(column: Any) -> Any:
+def _s3n_to_s3a(column: Column[str]) -> Update:
     return update(column.table).where(func.substr(column, 1, 6) == "s3n://").values(
         {column.name: func.concat("s3a", func.substr(column, 4))})
 
 
-def _fill(column: Any, value: Any, *where: Any) -> Any:
+def _fill(column: Column[Any], value: object, *where: ColumnElement[bool]) -> Update:
     return update(column.table).where(column.is_(None), *where).values({column.name: value})
 
 
-def _to_3_0_0(layout: _Layout) -> list[Any]:
+def _to_3_0_0(layout: _Layout) -> list[ClauseElement]:
     """Hive 3.0.0: catalogs; a misspelt SerDe key; s3n locations become s3a; write ids for the transactional
     tables (equal to transaction ids, which named their delta directories until then)."""
     sp, tp, t2w, nwi = s.SERDE_PARAMS, s.TABLE_PARAMS, s.TXN_TO_WRITE_ID, s.NEXT_WRITE_ID
-    statements: list[Any] = [
+    statements: list[ClauseElement] = [
         update(sp).where(sp.c.PARAM_KEY == "colelction.delim").values(PARAM_KEY="collection.delim"),
         *(_s3n_to_s3a(c) for c in (s.FUNC_RU.c.RESOURCE_URI, s.SKEWED_COL_VALUE_LOC_MAP.c.LOCATION,
                                    s.SDS.c.LOCATION, s.DBS.c.DB_LOCATION_URI)),
@@ -421,12 +438,12 @@ def _to_3_0_0(layout: _Layout) -> list[Any]:
     return statements
 
 
-def _to_3_1_0(layout: _Layout) -> list[Any]:
+def _to_3_1_0(layout: _Layout) -> list[ClauseElement]:
     return [_fill(s.COMPLETED_TXN_COMPONENTS.c.CTC_UPDATE_DELETE, "N"),
             _fill(MV_CREATION_METADATA.c.MATERIALIZATION_TIME, 0)]
 
 
-def _to_4_0_0_alpha_1(layout: _Layout) -> list[Any]:
+def _to_4_0_0_alpha_1(layout: _Layout) -> list[ClauseElement]:
     """Hive 4.0.0-alpha-1: workload namespaces; statistics per engine; MultiDelimitSerDe moved out of contrib."""
     return [_fill(WM_RESOURCEPLAN.c.NS, "default"),
             _fill(s.TAB_COL_STATS.c.ENGINE, "hive"), _fill(s.PART_COL_STATS.c.ENGINE, "hive"),
@@ -435,7 +452,7 @@ def _to_4_0_0_alpha_1(layout: _Layout) -> list[Any]:
             .values(SLIB="org.apache.hadoop.hive.serde2.MultiDelimitSerDe")]
 
 
-def _to_4_0_0_beta_1(layout: _Layout) -> list[Any]:
+def _to_4_0_0_beta_1(layout: _Layout) -> list[ClauseElement]:
     """Hive 4.0.0-beta-1: Kudu tables name Kudu's formats and SerDe."""
     kudu_tables = select(s.TBLS.c.SD_ID).join_from(s.TBLS, s.TABLE_PARAMS, s.TBLS.c.TBL_ID == s.TABLE_PARAMS.c.TBL_ID) \
         .where(s.TABLE_PARAMS.c.PARAM_VALUE.contains("KuduStorageHandler", autoescape=True))
@@ -447,16 +464,16 @@ def _to_4_0_0_beta_1(layout: _Layout) -> list[Any]:
                 SLIB="org.apache.hadoop.hive.kudu.KuduSerDe")]
 
 
-DATA_STEPS: list[tuple[str, Callable[[_Layout], list[Any]]]] = [
+DATA_STEPS: list[tuple[str, Callable[[_Layout], list[ClauseElement]]]] = [
     ("3.0.0", _to_3_0_0), ("3.1.0", _to_3_1_0), ("4.0.0-alpha-1", _to_4_0_0_alpha_1),
     ("4.0.0-beta-1", _to_4_0_0_beta_1),
 ]
 
 
-def _seeds() -> list[Any]:
+def _seeds() -> list[ClauseElement]:
     """The rows Hive's scripts insert (the default catalog, whose location the metastore sets at its start, and
     the single-row counters), and id counters moved past the ids in use: each only where missing or behind."""
-    statements: list[Any] = [insert(s.CTLGS).from_select(
+    statements: list[ClauseElement] = [insert(s.CTLGS).from_select(
         ["CTLG_ID", "NAME", "DESC", "LOCATION_URI"],
         select(func.coalesce(select(func.max(s.CTLGS.c.CTLG_ID)).scalar_subquery(), 0) + 1, literal("hive"),
                literal("Default catalog for Hive"), literal("TBD"))

@@ -19,9 +19,10 @@ from __future__ import annotations
 import itertools
 from typing import Any, NamedTuple
 
-from sqlalchemy import Column, Engine, Table, UniqueConstraint, func, inspect, select, text
+from sqlalchemy import Column, Dialect, Engine, Table, UniqueConstraint, func, inspect, select, text
 from sqlalchemy import types as t
 from sqlalchemy.dialects import mysql
+from sqlalchemy.types import TypeEngine
 
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.hive_only_tables import HIVE_SCHEMA
@@ -170,14 +171,14 @@ def _column_difference(engine: Engine, table: str, column: Column[Any], present:
     return []
 
 
-def dialect_type(column: Column[Any], dialect: Any) -> Any:
+def dialect_type(column: Column[Any], dialect: Dialect) -> TypeEngine[Any]:
     """The type a model column has on a database: a variant's, or what a TypeDecorator stores."""
     declared = column.type
     return declared.load_dialect_impl(dialect) if isinstance(declared, t.TypeDecorator) \
         else declared.dialect_impl(dialect)
 
 
-def _kind(column_type: Any) -> str:
+def _kind(column_type: object) -> str:
     if isinstance(column_type, mysql.BIT) or (isinstance(column_type, mysql.TINYINT)
                                               and getattr(column_type, "display_width", None) == 1):
         return "yes/no"  # MySQL's bit(1), Hive's declaration of most flags, and tinyint(1), MySQL's BOOLEAN
