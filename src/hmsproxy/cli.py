@@ -7,7 +7,6 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from hmsproxy import doctor
 from hmsproxy.ops import config, logs
@@ -33,10 +32,10 @@ from hmsproxy.store.sql.validate import schema_differences, schema_report
 class _PrintVersion(argparse.Action):
     """--version, looked up only when asked: importing importlib.metadata would add 40 ms to every start."""
 
-    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version and exit")
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
                  option_string: str | None = None) -> None:
         from importlib import metadata
         print(f"hmsproxy {metadata.version('hmsproxy')}")

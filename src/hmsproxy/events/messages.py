@@ -31,7 +31,7 @@ from hmsproxy.events.thrift_json import decode, encode
 from hmsproxy.hive.names import DEFAULT_CATALOG, make_partition_name
 from hmsproxy.idl import hms
 from hmsproxy.idl.fields import present
-from hmsproxy.json_value import Json, JsonObject
+from hmsproxy.idl.json_value import Json, JsonObject
 
 P = TypeVar("P", bound=TPayload)   # an IDL struct
 

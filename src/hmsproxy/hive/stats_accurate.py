@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from hmsproxy.json_value import JsonObject
+from hmsproxy.idl.json_value import JsonObject
 
 ACCURATE = "COLUMN_STATS_ACCURATE"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import struct
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar, overload
+from typing import TypeVar, overload
 
 from thriftpy2.protocol.binary import write_val
 
@@ -59,7 +59,10 @@ def decode(cls: type[P], data: bytes, tolerant: bool = False) -> P:
     return obj
 
 
-class EncodedList(Sequence[Any]):
+Item = TypeVar("Item")   # what an EncodedList's items decode to
+
+
+class EncodedList(Sequence[Item]):
     """A list of structs held as encoded bytes: `pieces`, of which each `width` consecutive ones concatenate to one
     struct; items decode on access.
 
@@ -67,7 +70,7 @@ class EncodedList(Sequence[Any]):
     listing costs the kernel's copy of the cache's own bytes objects instead of building and serializing 100k
     objects."""
 
-    def __init__(self, pieces: list[bytes], width: int, decode_item: Callable[[list[bytes]], Any],
+    def __init__(self, pieces: list[bytes], width: int, decode_item: Callable[[list[bytes]], Item],
                  byte_size: int | None = None) -> None:
         self.pieces = pieces
         self.width = width
@@ -84,12 +87,12 @@ class EncodedList(Sequence[Any]):
         return len(self.pieces) // self.width
 
     @overload
-    def __getitem__(self, index: int) -> Any: ...
+    def __getitem__(self, index: int) -> Item: ...
 
     @overload
-    def __getitem__(self, index: slice) -> EncodedList: ...
+    def __getitem__(self, index: slice) -> EncodedList[Item]: ...
 
-    def __getitem__(self, index: int | slice) -> Any:
+    def __getitem__(self, index: int | slice) -> Item | EncodedList[Item]:
         width = self.width
         if isinstance(index, slice):
             positions = range(len(self))[index]
@@ -106,12 +109,12 @@ class EncodedList(Sequence[Any]):
         sent as one value."""
         return b"".join((struct.pack("!bi", TType.STRUCT, len(self)), *self.pieces))
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[Item]:
         width = self.width
         return (self._decode_item(self.pieces[start:start + width]) for start in range(0, len(self.pieces), width))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Sequence) and list(self) == list(other)
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
+    def __deepcopy__(self, memo: dict[int, object]) -> list[Item]:
         return list(self)

@@ -73,7 +73,7 @@ def shared_names(db_name: str | None, table_name: str | None, cat_name: str | No
     return encode(hms.Partition(dbName=db_name, tableName=table_name, catName=cat_name, writeId=None))[:-1]
 
 
-class EncodedPartitions(EncodedList):
+class EncodedPartitions(EncodedList[hms.Partition]):
     """Partitions as (own, tail) byte pieces with their values, as the database store reads them for the cache;
     items decode to Partition objects on access, like any EncodedList."""
 
@@ -104,7 +104,7 @@ class EncodedPartitions(EncodedList):
         return cls([p for part in parts for p in part.pieces], [v for part in parts for v in part.values],
                    set().union(*(part.tolerant for part in parts)), [n for part in parts for n in part.names])
 
-    def listing(self) -> EncodedList:
+    def listing(self) -> EncodedList[hms.Partition]:
         """The partitions in the order of their names, as a listing answers: a plain EncodedList, which the
         dispatcher sends as the bytes it holds."""
         order = sorted(range(len(self.names)), key=self.names.__getitem__)

@@ -21,7 +21,7 @@ import selectors
 import socket
 import threading
 import time
-from typing import Any, Protocol
+from typing import Protocol
 
 from hmsproxy.rpc import tiers
 from hmsproxy.rpc.connection import (
@@ -42,7 +42,7 @@ ACCEPTS_PER_WAKEUP = 8
 
 
 class Owner(Protocol):
-    def accepted(self, sock: socket.socket, address: Any) -> Connection | None:
+    def accepted(self, sock: socket.socket, address: object) -> Connection | None:
         """A connection just accepted, for the loop to serve (None: the owner closed it or serves it itself)."""
 
     def hand_off(self, connection: Connection) -> None:

@@ -107,7 +107,7 @@ def to_declared(api: str, exc: Exception, result: TPayload) -> Exception:
     return TApplicationException(TApplicationException.INTERNAL_ERROR, message)
 
 
-def _encoded_list_bytes(field_id: int, items: EncodedList) -> list[bytes]:
+def _encoded_list_bytes(field_id: int, items: EncodedList[object]) -> list[bytes]:
     header = struct.pack("!bhbi", TType.LIST, field_id, TType.STRUCT, len(items))
     return [header, *items.pieces]
 

@@ -25,7 +25,6 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 # Partitions per zlib stream: a read of a few partitions of a packed table decompresses only their chunks, and
 # a chunk is long enough that the stream's own overhead (~10 bytes) and lost context cost under 1% (measured).
@@ -105,7 +104,7 @@ class OwnBytes:
         packed = self._packed.nbytes() if self._packed is not None else self._packed_estimate
         return FIRST_SHARE if packed is None or not len(self) else packed / self.expanded_nbytes()
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
         """Pickled packed (prewarm's workers send blocks this way): a tenth of the bytes to send."""
         return OwnBytes, (None, self._packed or Packed.of(self.items(None)))
 

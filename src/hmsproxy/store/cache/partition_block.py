@@ -17,7 +17,6 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import Any
 
 from hmsproxy.store.cache.own_bytes import HotOwnBytes, OwnBytes, expanded_nbytes
 
@@ -49,7 +48,7 @@ class Block:
         if self.own_nbytes < 0:
             object.__setattr__(self, "own_nbytes", self.own.nbytes())
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
         """Pickled as its arrays (prewarm's workers send sets); its values are interned again where unpickled."""
         return _unpickled, (self.names, self.own, self.tail_refs, self.flat_values, self.tails, self.ids,
                             self.tolerant, self.own_nbytes)

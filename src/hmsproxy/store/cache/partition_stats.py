@@ -8,7 +8,6 @@ shards (at most SHARDS pointers), and the count of column statistics is carried 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 from hmsproxy.idl import hms
 
@@ -31,7 +30,7 @@ class PartitionStats(Mapping[str, Columns]):
     def of(by_name: Mapping[str, Columns]) -> PartitionStats:
         return PartitionStats().changed(by_name)
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
         """Pickled as a plain dict (prewarm's workers send entries): the shards follow str hashes, which differ
         between processes."""
         return PartitionStats.of, (dict(self.items()),)

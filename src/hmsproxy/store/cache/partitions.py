@@ -178,7 +178,7 @@ class PartitionSet:
     def _decode(self, item: list[bytes]) -> hms.Partition:
         return decode_partition(item, self.tolerant_tails)
 
-    def encoded(self, indexes: Sequence[int]) -> EncodedList:
+    def encoded(self, indexes: Sequence[int]) -> EncodedList[hms.Partition]:
         """The partitions at `indexes`, as their byte pieces: own bytes and shared tail, one after the other
         (gathered in C a block at a time: no Python step per partition)."""
         pieces = self._pieces(indexes, expand=True)
@@ -210,7 +210,7 @@ class PartitionSet:
         in_order[1::2] = [pieces[2 * slot[i] + 1] for i in indexes]
         return in_order
 
-    def all(self, limit: int | None = None) -> EncodedList:
+    def all(self, limit: int | None = None) -> EncodedList[hms.Partition]:
         count = len(self) if limit is None or limit < 0 else min(limit, len(self))
         pieces = [b""] * (2 * count)
         for block, start in zip(self.blocks, self.starts):
@@ -227,7 +227,7 @@ class PartitionSet:
         """The bytes of all its partitions as sent, counted once per set."""
         return sum(block.own.total_length() + block.tails_bytes() for block in self.blocks)
 
-    def by_names(self, names: Sequence[str]) -> EncodedList:
+    def by_names(self, names: Sequence[str]) -> EncodedList[hms.Partition]:
         """The named partitions that exist, sorted by name (as the database answers)."""
         found = sorted({i for i in (self.index_of(n) for n in names) if i is not None})
         return self.encoded(found)
@@ -245,7 +245,7 @@ class PartitionSet:
             return [i for i, partition_values in enumerate(values) if matches(partition_values)]
         return candidates if exact else [i for i in candidates if matches(values[i])]
 
-    def matches_at_once(self, partition_filter: PartitionFilter, most: int) -> EncodedList | None:
+    def matches_at_once(self, partition_filter: PartitionFilter, most: int) -> EncodedList[hms.Partition] | None:
         """The partitions the filter matches, when finding them costs no more than binary searches in the index,
         `most` steps, and reading a few chunks of packed bytes: the filter's plan selects exactly its matches from
         key values sorted already, among at most `most` candidates, and no block need be expanded for them.

@@ -58,7 +58,8 @@ class CachedStatistics:
             def change(entry: TableEntry) -> TableEntry:
                 name = make_partition_name(entry.partitions.keys, values)
                 [part] = entry.partitions.by_names([name])
-                part.parameters[ACCURATE] = mark_columns_accurate(part.parameters.get(ACCURATE), list(new_stats))
+                parameters = present(part.parameters)   # a cached partition's are always set (canonical.py)
+                parameters[ACCURATE] = mark_columns_accurate(parameters.get(ACCURATE), list(new_stats))
                 merged = {**entry.partition_stats.get(name, {}), **new_stats}
                 return entry.but(partitions=entry.partitions.with_partitions([part]),
                                  partition_stats=entry.partition_stats.changed({name: merged}))

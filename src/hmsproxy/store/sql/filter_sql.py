@@ -9,7 +9,6 @@ stored as "07") and LIKE stay with the predicate.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from sqlalchemy import ColumnElement, and_, exists, or_, select
 
@@ -35,8 +34,8 @@ def narrowing(plan: Plan) -> ColumnElement[bool] | None:
 
 
 def _equal(plan: Range) -> ColumnElement[bool] | None:
-    value: Any = plan.low
-    if (plan.order != "string" or value is None or value != plan.high or not plan.low_inclusive
+    value = plan.low
+    if (plan.order != "string" or not isinstance(value, str) or value != plan.high or not plan.low_inclusive
             or not plan.high_inclusive or _SURROGATES.search(value)):
         return None   # (a string without surrogates reads as itself)
     values = s.PARTITION_KEY_VALS.c
