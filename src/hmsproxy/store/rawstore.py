@@ -128,7 +128,7 @@ class MetadataStore(Protocol):
 
 
 class TxnStore(Protocol):
-    """Transactions, table write ids and locks, with Hive's semantics (txn/)."""
+    """Transactions, table write ids and locks, with Hive's semantics (hive/write_ids.py)."""
 
     def open_txns(self, count: int, user: str, host: str, agent: str | None, txn_type: int | None) -> list[int]: ...
     def commit_txn(self, txn_id: int) -> list[TableWrite]: ...
