@@ -33,7 +33,8 @@ class ReadyCalls(Calls):
         return None if store is None or answer is None else answer(self, store, reader, *arguments)
 
     def ready_again(self, reader: Reader, held: Held) -> bool:
-        return self._ready_store is not None and self._ready_store.ready_again(reader, held)
+        store = self._ready_store
+        return store is not None and store.ready_again(reader, held)
 
     def _ready_table(self, store: ReadyAnswers, reader: Reader, dbname: object, tbl_name: object) -> Ready | None:
         names = ready_table_name(dbname, tbl_name)

@@ -56,13 +56,16 @@ def answer(processor: MetastoreProcessor, request: Request, framed: bool,
     return with_frame(pieces, size, framed)
 
 
+_FRAME = struct.Struct("!i")   # a framed transport's prefix: the size of the message that follows
+
+
 def with_frame(pieces: list[bytes], size: int, framed: bool) -> tuple[list[bytes], int]:
     """A reply's pieces with the frame's size in front when `framed`; no pieces (a one-way call) stay none."""
     if not framed or not pieces:
         return pieces, size
-    return [struct.pack("!i", size), *pieces], size + 4
+    return [_FRAME.pack(size), *pieces], size + 4
 
 
 def _framed(reply: bytes, framed: bool) -> bytes:
-    """One reply, framed as with_frame frames it, as the one value the connection loop sends."""
-    return b"".join(with_frame([reply], len(reply), framed)[0])
+    """One reply in its frame, as the one value the connection loop sends (its hot path: no list is built)."""
+    return _FRAME.pack(len(reply)) + reply if framed else reply
