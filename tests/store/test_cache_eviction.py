@@ -76,7 +76,7 @@ def test_a_load_that_overlaps_a_write_is_dropped(stores):
     stale = plain.get_table_bundle(*key)
     store.alter_partitions("hive", "d", "t1",
                            [hms.Partition(values=["1"], sd=placeholder_sd("file:/w/x"), parameters={})])
-    assert not cache.put_table(key, entry_from_bundle(stale), loaded_at_generation=generation)
+    assert not cache.put_table(key, entry_from_bundle(stale, hot=None), loaded_at_generation=generation)
     store.load_table(key)
     assert store.get_partition("hive", "d", "t1", ["1"]).sd.location == "file:/w/x"
 

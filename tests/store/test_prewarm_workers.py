@@ -178,7 +178,7 @@ def fallback(cat, tables):
 
 plan = WorkerPlan(DatabaseAccess(sys.argv[1]), 2, min_partitions=0)
 tables = [("d", "a"), ("d", "c"), ("e", "f"), ("e", "g")]
-here = entries_read(SqlStore(Database(sys.argv[1])), "hive", tables)
+here = entries_read(SqlStore(Database(sys.argv[1])), "hive", tables, hot=None)
 report = {}
 
 def pool(name):

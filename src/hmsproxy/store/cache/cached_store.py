@@ -225,7 +225,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
 
     def read_entries(self, cat: str, tables: Sequence[tuple[str, str]]) -> list[TableEntry]:
         """The cache entries of tables read together from the delegate; those that do not exist are left out."""
-        return entries_read(self.delegate, cat, tables, self.cache.hot)
+        return entries_read(self.delegate, cat, tables, hot=self.cache.hot)
 
     @contextlib.contextmanager
     def _loading(self, keys: Sequence[TableKey]) -> Iterator[list[_LoadInFlight]]:
@@ -262,7 +262,8 @@ class CachedStore(CachedStatistics, CachedTransactions):
             bundle = self.delegate.get_table_bundle(*key, partition_sink=collect)
         except hms.NoSuchObjectException:
             bundle = None
-        return self._install(key, load, None if bundle is None else entry_from_bundle(bundle, builder))
+        entry = None if bundle is None else entry_from_bundle(bundle, builder, hot=self.cache.hot)
+        return self._install(key, load, entry)
 
     def _install(self, key: TableKey, load: _LoadInFlight, entry: TableEntry | None) -> int | None:
         """Caches a table read (None: it does not exist) unless a change overlapped the read; returns the
@@ -766,7 +767,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
 EntryReader = Callable[[str, Sequence[tuple[str, str]]], list[TableEntry]]
 
 
-def entries_read(store: RawStore, cat: str, tables: Sequence[tuple[str, str]], hot: HotOwnBytes | None = None
+def entries_read(store: RawStore, cat: str, tables: Sequence[tuple[str, str]], *, hot: HotOwnBytes | None
                  ) -> list[TableEntry]:
     """The cache entries of tables read together from `store` (database, table each), with their sizes counted;
     tables that do not exist are left out. `hot`: the cache's, where their partitions are read (none in a worker
@@ -777,10 +778,10 @@ def entries_read(store: RawStore, cat: str, tables: Sequence[tuple[str, str]], h
     return entries
 
 
-def entry_from_bundle(bundle: TableBundle, partitions: PartitionSetBuilder | None = None,
-                      hot: HotOwnBytes | None = None) -> TableEntry:
+def entry_from_bundle(bundle: TableBundle, partitions: PartitionSetBuilder | None = None, *,
+                      hot: HotOwnBytes | None) -> TableEntry:
     """The cache entry of a loaded table; its partitions come from the builder they streamed into, or from
-    the bundle's list (a set kept hot in `hot`)."""
+    the bundle's list (a set kept hot in `hot`: the cache's, or none in a prewarm worker process)."""
     keys = tuple(present(k.name) for k in bundle.table.partitionKeys or [])
     builder = partitions or PartitionSetBuilder(PartitionSet(keys=keys, hot=hot))
     builder.add(bundle.partitions, bundle.partition_ids)

@@ -96,4 +96,4 @@ def _open(database: StoreOpener) -> None:
 
 def _read_group(cat: str, tables: list[tuple[str, str]]) -> list[TableEntry]:
     assert _store is not None, "the pool's initializer opens the store"
-    return entries_read(_store, cat, tables)
+    return entries_read(_store, cat, tables, hot=None)   # the set is kept hot where it arrives (read)
