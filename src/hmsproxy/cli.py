@@ -12,7 +12,6 @@ from hmsproxy import doctor
 from hmsproxy.ops import config, logs
 from hmsproxy.ops.listening import PortRefused
 from hmsproxy.rpc.tls import TlsRefused
-from hmsproxy.storage.warehouse import to_uri
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql import upgrade
 from hmsproxy.store.sql.database import Database
@@ -118,6 +117,17 @@ def _serve_options() -> argparse.ArgumentParser:
                                                    "when the lock is granted (default 0.5s)")
     serve.add_argument("--quick-stats-max-files", type=int,
                        help="a data directory with more entries is not listed for numFiles/totalSize (default 100000)")
+    serve.add_argument("--object-stores", help="object stores whose locations are worked on, of s3, gcs, abfs "
+                                               "(default: the warehouse's own; others are stored and left alone)")
+    serve.add_argument("--object-store-connect-timeout-s", help="longest wait to connect to an object store "
+                                                                "(default 5s)")
+    serve.add_argument("--object-store-read-timeout-s", help="longest wait for an object store's answer to one "
+                                                             "request (default 20s)")
+    serve.add_argument("--object-store-attempts", type=int, help="tries of one object-store request (default 3)")
+    serve.add_argument("--s3-endpoint", help="S3 endpoint (fs.s3a.endpoint; default AWS_ENDPOINT_URL, else AWS)")
+    serve.add_argument("--s3-region", help="S3 region (fs.s3a.endpoint.region; default AWS_REGION)")
+    serve.add_argument("--s3-path-style", help="true: path-style bucket addressing (fs.s3a.path.style.access), as "
+                                               "MinIO and most S3-compatible stores need")
     serve.add_argument("--client-idle-timeout-s", help="a connection with no request for this long is closed "
                                                        "(default 600s)")
     serve.add_argument("--request-timeout-s", help="a request must arrive whole this long after its first byte, "
@@ -221,7 +231,7 @@ def _schema(action: str, settings: config.Settings, dry_run: bool) -> int:
                     raise SchemaRefused(f"this database already holds Hive metastore schema {schema_version(db)}; "
                                         "init refuses a database that is not empty (`hmsproxy serve` serves this "
                                         "one). Nothing was changed.")
-                prepare_schema(conn, to_uri(settings.warehouse_path))
+                prepare_schema(conn, settings.warehouse_location)
             print(f"created Hive metastore schema {schema_version(db)}")
         elif action == "info":
             return _info(db)

@@ -21,7 +21,8 @@ from hmsproxy.rpc.dispatch import Calls, MetastoreProcessor
 from hmsproxy.rpc.repeated_requests import RepeatedRequests
 from hmsproxy.rpc.thrift_server import ThriftServer
 from hmsproxy.rpc.tls import server_context
-from hmsproxy.storage.warehouse import Warehouse, to_uri
+from hmsproxy.storage.object_store import ObjectStores
+from hmsproxy.storage.warehouse import Warehouse
 from hmsproxy.store.cache.poller import Poller
 from hmsproxy.store.cache.prewarm import Loader
 from hmsproxy.store.cache.prewarm_workers import WorkerPlan
@@ -41,7 +42,7 @@ log = logging.getLogger(__name__)
 def server_conf(settings: Settings) -> dict[str, str]:
     """What get_config_value answers besides the client's default: the server's own settings, else HiveConf's
     defaults (as HMS 2.3 does)."""
-    warehouse = to_uri(settings.warehouse_path)
+    warehouse = settings.warehouse_location
     return {
         **hiveconf_defaults(),
         "hive.txn.timeout": f"{settings.txn_timeout_s:g}s",
@@ -52,11 +53,16 @@ def server_conf(settings: Settings) -> dict[str, str]:
     }
 
 
+def _warehouse_root(settings: Settings) -> Path | str:
+    """The warehouse root as Warehouse takes it: a local directory, or an object-store location."""
+    return settings.warehouse_location if settings.warehouse_on_object_store else settings.warehouse_path
+
+
 def open_store(settings: Settings, warehouse: Warehouse, metrics: Metrics) -> SqlStore:
     """Connects, creates the schema on an empty database and makes sure the `default` database exists."""
     db = Database(settings.db, added_latency_ms=settings.db_latency_ms, connect_timeout_s=settings.db_connect_timeout_s,
                   statement_timeout_s=settings.db_statement_timeout_s, connection_waited=metrics.db_pool_wait.observe)
-    if init_schema(db, to_uri(warehouse.root), settings.db_schema_wait_s):
+    if init_schema(db, warehouse.location, settings.db_schema_wait_s):
         log.info("created the Hive metastore schema %s in %s", schema_version(db), db.engine.url.render_as_string())
     for missing in own_keys_missing_on_mysql(db.engine):
         log.warning("%s: an index of hmsproxy's own; served without it, slower (`hmsproxy schema upgrade` adds it)",
@@ -177,9 +183,10 @@ def start(settings: Settings) -> RunningServer:
     metrics = Metrics()
     if settings.upstream:
         return _start_in_front(settings, metrics)
-    warehouse = Warehouse(settings.warehouse_path, keep=_server_files(settings),
-                          quick_stats_max_files=settings.quick_stats_max_files)
-    warehouse.root.mkdir(parents=True, exist_ok=True)
+    warehouse = Warehouse(_warehouse_root(settings), keep=_server_files(settings),
+                          quick_stats_max_files=settings.quick_stats_max_files,
+                          stores=ObjectStores.of(settings, metrics))
+    warehouse.prepare_root()
     sql_store = open_store(settings, warehouse, metrics)
     metrics.db_pool_in_use.set_function(sql_store.db.connections_in_use)
     store: RawStore = sql_store
@@ -197,7 +204,7 @@ def start(settings: Settings) -> RunningServer:
     thrift.start()
     reaper.start()
     log.info("hmsproxy serving thrift://%s:%d (%s, cache %s), warehouse %s, metrics %s", settings.host, thrift.port,
-             "framed" if settings.framed else "unframed", "on" if settings.cache else "off", warehouse.root,
+             "framed" if settings.framed else "unframed", "on" if settings.cache else "off", warehouse.location,
              f"http://{settings.host}:{metrics_server.port}/metrics" if metrics_server else "off")
     return RunningServer(thrift, metrics_server, store, loader, poller, reaper, audit=audit)
 
@@ -205,7 +212,7 @@ def start(settings: Settings) -> RunningServer:
 def _start_in_front(settings: Settings, metrics: Metrics) -> RunningServer:
     """hmsproxy in front of an upstream HMS: it stores nothing, so it has no database, warehouse or reaper."""
     parts = start_upstream(settings, metrics)
-    context = HandlerContext(store=parts.store, warehouse=Warehouse(settings.warehouse_path),
+    context = HandlerContext(store=parts.store, warehouse=Warehouse(_warehouse_root(settings)),
                              server_conf=server_conf(settings), started_at=now(),
                              partition_request_limit=settings.partition_request_limit)
     audit = _audit_log(settings)

@@ -6,7 +6,7 @@ import pytest
 from hmsclient.genthrift.hive_metastore import ttypes as A
 
 from hmsproxy.idl import hms
-from hmsproxy.storage.warehouse import to_uri
+from hmsproxy.storage.locations import to_uri
 from support.builders import database, path_of, table, unique, write_file
 
 

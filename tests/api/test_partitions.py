@@ -7,7 +7,7 @@ from hmsclient.genthrift.hive_metastore import ThriftHiveMetastore
 from hmsclient.genthrift.hive_metastore import ttypes as A
 
 from hmsproxy.idl import hms
-from hmsproxy.storage.warehouse import to_uri
+from hmsproxy.storage.locations import to_uri
 from support.builders import partition, path_of, table, write_file
 
 

@@ -115,6 +115,40 @@ def test_jdbc_urls_become_sqlalchemy_urls_or_a_clear_refusal(tmp_path, jdbc, exp
             resolve({"hive_site": str(site)}, environ={})
 
 
-def test_a_warehouse_off_the_local_file_system_is_refused():
-    with pytest.raises(ValueError, match="not on the local file system"):
+def test_a_warehouse_on_hdfs_is_refused_naming_what_is_served():
+    with pytest.raises(ValueError, match=r"local file system \(file:\) and object stores .*not on hdfs:"):
         resolve({"warehouse": "hdfs://nn:8020/warehouse"}, environ={})
+
+
+@pytest.mark.parametrize("warehouse", ["s3a://lake/warehouse", "s3://lake/wh/", "gs://lake/wh", "abfss://c@a.dfs.core.windows.net/wh"])
+def test_a_warehouse_on_an_object_store_is_taken_as_given(warehouse):
+    settings = resolve({"warehouse": warehouse}, environ={})
+    assert settings.warehouse_on_object_store
+    assert settings.warehouse_location == warehouse.rstrip("/")
+
+
+def test_an_object_store_warehouse_names_its_bucket():
+    with pytest.raises(ValueError, match="names no bucket"):
+        resolve({"warehouse": "s3a:///warehouse"}, environ={})
+
+
+def test_hive_s3a_keys_are_read_from_hive_site_and_secrets_kept_out_of_repr(tmp_path):
+    site = tmp_path / "hive-site.xml"
+    keys = {"fs.s3a.endpoint": "minio:9000", "fs.s3a.endpoint.region": "eu-west-1", "fs.s3a.path.style.access": "TRUE",
+            "fs.s3a.connection.ssl.enabled": "false", "fs.s3a.access.key": "AKIAEXAMPLE",
+            "fs.s3a.secret.key": "s3cr3t-value", "fs.s3a.session.token": "t0ken-value"}
+    site.write_text("<configuration>" + "".join(f"<property><name>{k}</name><value>{v}</value></property>"
+                                                 for k, v in keys.items()) + "</configuration>")
+    settings = resolve({"hive_site": str(site)}, environ={})
+    assert (settings.s3_endpoint, settings.s3_region, settings.s3_path_style, settings.s3_ssl) == (
+        "minio:9000", "eu-west-1", "true", False)
+    assert (settings.s3_access_key, settings.s3_secret_key, settings.s3_session_token) == (
+        "AKIAEXAMPLE", "s3cr3t-value", "t0ken-value")
+    assert "s3cr3t-value" not in repr(settings) and "t0ken-value" not in repr(settings)
+    assert "AKIAEXAMPLE" not in repr(settings)
+
+
+def test_object_stores_names_known_families_only():
+    assert resolve({"object_stores": "S3, gcs"}, environ={}).object_stores == "s3,gcs"
+    with pytest.raises(ValueError, match="unknown hdfs"):
+        resolve({"object_stores": "s3,hdfs"}, environ={})

@@ -3,7 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from hmsproxy.storage.warehouse import Warehouse, local_path, normalise_location
+from hmsproxy.storage.locations import local_path, normalise_location
+from hmsproxy.storage.warehouse import Warehouse
 
 
 @pytest.mark.parametrize("location, path", [

@@ -9,7 +9,8 @@ from typing import Self, TypeVar
 
 from hmsproxy.hive.names import DEFAULT_CATALOG, is_valid_identifier
 from hmsproxy.idl import hms
-from hmsproxy.storage.warehouse import Warehouse, normalise_location
+from hmsproxy.storage.locations import normalise_location
+from hmsproxy.storage.warehouse import Warehouse
 from hmsproxy.store.rawstore import RawStore
 from hmsproxy.store.reader import INTERNAL, Reader, shallow_copy
 

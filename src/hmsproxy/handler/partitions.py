@@ -36,7 +36,8 @@ from hmsproxy.hive.partition_limits import first_parts, over_request_limit
 from hmsproxy.hive.partitions_to_add import check_new_and_distinct
 from hmsproxy.idl import hms
 from hmsproxy.idl.fields import present
-from hmsproxy.storage.warehouse import DirectoryWork, join
+from hmsproxy.storage.locations import join
+from hmsproxy.storage.warehouse import DirectoryWork
 from hmsproxy.store.domain import PartitionBatch, partition_key_types
 from hmsproxy.store.reader import shallow_copy
 

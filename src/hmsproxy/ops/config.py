@@ -52,7 +52,16 @@ HIVE_KEY_ALIASES: dict[str, str] = {
     "hive.metastore.use.ssl": "tls",
     "metastore.keystore.path": "tls_cert",
     "hive.metastore.keystore.path": "tls_cert",
+    "fs.s3a.endpoint": "s3_endpoint",
+    "fs.s3a.endpoint.region": "s3_region",
+    "fs.s3a.path.style.access": "s3_path_style",
+    "fs.s3a.connection.ssl.enabled": "s3_ssl",
+    "fs.s3a.access.key": "s3_access_key",
+    "fs.s3a.secret.key": "s3_secret_key",
+    "fs.s3a.session.token": "s3_session_token",
 }
+# Settings never taken from the command line (anyone on the machine reads a process's arguments in `ps`).
+SECRET_SETTINGS = frozenset({"s3_access_key", "s3_secret_key", "s3_session_token"})
 DURATION_UNITS = {"": 1.0, "s": 1.0, "sec": 1.0, "ms": 0.001, "m": 60.0, "min": 60.0, "h": 3600.0}
 SIZE_UNITS = {"": 1, "b": 1, "kb": 1 << 10, "k": 1 << 10, "mb": 1 << 20, "m": 1 << 20, "gb": 1 << 30, "g": 1 << 30}
 
@@ -95,6 +104,18 @@ class Settings:
     max_large_requests: int = 4
     remembered_requests: int = 1024      # requests whose ready replies are kept for repeats (repeated_requests.py)
     quick_stats_max_files: int = 100_000
+    object_stores: str = ""               # s3,gcs,abfs: the stores whose locations are worked on (default: the
+    #                                       warehouse's own); a location on another is stored and left alone
+    object_store_connect_timeout_s: float = 5.0
+    object_store_read_timeout_s: float = 20.0
+    object_store_attempts: int = 3        # tries of one object-store request (botocore's standard retry mode)
+    s3_endpoint: str = ""                 # fs.s3a.endpoint (else AWS_ENDPOINT_URL, else AWS's own)
+    s3_region: str = ""                   # fs.s3a.endpoint.region (else AWS_REGION / AWS_DEFAULT_REGION)
+    s3_path_style: str = ""               # fs.s3a.path.style.access: true | false | "" (botocore's choice)
+    s3_ssl: bool = True                   # fs.s3a.connection.ssl.enabled: an endpoint given as host:port is https
+    s3_access_key: str = dataclasses.field(default="", repr=False)     # else the AWS credential chain
+    s3_secret_key: str = dataclasses.field(default="", repr=False)
+    s3_session_token: str = dataclasses.field(default="", repr=False)
     upstream: str = ""                    # thrift://host:9083[,thrift://host2:9083]: serve in front of that HMS
     upstream_framed: bool = False
     upstream_refresh_s: float = 60.0
@@ -109,8 +130,18 @@ class Settings:
     tls_client_ca: str = ""               # PEM: clients must present a certificate this CA signed
 
     @property
+    def warehouse_on_object_store(self) -> bool:
+        return _SCHEME.match(self.warehouse) is not None and not self.warehouse.lower().startswith("file:")
+
+    @property
     def warehouse_path(self) -> Path:
+        """The local warehouse directory (not for one on an object store: warehouse_location)."""
         return Path(self.warehouse).expanduser().resolve()
+
+    @property
+    def warehouse_location(self) -> str:
+        """The warehouse root as a location: `file:/abs/path`, or `s3a://bucket/key` as given."""
+        return self.warehouse.rstrip("/") if self.warehouse_on_object_store else "file:" + str(self.warehouse_path)
 
 
 LOG_FORMATS = ("text", "json")
@@ -163,12 +194,17 @@ def _coerce(name: str, value: Setting) -> Setting:
     if name == "db" and str(value).lower().startswith("jdbc:"):
         return hive_site.sqlalchemy_url(str(value), None, None)
     if name == "warehouse":
-        return _local_warehouse(str(value))
+        return _warehouse(str(value))
+    if name == "object_stores":
+        return _object_stores(str(value))
+    if name == "s3_path_style" and str(value).strip():
+        return "true" if _coerce("s3_ssl", value) else "false"
     if name in ("cache_max_bytes", "cache_hot_bytes", "max_message_bytes"):
         return _size(name, value)
     if name in ("txn_timeout_s", "txn_reaper_interval_s", "check_lock_wait_s", "client_idle_timeout_s",
                 "evict_idle_after_s", "unlogged_check_s", "request_timeout_s", "db_connect_timeout_s",
-                "db_statement_timeout_s", "db_schema_wait_s", "upstream_refresh_s", "upstream_call_timeout_s"):
+                "db_statement_timeout_s", "db_schema_wait_s", "upstream_refresh_s", "upstream_call_timeout_s",
+                "object_store_connect_timeout_s", "object_store_read_timeout_s"):
         return _duration(name, value)
     if field_type == "float":
         try:
@@ -186,15 +222,34 @@ def _coerce(name: str, value: Setting) -> Setting:
     return str(value)
 
 
-def _local_warehouse(value: str) -> str:
-    """A directory, also given as Hive writes it (`file:/data/wh`, `file:///data/wh`); other file systems
-    (hdfs:, s3a:) are refused: hmsproxy creates and deletes managed data on the local file system."""
-    scheme = re.match(r"([a-zA-Z][a-zA-Z0-9+.-]*):", value)
-    if scheme is None or len(scheme.group(1)) == 1:  # a plain path (or a Windows drive letter)
+_SCHEME = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]+):")   # two letters at least: `C:` is a Windows drive
+OBJECT_STORE_SCHEMES = {"s3a": "s3", "s3": "s3", "s3n": "s3", "gs": "gcs", "abfs": "abfs", "abfss": "abfs"}
+
+
+def _warehouse(value: str) -> str:
+    """A directory, also given as Hive writes it (`file:/data/wh`, `file:///data/wh`), or an object-store location
+    (`s3a://bucket/warehouse`, `gs://`, `abfs(s)://`); other file systems (hdfs:) are refused: hmsproxy has no
+    client for them, and it creates and deletes managed data under the warehouse."""
+    scheme = _SCHEME.match(value)
+    if scheme is None:
         return value
-    if scheme.group(1).lower() != "file":
-        raise ValueError(f"setting 'warehouse': {value!r} is not on the local file system (file:)")
-    return "/" + value[len("file:"):].lstrip("/")
+    name = scheme.group(1).lower()
+    if name == "file":
+        return "/" + value[len("file:"):].lstrip("/")
+    if name in OBJECT_STORE_SCHEMES:
+        if not re.match(r"[a-zA-Z0-9+.-]+://[^/]+", value):
+            raise ValueError(f"setting 'warehouse': {value!r} names no bucket ({name}://bucket/path)")
+        return value
+    raise ValueError(f"setting 'warehouse': {value!r}: hmsproxy serves warehouses on the local file system (file:) "
+                     f"and object stores ({', '.join(OBJECT_STORE_SCHEMES)}), not on {name}:")
+
+
+def _object_stores(value: str) -> str:
+    families = [part.strip().lower() for part in value.split(",") if part.strip()]
+    unknown = sorted(set(families) - set(OBJECT_STORE_SCHEMES.values()))
+    if unknown:
+        raise ValueError(f"setting 'object_stores': unknown {', '.join(unknown)} (expected s3, gcs, abfs)")
+    return ",".join(families)
 
 
 def _size(name: str, value: Setting) -> int:

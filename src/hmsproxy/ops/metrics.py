@@ -103,6 +103,14 @@ class Metrics:
                                            "Cached transactional tables with write ids not committed yet",
                                            registry=self.registry)
 
+        self.object_store_requests = Counter(
+            "hmsproxy_object_store_requests", "Requests to an object store (the warehouse on S3, GCS or ABFS), by "
+            "store, operation and outcome (ok, not_found, denied, timeout, error)", ["store", "operation", "outcome"],
+            registry=self.registry)
+        self.object_store_latency = Histogram("hmsproxy_object_store_request_seconds", "Time of one object-store "
+                                              "request, retries included, by store and operation",
+                                              ["store", "operation"], buckets=LATENCY_BUCKETS, registry=self.registry)
+
         self.upstream_calls = Counter("hmsproxy_upstream_calls", "Calls to the upstream HMS (serve --upstream), "
                                       "by method and outcome (ok, declared_error, failed)", ["method", "outcome"],
                                       registry=self.registry)

@@ -1,74 +1,32 @@
 """Directories of databases, tables and partitions: default locations and the file-system work HMS does.
 
-Locations are stored as URIs the way Hive writes them (`file:/abs/path`). Only local file systems are
-touched; a location on another scheme (hdfs://, s3a://, ...) is stored as given and left alone, because
-this server has no client for it.
+Local locations (`file:/abs/path`) are worked on here; those on an object store the server touches
+(`--object-stores`, by default the warehouse's own) by object_files.py; any other (hdfs://, or an object store not
+served) is stored as given and left alone, because this server has no client for it.
 
 What a client may name, and what the server may delete or move:
-- a location is an absolute path or an absolute URI (`file:/x`, `file:///x`, `hdfs://nn/x`); relative ones
-  (`.`, `..`, `dir`, `file:.`, `file:rel`) are refused, and `..` segments are resolved before anything else;
+- a location is an absolute path or an absolute URI (`file:/x`, `file:///x`, `s3a://b/x`, `hdfs://nn/x`); relative
+  ones (`.`, `..`, `dir`, `file:.`, `file:rel`) are refused, and `..` segments are resolved before anything else;
 - nothing that holds the warehouse root, the server's working directory or its database file (the file
-  system root included) is deleted, emptied or moved, whatever object claims it as its location; nor is
-  anything inside the working directory or beside the database file, unless it is inside the warehouse.
+  system root, a bucket's root included) is deleted, emptied or moved, whatever object claims it as its location;
+  nor is anything inside the working directory or beside the database file, unless it is inside the warehouse.
 """
 from __future__ import annotations
 
 import itertools
 import logging
 import os
-import re
 import shutil
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from hmsproxy.ops.burst_log import BurstLog
+from hmsproxy.storage.locations import ObjectPlace, join, local_path, local_text, object_place, to_uri
+from hmsproxy.storage.object_files import ObjectFiles
+from hmsproxy.storage.object_store import ObjectStores, ObjectStoreSettings
 
 log = logging.getLogger(__name__)
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
-
-
-def to_uri(path: Path) -> str:
-    return "file:" + str(path)
-
-
-def local_path(location: str | None) -> Path | None:
-    """The local directory behind a location, or None when it is not on the local file system."""
-    text = _local_text(location)
-    return None if text is None else Path(text)
-
-
-def _local_text(location: str | None) -> str | None:
-    """`local_path` as text (what a write of many partitions needs, without a Path object for each).
-
-    Hive writes locations as Path.toString(): nothing is percent-encoded (an escaped partition name such
-    as `ds=a%2Fb` is literally that directory name), so the text after the scheme is the path as is."""
-    if not location:
-        return None
-    if location.startswith("file:"):
-        rest = location[len("file:"):]
-        if rest.startswith("//"):
-            host, _, path = rest[2:].partition("/")
-            if host not in ("", "localhost"):
-                return None
-            rest = "/" + path
-        return rest
-    if _SCHEME.match(location):
-        return None
-    return location
-
-
-def normalise_location(location: str | None) -> str | None:
-    """`/x/y/`, `file:///x/y` and `file:/x/y` all become `file:/x/y`, as Hive's Path does.
-    Raises ValueError for a relative location (see the module docstring)."""
-    path = _local_text(location)
-    if path is None:
-        if location and not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:/", location):
-            raise ValueError(f"location {location!r} is not absolute: give an absolute path or URI")
-        return location.rstrip("/") if location else location
-    if not path.startswith("/"):
-        raise ValueError(f"location {location!r} is not absolute: give an absolute path or URI")
-    return "file:" + os.path.normpath(path)
 
 
 def _inside(path: str, directory: str) -> bool:
@@ -76,22 +34,37 @@ def _inside(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
-def join(location: str, *parts: str) -> str:
-    return location.rstrip("/") + "".join("/" + p for p in parts)
+def _object_location(root: str, place: ObjectPlace) -> str:
+    """The warehouse root as its scheme was written (s3a stays s3a), without a trailing '/'."""
+    return f"{root.partition('://')[0].lower()}://{place.bucket}/{place.key}".rstrip("/")
 
 
 class Warehouse:
     """Computes default locations under the warehouse root and does the directory work."""
 
-    def __init__(self, root: Path, keep: tuple[Path, ...] = (), quick_stats_max_files: int = 100_000) -> None:
-        """`keep`: what the server runs from (its working directory, its database file).
-        `quick_stats_max_files`: the most directory entries one quick-stats listing visits."""
-        self.root = root
+    def __init__(self, root: Path | str, keep: tuple[Path, ...] = (), quick_stats_max_files: int = 100_000,
+                 stores: ObjectStores | None = None) -> None:
+        """`root`: a local directory, or an object-store location (`s3a://bucket/warehouse`).
+        `keep`: what the server runs from (its working directory, its database file).
+        `quick_stats_max_files`: the most directory entries (objects) one quick-stats listing visits.
+        `stores`: the object stores touched (none by default; the warehouse's own when it is on one)."""
+        root_place = object_place(root) if isinstance(root, str) else None
+        self.local_root = None if root_place is not None else Path(root)
+        self.location = _object_location(str(root), root_place) if root_place is not None else to_uri(Path(root))
+        if stores is None:
+            stores = ObjectStores(frozenset({root_place.family}) if root_place else frozenset(),
+                                  ObjectStoreSettings(), None)
+        self.objects = ObjectFiles(stores, (root_place,) if root_place else (), quick_stats_max_files)
         self.quick_stats_max_files = quick_stats_max_files
         self._quick_stats_skipped = BurstLog("quick stats of %s skipped: more than %d entries", 60.0, log)
-        self._root = os.path.normpath(root.absolute())
-        self._kept = (self._root, *(os.path.normpath(p.absolute()) for p in keep))
+        self._root = None if self.local_root is None else os.path.normpath(self.local_root.absolute())
+        self._kept = (*(() if self._root is None else (self._root,)), *(os.path.normpath(p.absolute()) for p in keep))
         self._kept_trees = tuple(os.path.normpath((p if p.is_dir() else p.parent).absolute()) for p in keep)
+
+    def _served(self, location: str | None) -> ObjectPlace | None:
+        """The object-store place of a location the server touches, or None."""
+        place = object_place(location)
+        return place if place is not None and self.objects.served(place) else None
 
     def _refusal(self, path: Path) -> str | None:
         """Why `path` may not be deleted, emptied or moved (see the module docstring), or None."""
@@ -99,7 +72,7 @@ class Warehouse:
         for kept in self._kept:
             if _inside(kept, candidate):
                 return f"it holds {kept}"
-        if _inside(candidate, self._root):
+        if self._root is not None and _inside(candidate, self._root):
             return None
         for tree in self._kept_trees:
             if _inside(candidate, tree):
@@ -107,9 +80,12 @@ class Warehouse:
         return None
 
     def default_database_location(self, db_name: str) -> str:
-        if db_name == "default":
-            return to_uri(self.root)
-        return to_uri(self.root / f"{db_name}.db")
+        return self.location if db_name == "default" else join(self.location, f"{db_name}.db")
+
+    def prepare_root(self) -> None:
+        """Makes a local root exist; an object store's needs nothing (a prefix exists once written under)."""
+        if self.local_root is not None:
+            self.local_root.mkdir(parents=True, exist_ok=True)
 
     @staticmethod
     def default_table_location(db_location: str, table_name: str) -> str:
@@ -119,7 +95,7 @@ class Warehouse:
     def mkdirs(location: str | None) -> list[str]:
         """Creates the directory and its missing parents; returns those it created, innermost first (what a failed
         call removes), none when the directory existed."""
-        path = _local_text(location)
+        path = local_text(location)
         return [] if path is None else Warehouse.make_dir(path)
 
     @staticmethod
@@ -149,6 +125,10 @@ class Warehouse:
 
     def remove(self, location: str | None) -> None:
         """Deletes an object's directory; never one that holds something kept (then it logs and keeps it)."""
+        place = self._served(location)
+        if place is not None:
+            self.objects.remove(place)
+            return
         path = local_path(location)
         if path is None or not path.exists():
             return
@@ -163,6 +143,10 @@ class Warehouse:
 
     def empty(self, location: str | None) -> None:
         """Deletes what a directory holds (truncate), each entry as `remove` would."""
+        place = self._served(location)
+        if place is not None:
+            self.objects.remove(place, keep_marker=True)
+            return
         path = local_path(location)
         if path is None or not path.is_dir():
             return
@@ -176,7 +160,8 @@ class Warehouse:
 
     def move(self, source: str | None, target: str | None) -> bool:
         """Renames a directory; True if something was moved. Refuses to overwrite an existing target and
-        to move a directory that holds something kept (FileExistsError / PermissionError)."""
+        to move a directory that holds something kept (FileExistsError / PermissionError). Local only: DirectoryWork
+        moves an object store's prefix (copies now, deletes the sources once the call committed)."""
         src, dst = local_path(source), local_path(target)
         if src is None or dst is None or not src.exists() or src == dst:
             return False
@@ -199,7 +184,11 @@ class Warehouse:
         entries (a table placed over a huge tree, such as `file:/`, would hold the call for minutes; HMS
         lists it all). What cannot be stat'ed (a dangling symlink, a file deleted meanwhile) is skipped: a
         write never fails for the sake of these figures. A directory that does not exist holds no files, as
-        HMS lists it; unless `missing_is_new`: the caller makes it next, and a new directory gets no stats."""
+        HMS lists it; unless `missing_is_new`: the caller makes it next, and a new directory gets no stats.
+        On an object store: the objects under its prefix, a page of a thousand to a request."""
+        place = self._served(location)
+        if place is not None:
+            return self.objects.quick_stats(place, missing_is_new=missing_is_new)
         path = local_path(location)
         if path is None:
             return None
@@ -246,11 +235,16 @@ class DirectoryWork:
     def __init__(self, warehouse: Warehouse) -> None:
         self._warehouse = warehouse
         self._undo: list[Callable[[], object]] = []
+        self._after: list[Callable[[], object]] = []   # once the write committed
         self._planned: list[str] = []
         self._making: Future[None] | None = None
 
     def mkdirs(self, location: str | None) -> bool:
-        """Creates the directory; True if it did not exist before (and then removing it is the undo)."""
+        """Creates the directory; True if it did not exist before (and then removing it is the undo). On an object
+        store nothing is written: True when no object is under the location yet."""
+        place = self._warehouse._served(location)
+        if place is not None:
+            return self._warehouse.objects.is_empty(place)
         return self._undoable(self._warehouse.mkdirs(location))
 
     def _undoable(self, created: list[str]) -> bool:
@@ -262,7 +256,7 @@ class DirectoryWork:
     def plan_mkdirs(self, location: str | None) -> None:
         """Plans creating the directory (and its missing parents): `start_planned` creates it, unless it exists
         by then. No system call here: a write of many partitions plans one directory each."""
-        path = _local_text(location)
+        path = local_text(location)
         if path is not None:
             self._planned.append(path)
 
@@ -282,11 +276,27 @@ class DirectoryWork:
             self._making.result()
 
     def move(self, source: str | None, target: str | None) -> bool:
-        """Warehouse.move, and moving it back is the undo."""
+        """Warehouse.move, and moving it back is the undo. On an object store: the objects are copied now, the
+        copies deleted as the undo, the sources once the write committed."""
+        source_place, target_place = self._warehouse._served(source), self._warehouse._served(target)
+        if source_place is not None and target_place is not None:
+            return self._copied(source_place, target_place)
         moved = self._warehouse.move(source, target)
         if moved:
             self._undo.append(lambda: self._warehouse.move(target, source))
         return moved
+
+    def _copied(self, source: ObjectPlace, target: ObjectPlace) -> bool:
+        if source == target:
+            return False
+        objects = self._warehouse.objects
+        copies = objects.copy(source, target)
+        if not copies:
+            return False
+        sources = [source.prefix + key[len(target.prefix):] for key in copies]
+        self._undo.append(lambda: objects.delete_keys(target, copies))
+        self._after.append(lambda: objects.delete_keys(source, sources))
+        return True
 
     def __enter__(self) -> DirectoryWork:
         return self
@@ -297,3 +307,6 @@ class DirectoryWork:
         if exc_type is not None:
             for undo in reversed(self._undo):
                 undo()
+        else:
+            for step in self._after:
+                step()
