@@ -2,13 +2,15 @@
 
 Each check reports ok or what is wrong with the fix to make: the database answers and its schema is one serve
 takes, the notification log can be read, the warehouse can be written, the ports are free, the TLS files load,
-the upstreams answer. Nothing is changed: an empty database is reported, not initialised.
+the upstreams answer. Nothing is changed (a probe file written to the warehouse is deleted again): an empty
+database is reported, not initialised.
 """
 from __future__ import annotations
 
 import os
 import socket
 import tempfile
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +21,8 @@ from sqlalchemy.engine import make_url
 
 from hmsproxy.ops.config import Settings
 from hmsproxy.rpc.tls import TlsRefused, server_context
+from hmsproxy.storage.locations import object_place
+from hmsproxy.storage.object_store import ObjectStoreError, ObjectStores
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.event_log import current_event_id
 from hmsproxy.store.sql.schema_setup import SchemaRefused, check_servable, schema_version
@@ -108,6 +112,8 @@ def _upstreams(settings: Settings) -> Iterator[Finding]:
 
 
 def _warehouse(settings: Settings) -> Finding:
+    if settings.warehouse_on_object_store:
+        return _object_store_warehouse(settings)
     root = settings.warehouse_path
     fix = "give the server's user write access to it, or choose another with --warehouse"
     if not root.exists():
@@ -145,3 +151,21 @@ def _tls(settings: Settings) -> Finding:
 
 def _first_line(exc: Exception) -> str:
     return (str(getattr(exc, "orig", None) or exc).splitlines() or [type(exc).__name__])[0]
+
+
+def _object_store_warehouse(settings: Settings) -> Finding:
+    """Lists the warehouse prefix and writes and deletes a probe object in it (a hidden name: quick statistics skip
+    it), with the timeouts and attempts the server would use."""
+    root = object_place(settings.warehouse_location)
+    assert root is not None   # the setting was checked to name an object store and a bucket
+    fix = ("check the endpoint (--s3-endpoint or AWS_ENDPOINT_URL), the credentials (the AWS variables, a profile, "
+           "a role, or fs.s3a.* in --hive-site) and that they may list, write and delete in the bucket")
+    client = ObjectStores.of(settings, None).client(root.family)
+    probe = f"{root.prefix}.hmsproxy-doctor-{uuid.uuid4().hex}"
+    try:
+        next(client.pages(root.bucket, root.prefix), [])
+        client.put(root.bucket, probe, b"")
+        client.delete(root.bucket, [probe])
+    except ObjectStoreError as exc:
+        return Finding("warehouse", False, f"{settings.warehouse_location} cannot be listed and written: {exc}", fix)
+    return Finding("warehouse", True, f"{settings.warehouse_location} can be listed and written")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 
 from support.cli import run_hmsproxy
+from support.s3_server import SECRET_KEY, running_s3_server
 
 
 def test_a_configuration_that_serves_passes_every_check(tmp_path):
@@ -40,3 +41,27 @@ def test_nothing_is_created_where_nothing_was(tmp_path):
                                str(tmp_path / "wh"), "--port", "0", "--metrics-port", "0", cwd=tmp_path)
     assert code == 0 and "serve creates it" in lines[0]
     assert not (tmp_path / "new.db").exists() and not (tmp_path / "wh").exists()
+
+
+def test_an_object_store_warehouse_is_listed_and_written_and_left_as_it_was(tmp_path):
+    """The warehouse on S3 (moto's server on loopback, configured by the standard AWS variables only): doctor lists
+    and writes it and deletes its probe; a bucket that does not exist fails the check, naming no secret."""
+    db = f"sqlite:///{tmp_path / 'm.db'}"
+    with running_s3_server() as s3:
+        bucket = s3.new_bucket()
+        s3.put(bucket, "warehouse/kept", b"data")
+        assert run_hmsproxy("schema", "init", "--db", db, "--warehouse", f"s3a://{bucket}/warehouse",
+                            cwd=tmp_path)[0] == 0
+        code, lines = run_hmsproxy("doctor", "--db", db, "--warehouse", f"s3a://{bucket}/warehouse", "--port", "0",
+                                   "--metrics-port", "0", cwd=tmp_path, environment=s3.environment())
+        assert code == 0, lines
+        assert f"ok   warehouse: s3a://{bucket}/warehouse can be listed and written" in lines
+        assert s3.keys(bucket) == ["warehouse/kept"]
+        code, lines = run_hmsproxy("doctor", "--db", db, "--warehouse", "s3a://no-such-bucket/warehouse", "--port",
+                                   "0", "--metrics-port", "0", "--object-store-attempts", "1", cwd=tmp_path,
+                                   environment=s3.environment())
+    assert code == 1
+    failed = next(i for i, line in enumerate(lines) if line.startswith("FAIL warehouse"))
+    assert "s3a://no-such-bucket/warehouse cannot be listed and written" in lines[failed]
+    assert lines[failed + 1].startswith("     fix: ")
+    assert not any(SECRET_KEY in line for line in lines)
