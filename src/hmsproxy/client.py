@@ -58,6 +58,7 @@ def reader_snapshot(client: ThriftHiveMetastoreClient | MetastoreClient, full_ta
 
 
 _Item = hms.Partition | str   # a batch listing's item: a partition, or its name
+_ThriftMethod = Callable[..., Any]   # a method of the HMS Thrift API, found by name: its result's type is unknown
 
 
 class MetastoreClient:
@@ -73,9 +74,9 @@ class MetastoreClient:
                                            timeout=int(self.timeout_s * 1000), **extra)
         return cast("ThriftHiveMetastoreClient", client)   # its methods are the service's, looked up by name
 
-    def __getattr__(self, name: str) -> Callable[..., Any]:
+    def __getattr__(self, name: str) -> _ThriftMethod:
         """Any method of the HMS Thrift API, e.g. client.get_table("db", "t")."""
-        return getattr(self._client, name)
+        return cast(_ThriftMethod, getattr(self._client, name))
 
     def close(self) -> None:
         self._client.close()

@@ -23,7 +23,7 @@ import time
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from thriftpy2.thrift import TPayload
 
@@ -406,7 +406,7 @@ class ParsedMessage:
         """Key -> value of each added/dropped partition (ADD/DROP_PARTITION) or the altered one (ALTER)."""
         if self.event_type == ALTER_PARTITION:
             return [self._get("keyValues")]
-        return self._get("partitions")
+        return cast("list[dict[str, str]]", self._get("partitions"))
 
     @property
     def partition_before(self) -> hms.Partition:
@@ -425,7 +425,7 @@ class ParsedMessage:
     @property
     def partition_values(self) -> list[str]:
         """The partition of a column-statistics event."""
-        return self._get("partVals" if self.event_type == UPDATE_PART_COL_STAT else "partValues")
+        return cast("list[str]", self._get("partVals" if self.event_type == UPDATE_PART_COL_STAT else "partValues"))
 
     @property
     def database(self) -> hms.Database:
@@ -445,7 +445,7 @@ class ParsedMessage:
 
     @property
     def function_name(self) -> str:
-        return self._get("functionName")
+        return cast(str, self._get("functionName"))
 
     @property
     def column_statistics(self) -> hms.ColumnStatistics:
@@ -457,7 +457,7 @@ class ParsedMessage:
 
     @property
     def txn_id(self) -> int:
-        return self._get("txnid")
+        return cast(int, self._get("txnid"))
 
     @property
     def txn_ids(self) -> list[int]:

@@ -271,6 +271,7 @@ class _Reader:
 
     def string(self) -> str:
         self.expect('"')
+        value: str
         try:
             value, self.pos = scanstring(self.text, self.pos, False)
         except ValueError:

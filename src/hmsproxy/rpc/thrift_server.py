@@ -74,6 +74,9 @@ class WorkerPool:
 
 
 class ThriftServer:
+    host: str   # the address and port it listens on, as its socket reports them (the port the OS chose for 0)
+    port: int
+
     def __init__(self, processor_factory: Callable[[str], MetastoreProcessor], host: str, port: int, *, framed: bool,
                  max_connections: int, max_message_bytes: int, metrics: Metrics, idle_timeout_s: float = 600.0,
                  request_timeout_s: float = 30.0, evict_idle_after_s: float = 5.0, max_depth: int = 64,

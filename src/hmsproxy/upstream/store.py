@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 from hmsproxy.client import decode_bitset
 from hmsproxy.events.journal import Journal
@@ -115,7 +115,7 @@ class UpstreamStore:
 
     def get_database(self, cat: str, name: str) -> Database:
         _check_catalog(cat)
-        return self.upstream.call("get_database", name)
+        return cast(Database, self.upstream.call("get_database", name))
 
     def get_database_names(self, cat: str) -> list[str]:
         return sorted(self.upstream.call("get_all_databases")) if cat == DEFAULT_CATALOG else []
@@ -141,7 +141,7 @@ class UpstreamStore:
 
     def get_table(self, cat: str, db_name: str, tbl_name: str) -> Table:
         _check_catalog(cat)
-        return self.upstream.call("get_table", db_name, tbl_name)
+        return cast(Table, self.upstream.call("get_table", db_name, tbl_name))
 
     def get_table_objects(self, cat: str, db_name: str, tbl_names: Sequence[str]) -> list[Table]:
         _check_catalog(cat)
@@ -259,16 +259,18 @@ class UpstreamStore:
 
     def get_partitions(self, cat: str, db_name: str, tbl_name: str, max_parts: int = -1) -> list[Partition]:
         _check_catalog(cat)
-        parts = self.upstream.call("get_partitions", db_name, tbl_name, max_parts if max_parts <= I16_MAX else -1)
+        limit = max_parts if max_parts <= I16_MAX else -1
+        parts: list[Partition] = self.upstream.call("get_partitions", db_name, tbl_name, limit)
         return parts[:max_parts] if max_parts >= 0 else parts
 
     def get_partitions_by_names(self, cat: str, db_name: str, tbl_name: str, names: Sequence[str]) -> list[Partition]:
         _check_catalog(cat)
-        return self.upstream.call("get_partitions_by_names", db_name, tbl_name, list(dict.fromkeys(names)))
+        return cast("list[Partition]", self.upstream.call("get_partitions_by_names", db_name, tbl_name,
+                                                         list(dict.fromkeys(names))))
 
     def get_partition(self, cat: str, db_name: str, tbl_name: str, values: Sequence[str]) -> Partition:
         _check_catalog(cat)
-        return self.upstream.call("get_partition", db_name, tbl_name, list(values))
+        return cast(Partition, self.upstream.call("get_partition", db_name, tbl_name, list(values)))
 
     def get_partition_names(self, cat: str, db_name: str, tbl_name: str) -> list[str]:
         _check_catalog(cat)
@@ -332,7 +334,7 @@ class UpstreamStore:
 
     def get_function(self, cat: str, db_name: str, name: str) -> Function:
         _check_catalog(cat)
-        return self.upstream.call("get_function", db_name, name)
+        return cast(Function, self.upstream.call("get_function", db_name, name))
 
     def get_functions(self, cat: str, db_name: str | None = None) -> list[Function]:
         """From one get_all_functions (Hive lists only names per database), sorted by database and name."""
@@ -407,7 +409,8 @@ class UpstreamStore:
 
     def open_txns(self, count: int, user: str, host: str, agent: str | None, txn_type: int | None) -> list[int]:
         request = hms.OpenTxnRequest(num_txns=count, user=user, hostname=host, agentInfo=agent, txn_type=txn_type)
-        return self.upstream.call("open_txns", request, write=True).txn_ids
+        response: hms.OpenTxnsResponse = self.upstream.call("open_txns", request, write=True)
+        return response.txn_ids
 
     def commit_txn(self, txn_id: int) -> list[TableWrite]:
         """No writes are returned: the upstream does not say which write ids the transaction allocated."""
@@ -532,7 +535,8 @@ class UpstreamStore:
 
     def current_event_id(self) -> int:
         """0 when the upstream keeps no notification log (a Hive without DbNotificationListener)."""
-        return self.upstream.call("get_current_notificationEventId").eventId
+        current: hms.CurrentNotificationEventId = self.upstream.call("get_current_notificationEventId")
+        return current.eventId
 
     def table_version(self, db_name: str, tbl_name: str) -> int:
         """The newest event about the table among the last VERSION_WINDOW events; when none is, the window's
@@ -553,7 +557,8 @@ class UpstreamStore:
         bounded = up_to is not None and up_to > 0
         if not bounded:
             request = hms.NotificationEventsCountRequest(fromEventId=after, dbName=db, catName=cat)
-            response = self.upstream.optional("get_notification_events_count", request)
+            response: hms.NotificationEventsCountResponse | None = self.upstream.optional(
+                "get_notification_events_count", request)
             if response is not None:
                 return response.eventsCount
         return sum(1 for _ in self._events(after, EVENT_PAGE, up_to if bounded else None, cat=cat, db=db))

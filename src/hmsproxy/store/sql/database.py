@@ -260,7 +260,7 @@ class Database:
         (retrying_conflicts) what is left of the call's, so that the call as a whole (its statements, commit,
         id reservations, pings, new connections and retries) ends by one deadline instead of each wait taking
         the full timeout in turn. A commit or rollback due after the deadline still gets LAST_WAIT_S."""
-        deadline = getattr(self._retrying, "deadline", None)
+        deadline: float | None = getattr(self._retrying, "deadline", None)
         if deadline is None:
             return self.statement_timeout_s
         return max(deadline - time.monotonic(), LAST_WAIT_S)

@@ -70,7 +70,8 @@ def append(conn: Connection, events: Sequence[Event], first_row: int, layout: La
 
 def current_event_id(conn: Connection) -> int:
     """The id of the newest event (0 when there is none yet)."""
-    return conn.execute(select(s.NOTIFICATION_SEQUENCE.c.NEXT_EVENT_ID)).scalar_one() - 1
+    next_id: int = conn.execute(select(s.NOTIFICATION_SEQUENCE.c.NEXT_EVENT_ID)).scalar_one()
+    return next_id - 1
 
 
 def read(conn: Connection, after: int, limit: int | None = None, *, skip_types: Sequence[str] = (),

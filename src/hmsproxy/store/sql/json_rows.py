@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -90,10 +90,11 @@ def _parsed(text: str) -> list[list[Cell]]:
     called directly, without json.loads's two Python layers (a partition's values and parameters are parsed for
     every partition read). Text it would not take whole, such as a value with whitespace around it, goes to
     json.loads, which also reports what is wrong with text that is not JSON."""
+    value: list[list[Cell]]
     try:
         value, end = _scan(text, 0)
     except StopIteration:
-        return json.loads(text)
+        return cast("list[list[Cell]]", json.loads(text))
     return value if end == len(text) else json.loads(text)
 
 

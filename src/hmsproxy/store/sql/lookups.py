@@ -37,7 +37,7 @@ def missing_database_message(cat: str, name: str) -> str:
 
 
 def database_id(conn: Connection, cat: str, name: str) -> int:
-    db_id = conn.execute(
+    db_id: int | None = conn.execute(
         select(s.DBS.c.DB_ID).where(s.DBS.c.NAME == name, s.DBS.c.CTLG_NAME == cat)
     ).scalar_one_or_none()
     if db_id is None:

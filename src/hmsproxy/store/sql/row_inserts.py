@@ -186,12 +186,13 @@ def _quoting_literal(value: Any) -> str:
     the time pymysql's general escape takes; the rest go to pymysql's converters."""
     kind = value.__class__
     if kind is str:
-        return "'" + value.replace("'", "''") + "'"
+        doubled = value.replace("'", "''")
+        return f"'{doubled}'"   # typed str, and faster than two concatenations
     if kind is int:
         return str(value)
     if value is None:
         return "NULL"
-    return escape_item(value, "utf8mb4")
+    return cast(str, escape_item(value, "utf8mb4"))
 
 
 def _postgres_literal(value: Any) -> str:
@@ -202,7 +203,8 @@ def _postgres_literal(value: Any) -> str:
     if kind is str:
         if "\x00" in value:
             raise _NotALiteral
-        return "'" + value.replace("'", "''") + "'"
+        doubled = value.replace("'", "''")
+        return f"'{doubled}'"
     if kind is int:
         return str(value)
     if value is None:

@@ -157,7 +157,7 @@ class StatisticsStore:
 
     @staticmethod
     def _part_id(conn: Connection, ref: TableRef, part_name: str) -> int:
-        part_id = conn.execute(select(s.PARTITIONS.c.PART_ID).where(
+        part_id: int | None = conn.execute(select(s.PARTITIONS.c.PART_ID).where(
             s.PARTITIONS.c.TBL_ID == ref.tbl_id, s.PARTITIONS.c.PART_NAME == part_name)).scalar()
         if part_id is None:
             raise no_such_object(f"partition {part_name} not found")

@@ -185,7 +185,7 @@ class Txns:
     def _txn_state(conn: Connection, txn_id: int, committed_is_known: bool = False) -> str:
         """The transaction's state, its row locked; an unknown one, or one committed (kept in TXNS by Hive 4's
         layout) unless the caller handles that, is Hive's NoSuchTxnException."""
-        state = conn.execute(_TXN_STATE, {"txn_id": txn_id}).scalar()
+        state: str | None = conn.execute(_TXN_STATE, {"txn_id": txn_id}).scalar()
         if state is None:
             raise hms.NoSuchTxnException(message=f"No such transaction txnid:{txn_id}")
         if state == COMMITTED and not committed_is_known:
