@@ -22,7 +22,11 @@ from hmsproxy.handler.common import (
     table_name,
     with_snapshot,
 )
-from hmsproxy.handler.quick_stats import update_altered_partition_stats, update_quick_stats
+from hmsproxy.handler.quick_stats import (
+    update_added_partitions_stats,
+    update_altered_partition_stats,
+    update_quick_stats,
+)
 from hmsproxy.handler.tables import is_external, is_view
 from hmsproxy.hive.names import (
     make_partition_name,
@@ -85,7 +89,7 @@ class PartitionCalls(Calls):
     # ---- add ---------------------------------------------------------------------------------------
 
     def _prepare_partition(self, table: hms.Table, part: hms.Partition, work: DirectoryWork) -> hms.Partition:
-        """Fills defaults (location, SD, times), plans the directory, computes quick stats; returns the partition
+        """Fills defaults (location, SD, times), plans the directory; returns the partition
         to store. Only the partition and its storage descriptor are copied, the two objects changed here (a deep
         copy of each partition was a sixth of adding a thousand; copy.copy costs three times shallow_copy)."""
         part = shallow_copy(part, sd=None if part.sd is None else shallow_copy(part.sd))
@@ -100,9 +104,7 @@ class PartitionCalls(Calls):
         part.createTime = now()
         part.lastAccessTime = part.lastAccessTime or 0
         part.parameters.setdefault(DDL_TIME, str(part.createTime))
-        if not is_view(table):   # Hive 2.3 lists it whatever the context or a DO_NOT_UPDATE_STATS parameter say
-            update_quick_stats(self.ctx.warehouse, part.parameters, part.sd.location, new_dir=False, force=False,
-                               env={}, made_if_missing=True)
+        if not is_view(table):
             work.plan_mkdirs(part.sd.location)
         return part
 
@@ -134,6 +136,8 @@ class PartitionCalls(Calls):
             with self.ctx.warehouse.changes() as work:
                 prepared = [self._prepare_partition(table, part, work)
                             for name, part in zip(names, parts) if name not in existing]
+                if not is_view(table):   # Hive 2.3 lists them whatever the context or DO_NOT_UPDATE_STATS say
+                    update_added_partitions_stats(self.ctx.warehouse, prepared)
                 work.start_planned()   # made while the event is built and the rows are written
                 # With if_not_exists the store announces what it adds: another writer may add some meanwhile.
                 events = [messages.add_partition(table, prepared)] if prepared and not if_not_exists else []

@@ -13,10 +13,12 @@ checked against it call by call (tests/api/test_hive_answers.py):
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from hmsproxy.hive.stats_accurate import ACCURATE, mark_basic_stats_accurate
 from hmsproxy.idl import hms
+from hmsproxy.idl.fields import present
 from hmsproxy.storage.warehouse import Warehouse
 
 DO_NOT_UPDATE_STATS = "DO_NOT_UPDATE_STATS"
@@ -57,6 +59,23 @@ def update_quick_stats(warehouse: Warehouse, params: dict[str, str], location: s
         return
     params.update(stats)
     update_basic_state(params, env)
+
+
+# Hive lists added partitions' directories on a pool of hive.metastore.fshandler.threads (15): on an object store each
+# listing is a request away, so a thousand partitions are listed fifteen at a time.
+_LISTERS = ThreadPoolExecutor(max_workers=15, thread_name_prefix="quick-stats")
+
+
+def update_added_partitions_stats(warehouse: Warehouse, parts: Sequence[hms.Partition]) -> None:
+    """The quick stats of partitions being added (before their directories are made: a missing one is new)."""
+    def update(part: hms.Partition) -> None:
+        update_quick_stats(warehouse, present(part.parameters), present(part.sd).location, new_dir=False,
+                           force=False, env={}, made_if_missing=True)
+    if len(parts) > 1 and warehouse.is_remote(present(parts[0].sd).location):
+        list(_LISTERS.map(update, parts))
+    else:
+        for part in parts:
+            update(part)
 
 
 def update_altered_partition_stats(warehouse: Warehouse, old_params: Mapping[str, str], new_params: dict[str, str],

@@ -61,6 +61,10 @@ class Warehouse:
         self._kept = (*(() if self._root is None else (self._root,)), *(os.path.normpath(p.absolute()) for p in keep))
         self._kept_trees = tuple(os.path.normpath((p if p.is_dir() else p.parent).absolute()) for p in keep)
 
+    def is_remote(self, location: str | None) -> bool:
+        """Whether work on the location is a request to an object store away (not a local system call)."""
+        return self._served(location) is not None
+
     def _served(self, location: str | None) -> ObjectPlace | None:
         """The object-store place of a location the server touches, or None."""
         place = object_place(location)
