@@ -205,8 +205,9 @@ class FsspecObjects:
             found: dict[str, dict[str, object]] = self._fs.find(root, detail=True)
             return found
         found = self._requests.run("list", root, request)
-        start = len(_container(bucket)) + 1
-        yield sorted((path[start:], int(str(info.get("size") or 0))) for path, info in found.items())
+        start = len(_container(bucket)) + 1   # a path is `container/key` (the memory file system adds a '/')
+        yield sorted((path.lstrip("/")[start:], int(str(info.get("size") or 0))) for path, info in found.items()
+                     if info.get("type") != "directory")
 
     def delete(self, bucket: str, keys: Sequence[str]) -> None:
         for start in range(0, len(keys), DELETE_BATCH):
