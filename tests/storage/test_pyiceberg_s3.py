@@ -1,13 +1,16 @@
 """pyiceberg's HiveCatalog through hmsproxy with its warehouse on S3 (moto's server on loopback), end to end on each
 database backend: the namespace's location derived under the s3:// warehouse, an Iceberg table's metadata and data
 written under its s3:// location by pyiceberg's own FileIO, read back through a second catalog, renamed, dropped and
-registered again. Iceberg tables are EXTERNAL_TABLE in HMS terms, so the server must never move nor delete their
-objects: a rename leaves them where the metadata says they are, and a drop, even one asking to delete the data,
-leaves them all."""
+registered again; and under an s3a:// warehouse (as Hive and Spark write it), a namespace the client places at an
+s3:// prefix of its own, with a rename across namespaces. Iceberg tables are EXTERNAL_TABLE in HMS terms, so the
+server must never move nor delete their objects: a rename leaves them where the metadata says they are, and a drop,
+even one asking to delete the data, leaves them all."""
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -35,18 +38,25 @@ def s3() -> Iterator[S3Server]:
 
 
 @pytest.fixture(params=BACKENDS)
-def lake(request, s3: S3Server, tmp_path) -> Iterator[tuple[RunningServer, str]]:
-    """hmsproxy serving `s3://<new bucket>/warehouse` on a fresh database of the backend, reaching moto through
-    the standard AWS_* variables only; yields the server and the bucket."""
+def backend(request) -> str:
+    """Each metastore database backend (a test needing one that is absent is skipped, as support.databases says)."""
+    return request.param
+
+
+@contextmanager
+def serving(backend: str, s3: S3Server, workdir: Path, scheme: str) -> Iterator[tuple[RunningServer, str]]:
+    """hmsproxy serving `<scheme>://<new bucket>/warehouse` on a fresh database of the backend, reaching moto
+    through the standard AWS_* variables only; yields the server and the bucket."""
     bucket = s3.new_bucket()
-    with fresh_database(request.param, tmp_path) as url, \
-            start_hmsproxy_process(tmp_path / "hmsproxy", url, "--warehouse", f"s3://{bucket}/warehouse",
+    with fresh_database(backend, workdir) as url, \
+            start_hmsproxy_process(workdir / "hmsproxy", url, "--warehouse", f"{scheme}://{bucket}/warehouse",
                                    environment=s3.environment()) as server:
         yield server, bucket
 
 
 def catalog(server: RunningServer, s3: S3Server) -> HiveCatalog:
-    """A HiveCatalog on the server whose FileIO writes to moto (pyarrow's S3 client: path-style with an endpoint)."""
+    """A HiveCatalog on the server whose FileIO reaches moto by pyiceberg's own s3.* properties (not the AWS_*
+    variables, which only the server's process gets)."""
     return HiveCatalog(f"hms-{uuid.uuid4().hex[:6]}", uri=server.uri, **{
         "s3.endpoint": s3.endpoint, "s3.access-key-id": ACCESS_KEY, "s3.secret-access-key": SECRET_KEY,
         "s3.region": "us-east-1"})
@@ -69,8 +79,12 @@ def key_of(location: str, bucket: str) -> str:
     return location[len(prefix):]
 
 
-def test_iceberg_table_lives_on_s3_through_its_whole_life(lake, s3):
-    server, bucket = lake
+def test_iceberg_table_lives_on_s3_through_its_whole_life(backend, s3, tmp_path):
+    with serving(backend, s3, tmp_path, "s3") as (server, bucket):
+        _whole_life(server, bucket, s3)
+
+
+def _whole_life(server: RunningServer, bucket: str, s3: S3Server) -> None:
     writer, reader = catalog(server, s3), catalog(server, s3)
     namespace = f"ice_{uuid.uuid4().hex[:8]}"
 
@@ -134,6 +148,38 @@ def test_iceberg_table_lives_on_s3_through_its_whole_life(lake, s3):
     writer.drop_namespace(namespace)
     assert (namespace,) not in reader.list_namespaces()
     assert s3.keys(bucket, "") == kept
+
+
+def test_namespace_placed_at_s3_under_an_s3a_warehouse_renames_across_namespaces(backend, s3, tmp_path):
+    """A warehouse written as Hive and Spark write it (s3a://) and a namespace the client places at an s3:// prefix
+    of its own: the table goes under that prefix, and a rename into another namespace leaves it there."""
+    with serving(backend, s3, tmp_path, "s3a") as (server, bucket):
+        writer, reader = catalog(server, s3), catalog(server, s3)
+        source, target = f"src_{uuid.uuid4().hex[:8]}", f"dst_{uuid.uuid4().hex[:8]}"
+        placed = f"s3://{bucket}/lake/{source}"
+        writer.create_namespace(source, {"location": placed})
+        writer.create_namespace(target)
+        assert reader.load_namespace_properties(source)["location"] == placed
+        assert reader.load_namespace_properties(target)["location"] == f"s3a://{bucket}/warehouse/{target}.db"
+
+        table = writer.create_table(f"{source}.events", schema=SCHEMA)
+        assert table.location() == f"{placed}/events"
+        table.append(rows(0, 4))
+        objects = s3.keys(bucket, "")
+        assert objects and all(key.startswith(f"lake/{source}/events/") for key in objects)
+
+        moved = writer.rename_table(f"{source}.events", f"{target}.events")
+        assert moved.location() == f"{placed}/events"
+        assert s3.keys(bucket, "") == objects   # EXTERNAL: not moved under the target namespace's location
+        _check_hms_table(server, target, "events", f"{placed}/events", table.metadata_location)
+        assert writer.list_tables(source) == []
+        assert read_rows(reader.load_table(f"{target}.events")) == [(i, f"row-{i}") for i in range(4)]
+
+        _drop_deleting_data(server, target, "events")
+        writer.drop_namespace(source)
+        writer.drop_namespace(target)
+        assert {(source,), (target,)}.isdisjoint(reader.list_namespaces())
+        assert s3.keys(bucket, "") == objects
 
 
 def _check_hms_table(server: RunningServer, namespace: str, name: str, location: str, metadata: str) -> None:
