@@ -132,6 +132,40 @@ def test_rename_onto_a_prefix_holding_objects_is_refused_and_moves_nothing(lake:
     assert lake.keys(f"warehouse/{db}.db/") == sorted(sources + squatter)
 
 
+def test_a_rename_the_store_refuses_after_the_copy_deletes_the_copies(lake: Lake) -> None:
+    """The objects are copied before the metadata changes: when the change is refused (the new name is taken by a
+    table placed elsewhere), the copies are deleted and the sources are whole."""
+    c = lake.client()
+    db = lake.database(c)
+    sources = _files(lake, f"warehouse/{db}.db/t1", ["a", "sub/b"])
+    c.create_table(table(T, db, "t1"))
+    c.create_table(table(T, db, "t2", location=f"s3a://{lake.bucket}/data/{db}/t2"))
+    copies = lake.requests("copy_object")
+    renamed = c.get_table(db, "t1")
+    renamed.tableName = "t2"
+    with pytest.raises(T.InvalidOperationException):
+        c.alter_table(db, "t1", renamed)
+    assert lake.requests("copy_object") - copies == len(sources)   # copied, then undone
+    assert lake.keys(f"warehouse/{db}.db/") == sources
+    assert c.get_table(db, "t1").sd.location == f"{lake.root}/{db}.db/t1"
+
+
+def test_rename_partition_moves_its_objects(lake: Lake) -> None:
+    c = lake.client()
+    db = lake.database(c)
+    c.create_table(table(T, db, "t1", part_keys=[("k", "string")]))
+    parted = c.get_table(db, "t1")
+    for value in ("1", "10"):
+        _files(lake, f"warehouse/{db}.db/t1/k={value}", ["a", "_SUCCESS"])
+        c.add_partitions([partition(T, parted, [value])])
+    moved = c.get_partition(db, "t1", ["1"])
+    moved.values = ["2"]
+    c.rename_partition(db, "t1", ["1"], moved)
+    assert c.get_partition(db, "t1", ["2"]).sd.location == f"{lake.root}/{db}.db/t1/k=2"
+    assert lake.keys(f"warehouse/{db}.db/") == [f"warehouse/{db}.db/t1/k={v}/{n}" for v in ("10", "2")
+                                                for n in ("_SUCCESS", "a")]
+
+
 def test_rename_of_a_table_at_a_chosen_location_moves_nothing(lake: Lake) -> None:
     c = lake.client()
     db = lake.database(c)
