@@ -166,3 +166,20 @@ def test_a_black_holed_store_fails_calls_within_the_bound_and_the_server_recover
     c.create_table(table(T, db, "t1"))   # no restart: the same call succeeds
     assert c.get_table(db, "t1").sd.location == f"{lake.root}/{db}.db/t1"
     assert lake.requests("list_objects_v2") > oks
+
+
+def test_a_store_that_drops_connections_fails_calls_and_the_server_recovers(healed: Failing) -> None:
+    lake, line = healed.lake, healed.line
+    c = lake.client()
+    db = lake.database(c)
+    errors = lake.requests("list_objects_v2", "error")
+    line.cut()   # every connection closed at once, new ones too
+    started = time.monotonic()
+    with pytest.raises(T.MetaException) as failure:
+        c.create_table(table(T, db, "t1"))
+    assert time.monotonic() - started < CALL_BOUND_S
+    _blames_the_store(failure.value.message)
+    assert lake.requests("list_objects_v2", "error") > errors
+    line.restore()
+    c.create_table(table(T, db, "t1"))
+    assert c.get_table(db, "t1").sd.location == f"{lake.root}/{db}.db/t1"

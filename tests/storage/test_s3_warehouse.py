@@ -294,3 +294,28 @@ def test_truncate_empties_the_prefix_and_only_it(lake: Lake) -> None:
     assert _stats(c.get_table(db, "t1").parameters) == ("0", "0")
     assert _stats(c.get_partition(db, "p1", ["1"]).parameters) == ("0", "0")
     assert _stats(c.get_partition(db, "p1", ["2"]).parameters) == ("2", str(2 * SIZE))
+
+
+def test_keys_with_escaped_and_unusual_characters_are_counted_moved_and_deleted(lake: Lake) -> None:
+    """Hive escapes '/' (and '%', '=', ...) in a partition's directory name (`k=a%2Fb`); the key holds those
+    characters literally, as do keys with spaces, '+' and non-ASCII letters, which S3 requests must encode."""
+    c = lake.client()
+    db = lake.database(c)
+    c.create_table(table(T, db, "t1", part_keys=[("k", "string")]))
+    parted = c.get_table(db, "t1")
+    values = {"a/b": "k=a%2Fb", "x y+z": "k=x y+z", "é~ü": "k=é~ü"}
+    for value, directory in values.items():
+        _files(lake, f"warehouse/{db}.db/t1/{directory}", ["data 1+1.txt", "naïve"])
+        c.add_partitions([partition(T, parted, [value])])
+        added = c.get_partition(db, "t1", [value])
+        assert added.sd.location == f"{lake.root}/{db}.db/t1/{directory}"
+        assert _stats(added.parameters) == ("2", str(2 * SIZE))
+    renamed = c.get_table(db, "t1")
+    renamed.tableName = "t2"
+    c.alter_table(db, "t1", renamed)
+    assert lake.keys(f"warehouse/{db}.db/") == sorted(f"warehouse/{db}.db/t2/{d}/{n}" for d in values.values()
+                                                      for n in ("data 1+1.txt", "naïve"))
+    c.drop_partition(db, "t2", ["a/b"], True)
+    assert not lake.keys(f"warehouse/{db}.db/t2/k=a%2Fb/")
+    c.drop_table(db, "t2", True)
+    assert lake.keys(f"warehouse/{db}.db/") == []
