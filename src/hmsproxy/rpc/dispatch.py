@@ -29,6 +29,7 @@ from hmsproxy.ops.audit import AuditLog
 from hmsproxy.ops.burst_log import BurstLog
 from hmsproxy.ops.metrics import Metrics
 from hmsproxy.rpc.repeated_requests import Repeat, RepeatedRequests
+from hmsproxy.storage.object_store import ObjectStoreError
 from hmsproxy.store.reader import Reader
 from hmsproxy.store.ready import Held, Ready
 
@@ -66,6 +67,8 @@ def client_message(api: str, exc: Exception) -> str:
         what = "the metastore database refused the change (a constraint was violated)"
     elif isinstance(exc, sa_exc.DBAPIError):
         what = "the metastore database failed the request"
+    elif isinstance(exc, ObjectStoreError):
+        what = "the object store holding its data could not be reached or failed the request"
     else:
         what = "an internal error occurred"
     return f"{api}: {what}; nothing was changed (server log: error id {error_id})"

@@ -128,10 +128,14 @@ class Warehouse:
                 return
 
     def remove(self, location: str | None) -> None:
-        """Deletes an object's directory; never one that holds something kept (then it logs and keeps it)."""
+        """Deletes an object's directory; never one that holds something kept (then it logs and keeps it). It runs
+        once a drop committed: a failure is logged, as HMS logs a directory it could not delete, not raised."""
         place = self._served(location)
         if place is not None:
-            self.objects.remove(place)
+            try:
+                self.objects.remove(place)
+            except OSError as exc:
+                log.warning("could not delete %s: %s", location, exc)
             return
         path = local_path(location)
         if path is None or not path.exists():
