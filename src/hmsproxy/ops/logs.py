@@ -22,3 +22,9 @@ def configure(level: str, log_format: str) -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(JsonLines() if log_format == "json" else logging.Formatter(TEXT_FORMAT))
     logging.basicConfig(level=level.upper(), handlers=[handler])
+    for name in CREDENTIAL_LOGGERS:   # even at DEBUG: they log request headers, which carry the access key id
+        logging.getLogger(name).setLevel(max(logging.INFO, logging.getLogger().level))
+
+
+# The object-store client libraries, whose DEBUG lines hold each request's signed headers.
+CREDENTIAL_LOGGERS = ("botocore", "aiobotocore", "s3fs", "fsspec", "urllib3", "aiohttp")

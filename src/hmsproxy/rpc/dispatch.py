@@ -68,7 +68,9 @@ def client_message(api: str, exc: Exception) -> str:
     elif isinstance(exc, sa_exc.DBAPIError):
         what = "the metastore database failed the request"
     elif isinstance(exc, ObjectStoreError):
-        what = "the object store holding its data could not be reached or failed the request"
+        # The metadata is unchanged; data work done before the failure may stand (a truncate's first deletes).
+        return (f"{api}: the object store holding its data could not be reached or failed the request; the metadata "
+                f"was not changed (server log: error id {error_id})")
     else:
         what = "an internal error occurred"
     return f"{api}: {what}; nothing was changed (server log: error id {error_id})"
