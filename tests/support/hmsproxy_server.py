@@ -79,6 +79,8 @@ class _Launch:
 
     def start(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("HMSPROXY_")} | self.environment
+        if env.get("PYTHONPATH"):   # the process runs in its workdir: a relative entry would name nothing there
+            env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in env["PYTHONPATH"].split(os.pathsep))
         self.port, self.metrics_port = self.ports or free_ports(2)
         self.log_path = self.workdir / f"hmsproxy-{self.port}.log"
         with open(self.log_path, "w") as log:  # the child writes to its own copy of the file descriptor
