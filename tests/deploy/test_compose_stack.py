@@ -68,7 +68,7 @@ def _hmsproxy_services(services: dict[str, dict]) -> dict[str, dict]:
 @needs_compose
 def test_default_stack_from_a_fresh_clone(empty_env):
     services = _services(_config(env_file=empty_env), None)
-    assert set(services) == {"mariadb", "hmsproxy", "prometheus", "grafana"}
+    assert set(services) == {"mariadb", "minio", "create-bucket", "hmsproxy", "prometheus", "grafana"}
     assert list(_hmsproxy_services(services)) == ["hmsproxy"]
 
 
@@ -78,8 +78,11 @@ def test_hmsproxy_waits_for_the_database_and_is_healthy_once_ready(empty_env, pr
     args = ("--profile", profile) if profile else ()
     services = _services(_config(*args, env_file=empty_env), profile)
     assert services["mariadb"]["healthcheck"]["test"], "depends_on service_healthy needs a health check"
+    assert services["minio"]["healthcheck"]["test"], "depends_on service_healthy needs a health check"
+    assert services["create-bucket"]["depends_on"]["minio"]["condition"] == "service_healthy"
     for name, service in _hmsproxy_services(services).items():
         assert service["depends_on"]["mariadb"]["condition"] == "service_healthy", name
+        assert service["depends_on"]["create-bucket"]["condition"] == "service_completed_successfully", name
         check = " ".join(service["healthcheck"]["test"])
         assert f"http://127.0.0.1:{METRICS_PORT}/readyz" in check, (name, check)
         assert service["environment"]["HMSPROXY_METRICS_PORT"] == str(METRICS_PORT), name
@@ -106,15 +109,37 @@ def test_the_database_url_is_the_mariadb_service_credentials(empty_env, env_file
 
 
 @needs_compose
+@pytest.mark.parametrize("env_file", ["none", "example"])
+def test_the_warehouse_is_the_bucket_created_on_minio(empty_env, env_file):
+    """Every instance's warehouse is on the bucket the one-shot service creates, reached at the MinIO service
+    with path-style requests and MinIO's credentials, given as the standard AWS variables."""
+    config = _config("--profile", "scale", env_file=empty_env if env_file == "none" else ENV_EXAMPLE)
+    services = config["services"]
+    minio, create_bucket = services["minio"]["environment"], services["create-bucket"]["environment"]
+    assert "mc mb --ignore-existing" in " ".join(services["create-bucket"]["command"])
+    assert (create_bucket["MINIO_ROOT_USER"], create_bucket["MINIO_ROOT_PASSWORD"]) == (
+        minio["MINIO_ROOT_USER"], minio["MINIO_ROOT_PASSWORD"])
+    assert len(str(minio["MINIO_ROOT_PASSWORD"])) >= 8, "MinIO refuses to start with a shorter password"
+    assert any(volume.split(":")[1] == "/data" for volume in services["minio"]["volumes"])
+    for name, service in _hmsproxy_services(services).items():
+        environment = {k: str(v) for k, v in service["environment"].items()}
+        settings = from_environment(environment)
+        assert str(settings["warehouse"]).startswith(f"s3a://{create_bucket['WAREHOUSE_BUCKET']}/"), name
+        assert (settings["s3_endpoint"], settings["s3_path_style"]) == ("http://minio:9000", "true"), name
+        assert (environment["AWS_ACCESS_KEY_ID"], environment["AWS_SECRET_ACCESS_KEY"]) == (
+            minio["MINIO_ROOT_USER"], minio["MINIO_ROOT_PASSWORD"]), name
+        assert environment["AWS_REGION"], name
+
+
+@needs_compose
 def test_scale_profile_two_instances_behind_one_balancer(empty_env):
     services = _services(_config("--profile", "scale", env_file=empty_env), "scale")
     instances = _hmsproxy_services(services)
     assert sorted(instances) == ["hmsproxy", "hmsproxy-2"]
     urls = {service["environment"]["HMSPROXY_DB"] for service in instances.values()}
     assert len(urls) == 1, "both instances on the one database"
-    for name, service in instances.items():  # one warehouse, where the setting says
-        mounts = {volume.split(":")[1]: volume.split(":")[0] for volume in service["volumes"]}
-        assert mounts[service["environment"]["HMSPROXY_WAREHOUSE"]] == "warehouse", name
+    warehouses = {service["environment"]["HMSPROXY_WAREHOUSE"] for service in instances.values()}
+    assert len(warehouses) == 1, "both instances on the one warehouse"
     balancer = services["balancer"]
     assert {name: dep["condition"] for name, dep in balancer["depends_on"].items()} == {
         name: "service_healthy" for name in instances}
@@ -179,7 +204,7 @@ def test_no_password_in_the_compose_file():
         for password in re.findall(r"://[^:/@\s]+:([^@\s]+)@", masked):
             assert password == "__variable__", line
             checked += 1
-    assert checked >= 3  # MariaDB's two, Grafana's, the database URL's
+    assert checked >= 7  # MariaDB's two, Grafana's, the database URL's, MinIO's (its own, create-bucket's, hmsproxy's)
 
 
 def test_env_example_declares_every_variable():
@@ -202,7 +227,7 @@ def _env_example() -> dict[str, str]:
 
 def test_env_example_passwords_are_placeholders():
     passwords = {key: value for key, value in _env_example().items() if "PASSWORD" in key}
-    assert len(passwords) == 3 and all(value.startswith("example-") for value in passwords.values()), passwords
+    assert len(passwords) == 4 and all(value.startswith("example-") for value in passwords.values()), passwords
 
 
 def test_the_image_reports_ready_and_keeps_its_data_in_a_volume():
