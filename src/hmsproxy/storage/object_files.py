@@ -4,7 +4,7 @@ An object store has no directories: a database, table or partition "exists" once
 Creating one writes nothing (no marker object; Spark, Hive on S3A and Iceberg write into a prefix without one), so
 a new location costs one listing request and nothing is left to clean up. Deleting one deletes every object under
 its prefix (`key/`, so `t1` never takes `t10`), a thousand to a request. Moving one copies every object (the store
-copies, the bytes never pass through here) and deletes the sources only once the metadata change committed: a
+copies, COPIES_AT_ONCE at a time) and deletes the sources only once the metadata change committed: a
 failure while copying deletes the copies made and leaves the sources whole, a failure after the commit leaves
 sources behind (logged), never a table without its data.
 
@@ -13,12 +13,17 @@ Never deleted, emptied or moved: a bucket's root, or a prefix that holds the war
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor, wait
 
 from hmsproxy.ops.burst_log import BurstLog
 from hmsproxy.storage.locations import ObjectPlace
 from hmsproxy.storage.object_store import ObjectStores
 
 log = logging.getLogger(__name__)
+# The copies of a move, made this many at a time: the store copies (the bytes never pass through here), so a
+# thousand objects cost a thousand round trips, which one at a time would hold a rename for one each.
+COPIES_AT_ONCE = 16
+_COPIERS = ThreadPoolExecutor(max_workers=COPIES_AT_ONCE, thread_name_prefix="object-copies")
 
 
 class ObjectFiles:
@@ -69,15 +74,15 @@ class ObjectFiles:
         if not self.is_empty(target):
             raise FileExistsError(f"cannot move {source} to {target}: the target already holds objects")
         client = self.stores.client(source.family)
-        copied: list[str] = []
-        try:
-            for key in self.keys(source):
-                copy = target.prefix + key[len(source.prefix):]
-                client.copy(source.bucket, key, copy)
-                copied.append(copy)
-        except BaseException:
+        keys = self.keys(source)
+        copies = [target.prefix + key[len(source.prefix):] for key in keys]
+        started = [_COPIERS.submit(client.copy, source.bucket, key, copy) for key, copy in zip(keys, copies)]
+        wait(started)   # all of them, so that no copy lands after the undo below
+        failures = [error for error in (future.exception() for future in started) if error is not None]
+        copied = [copy for copy, future in zip(copies, started) if future.exception() is None]
+        if failures:
             self.delete_keys(target, copied)
-            raise
+            raise failures[0]
         return copied
 
     def delete_keys(self, place: ObjectPlace, keys: list[str]) -> None:

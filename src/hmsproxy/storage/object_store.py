@@ -125,7 +125,8 @@ class S3Objects:
 
         config: dict[str, object] = {
             "connect_timeout": settings.connect_timeout_s, "read_timeout": settings.read_timeout_s,
-            "retries": {"max_attempts": settings.attempts, "mode": "standard"}}
+            "retries": {"max_attempts": settings.attempts, "mode": "standard"},
+            "max_pool_connections": 32}   # a move's copies run 16 at a time (object_files.py), beside other calls
         if settings.s3_path_style is not None:
             config["s3"] = {"addressing_style": "path" if settings.s3_path_style else "virtual"}
         region = settings.s3_region or os.environ.get("AWS_REGION") or None
