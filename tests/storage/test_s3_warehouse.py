@@ -64,6 +64,23 @@ def test_quick_stats_of_an_added_partition(lake: Lake) -> None:
     assert _stats(c.get_partition(db, "t1", ["1"]).parameters) == ("3", str(3 * SIZE))
 
 
+def test_each_of_many_added_partitions_gets_its_own_stats(lake: Lake) -> None:
+    """A request adding many partitions lists them side by side (a pool, as Hive's fshandler threads): each gets the
+    figures of its own prefix, a new one none."""
+    c = lake.client()
+    db = lake.database(c)
+    c.create_table(table(T, db, "t1", part_keys=[("k", "string")]))
+    parted = c.get_table(db, "t1")
+    filled = {str(n): n for n in range(1, 40, 3)}   # partition value -> the objects under it
+    for value, count in filled.items():
+        _files(lake, f"warehouse/{db}.db/t1/k={value}", [f"f{i}" for i in range(count)])
+    values = sorted({*filled, *(f"new{n}" for n in range(12))})
+    c.add_partitions([partition(T, parted, [value]) for value in values])
+    for value in values:
+        expected = (str(filled[value]), str(filled[value] * SIZE)) if value in filled else (None, None)
+        assert _stats(c.get_partition(db, "t1", [value]).parameters) == expected, value
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_quick_stats_are_skipped_past_the_limit(s3, backend, tmp_path) -> None:
     with lake_server(s3, backend, tmp_path, quick_stats_max_files=5) as lake:
