@@ -52,19 +52,26 @@ def _log(server: RunningServer) -> str:
     return log
 
 
+def _served_log(s3: S3Server, bucket: str, tmp_path: Path, url: str, *args: str,
+                environment: dict[str, str] | None = None) -> str:
+    """`hmsproxy serve` with its warehouse in the bucket, checked to serve it and to show no credential in its
+    arguments; its log once stopped."""
+    server = start_hmsproxy_process(tmp_path / "hms", url, "--warehouse", f"s3a://{bucket}/warehouse", *args,
+                                    environment=environment)
+    try:
+        _serves_its_warehouse(s3, bucket, server)
+        _arguments_name_no_credential(server)
+    finally:
+        server.stop()
+    return _log(server)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_server_configured_by_the_aws_variables_alone(s3, backend, tmp_path) -> None:
     bucket = s3.new_bucket()
     with fresh_database(backend, tmp_path) as url:
-        server = start_hmsproxy_process(tmp_path / "hms", url, "--warehouse", f"s3a://{bucket}/warehouse",
-                                        environment=s3.environment())
-        try:
-            _serves_its_warehouse(s3, bucket, server)
-            _arguments_name_no_credential(server)
-        finally:
-            server.stop()
-        log = _log(server)
-        assert SECRET_KEY not in log and ACCESS_KEY not in log
+        log = _served_log(s3, bucket, tmp_path, url, environment=s3.environment())
+    assert SECRET_KEY not in log and ACCESS_KEY not in log
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -74,15 +81,8 @@ def test_a_server_configured_by_hive_site_s3a_keys(s3, backend, tmp_path) -> Non
     bucket = s3.new_bucket()
     site = s3a_site(tmp_path / "hive-site.xml", s3)
     with fresh_database(backend, tmp_path) as url:
-        server = start_hmsproxy_process(tmp_path / "hms", url, "--warehouse", f"s3a://{bucket}/warehouse",
-                                        "--hive-site", str(site), "--log-level", "DEBUG")
-        try:
-            _serves_its_warehouse(s3, bucket, server)
-            _arguments_name_no_credential(server)
-        finally:
-            server.stop()
-        # At DEBUG too: botocore's own DEBUG lines carry each request's headers (the access key's id in the
-        # Authorization header's Credential=), so its loggers stay at INFO whatever the server's level.
-        log = _log(server)
-        assert SECRET_KEY not in log and ACCESS_KEY not in log
-        assert " DEBUG " in log   # the server's own DEBUG lines are there
+        log = _served_log(s3, bucket, tmp_path, url, "--hive-site", str(site), "--log-level", "DEBUG")
+    # At DEBUG too: botocore's own DEBUG lines carry each request's headers (the access key's id in the
+    # Authorization header's Credential=), so its loggers stay at INFO whatever the server's level.
+    assert SECRET_KEY not in log and ACCESS_KEY not in log
+    assert " DEBUG " in log   # the server's own DEBUG lines are there
