@@ -3,8 +3,10 @@ database pool (connections in use, waits for one) and the time of the last succe
 log. Read from a real server's /metrics while real clients call it."""
 from __future__ import annotations
 
+import os
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -63,3 +65,15 @@ def test_the_last_successful_poll_of_the_notification_log_is_recent(tmp_path):
         started = time.time()
         wait_for(lambda: metric(server, "hmsproxy_notification_last_poll_timestamp_seconds") >= started,
                  "a poll after the test started")
+
+
+def test_the_process_reports_its_memory_cpu_and_open_files(tmp_path):
+    """The process collector: RSS (what deploy/'s memory sizing rests on), CPU and open files, as the kernel counts
+    them for this process (the server runs in the test's own process here)."""
+    with start_hmsproxy(tmp_path, metrics_port=free_port()) as server:
+        rss = metric(server, "process_resident_memory_bytes")
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+        assert 0.5 < rss / (pages * os.sysconf("SC_PAGE_SIZE")) < 2
+        assert metric(server, "process_cpu_seconds_total") > 0
+        assert 0 < metric(server, "process_open_fds") <= len(os.listdir("/proc/self/fd"))
+        assert metric(server, "process_max_fds") > 0

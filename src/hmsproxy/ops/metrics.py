@@ -6,7 +6,15 @@ import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+)
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
@@ -22,6 +30,9 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        # The process's own figures (process_resident_memory_bytes, _cpu_seconds_total, _open_fds, ...): the memory
+        # sizing in deploy/ rests on RSS, which an operator must be able to watch and alert on.
+        ProcessCollector(registry=self.registry)
         # Counted on every call, so without prometheus_client's locks (tallies.py); CallMetrics exports them.
         self.requests: Tallies[tuple[str, str]] = Tallies()           # (method, outcome)
         self.latency: HistogramTallies[str] = HistogramTallies(LATENCY_BUCKETS)   # by method
