@@ -89,6 +89,16 @@ def test_hmsproxy_waits_for_the_database_and_is_healthy_once_ready(empty_env, pr
 
 
 @needs_compose
+def test_every_containers_log_is_capped(empty_env):
+    """json-file logs rotate: no service, however chatty, fills the host's disk."""
+    services = _services(_config("--profile", "scale", env_file=empty_env), "scale")
+    for name, service in services.items():
+        logging = service.get("logging") or {}
+        assert logging.get("driver") == "json-file", name
+        assert re.fullmatch(r"\d+m", logging["options"]["max-size"]) and int(logging["options"]["max-file"]) > 1, name
+
+
+@needs_compose
 @pytest.mark.parametrize("env_file", ["none", "example"])
 def test_the_database_url_is_the_mariadb_service_credentials(empty_env, env_file):
     """hmsproxy's URL and MariaDB's first-start variables come from the same variables (with and without a

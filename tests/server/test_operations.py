@@ -4,6 +4,7 @@ line. Each through the real command or a real server and client."""
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 import uuid
 from pathlib import Path
@@ -69,6 +70,23 @@ def test_every_call_is_audited_with_its_user_address_object_and_outcome(tmp_path
         ("alice", "127.0.0.1", "get_table", "hive.sales",
          "missing\tor\nnot" if log_format == "json" else "missing\\tor\\nnot", "NoSuchObjectException"),
     ]
+
+
+def test_the_audit_log_survives_rotation_by_copytruncate(tmp_path):
+    """logrotate's copytruncate copies the file and empties it in place; the server, writing in append mode, puts
+    its next line at the start of the emptied file (no run of NUL bytes where the old lines were)."""
+    audit = tmp_path / "audit.log"
+    with start_hmsproxy(tmp_path, audit_log=str(audit)) as server:
+        client = _client(server)
+        for _ in range(5):
+            client.get_all_databases()
+        os.truncate(audit, 0)
+        client.get_all_functions()
+        client.close()
+    data = audit.read_bytes()
+    assert b"\0" not in data
+    assert [dict(f.split("=", 1) for f in line.split("\t"))["cmd"] for line in data.decode().splitlines()] == [
+        "get_all_functions"]
 
 
 def test_a_table_answered_from_ready_bytes_again_is_audited_every_time(tmp_path):
