@@ -16,7 +16,7 @@ PROMTOOL = shutil.which("promtool")
 needs_promtool = pytest.mark.usefixtures("promtool_installed")
 DURATION = re.compile(r"^(\d+(ms|s|m|h|d|w|y))+$")
 REQUIRED = {"HmsproxyDown", "HmsproxyPrewarmStuck", "HmsproxyCacheHitRatioLow", "HmsproxyNotificationLagHigh",
-            "HmsproxyErrorRateHigh"}
+            "HmsproxyErrorRateHigh", "HmsproxyReplicaMissing", "HmsproxyUpstreamDown", "HmsproxyPollerStopped"}
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +75,20 @@ CASES = {
     "HmsproxyDown": (
         [_series("a", "up", "0x40"), _series("b", "up", "1x40")],
         [('up{job="hmsproxy", instance="a"}', 0)]),
+    "HmsproxyReplicaMissing": (
+        [  # a: up throughout; b: up, then gone from discovery at minute 20 (no sample at all, not 0: no
+           # HmsproxyDown); c: down throughout (HmsproxyDown's case, not a missing replica)
+            _series("a", "up", "1x40"), _series("b", "up", "1x19 _x20"), _series("c", "up", "0x40")],
+        [("{}", 1)]),   # one instance up, where two were
+    "HmsproxyUpstreamDown": (
+        [_series("a", "hmsproxy_upstream_up", "0x40"), _series("b", "hmsproxy_upstream_up", "1x40")],
+        [('hmsproxy_upstream_up{job="hmsproxy", instance="a"}', 0)]),
+    "HmsproxyPollerStopped": (
+        [  # a: its last good read at t=100 s; b: reading (the timestamp follows the clock); c: --no-cache (0)
+            _series("a", "hmsproxy_notification_last_poll_timestamp_seconds", "100x40"),
+            _series("b", "hmsproxy_notification_last_poll_timestamp_seconds", "0+60x40"),
+            _series("c", "hmsproxy_notification_last_poll_timestamp_seconds", "0x40")],
+        [('{job="hmsproxy", instance="a"}', 1700)]),   # 30 minutes in: 1,800 s - 100 s
     "HmsproxyPrewarmStuck": (
         [  # a: stuck at 3 of 10 tables; b: loading a table a minute; c: --no-cache (no prewarm series); d: ready
             _series("a", "hmsproxy_prewarm_complete", "0x40"),

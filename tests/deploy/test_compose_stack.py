@@ -68,7 +68,8 @@ def _hmsproxy_services(services: dict[str, dict]) -> dict[str, dict]:
 @needs_compose
 def test_default_stack_from_a_fresh_clone(empty_env):
     services = _services(_config(env_file=empty_env), None)
-    assert set(services) == {"mariadb", "minio", "create-bucket", "hmsproxy", "prometheus", "grafana"}
+    assert set(services) == {"mariadb", "minio", "create-bucket", "hmsproxy", "prometheus", "alertmanager",
+                             "grafana"}
     assert list(_hmsproxy_services(services)) == ["hmsproxy"]
 
 
@@ -86,6 +87,23 @@ def test_hmsproxy_waits_for_the_database_and_is_healthy_once_ready(empty_env, pr
         check = " ".join(service["healthcheck"]["test"])
         assert f"http://127.0.0.1:{METRICS_PORT}/readyz" in check, (name, check)
         assert service["environment"]["HMSPROXY_METRICS_PORT"] == str(METRICS_PORT), name
+
+
+@needs_compose
+def test_prometheus_sends_its_alerts_to_the_stacks_alertmanager(empty_env):
+    """Alerts reach a receiver a user replaces, not only Prometheus' UI: Prometheus names the compose's
+    Alertmanager, which routes every alert to the one receiver its config declares."""
+    services = _services(_config(env_file=empty_env), None)
+    targets = [target for manager in load_yaml(PROMETHEUS_CONFIG)["alerting"]["alertmanagers"]
+               for config in manager["static_configs"] for target in config["targets"]]
+    assert targets == ["alertmanager:9093"] and "alertmanager" in services
+    assert f"{ROOT}/deploy/alertmanager/alertmanager.yml:/etc/alertmanager/alertmanager.yml:ro" in \
+        services["alertmanager"]["volumes"]
+    config = load_yaml(ROOT / "deploy" / "alertmanager" / "alertmanager.yml")
+    receivers = [receiver["name"] for receiver in config["receivers"]]
+    assert config["route"]["receiver"] in receivers and len(receivers) == 1
+    assert all(hook["url"].startswith("http") for receiver in config["receivers"]
+               for hook in receiver.get("webhook_configs", []))
 
 
 @needs_compose
