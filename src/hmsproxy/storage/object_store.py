@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from hmsproxy.ops.burst_log import BurstLog
-from hmsproxy.ops.config import OBJECT_STORE_SCHEMES, Settings
+from hmsproxy.ops.config import Settings
 from hmsproxy.ops.metrics import Metrics
+from hmsproxy.storage.locations import object_place
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -246,8 +247,9 @@ class ObjectStores:
     def of(cls, settings: Settings, metrics: Metrics | None) -> ObjectStores:
         """The stores the server's settings name, and the warehouse's own."""
         families = {family for family in settings.object_stores.split(",") if family}
-        if settings.warehouse_on_object_store:
-            families.add(OBJECT_STORE_SCHEMES[settings.warehouse.partition(":")[0].lower()])
+        root = object_place(settings.warehouse_location)
+        if root is not None:
+            families.add(root.family)
         return cls(frozenset(families), ObjectStoreSettings(
             s3_endpoint=settings.s3_endpoint, s3_region=settings.s3_region,
             s3_path_style=None if not settings.s3_path_style else settings.s3_path_style == "true",

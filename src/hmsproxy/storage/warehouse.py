@@ -34,11 +34,6 @@ def _inside(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
-def _object_location(root: str, place: ObjectPlace) -> str:
-    """The warehouse root as its scheme was written (s3a stays s3a), without a trailing '/'."""
-    return f"{root.partition('://')[0].lower()}://{place.bucket}/{place.key}".rstrip("/")
-
-
 class Warehouse:
     """Computes default locations under the warehouse root and does the directory work."""
 
@@ -50,7 +45,7 @@ class Warehouse:
         `stores`: the object stores touched (none by default; the warehouse's own when it is on one)."""
         root_place = object_place(root) if isinstance(root, str) else None
         self.local_root = None if root_place is not None else Path(root)
-        self.location = _object_location(str(root), root_place) if root_place is not None else to_uri(Path(root))
+        self.location = str(root_place) if root_place is not None else to_uri(Path(root))
         if stores is None:
             stores = ObjectStores(frozenset({root_place.family}) if root_place else frozenset(),
                                   ObjectStoreSettings(), None)
