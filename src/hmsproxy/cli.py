@@ -85,6 +85,16 @@ def _serve_options() -> argparse.ArgumentParser:
                                           "unless --tls-key names it")
     serve.add_argument("--tls-key", help="the TLS certificate's private key (PEM)")
     serve.add_argument("--tls-client-ca", help="require client certificates signed by this CA (PEM): mutual TLS")
+    serve.add_argument("--iceberg-rest-port", type=int, help="port of the Iceberg REST catalog (default 0: off; "
+                                                             "Hive's metastore.catalog.servlet.port)")
+    serve.add_argument("--iceberg-rest-path", help="its base path (default iceberg: uri=http://host:port/iceberg)")
+    serve.add_argument("--iceberg-rest-tokens-file", help="bearer tokens the REST catalog accepts, one a line "
+                                                          "(default: none, open like the Thrift port)")
+    serve.add_argument("--iceberg-max-request-bytes", help="largest REST request body, e.g. 16mb (default)")
+    serve.add_argument("--iceberg-max-requests", type=int, help="REST requests served at once; beyond, 503 "
+                                                                "(default 64)")
+    serve.add_argument("--iceberg-lock-wait-s", help="longest a REST commit waits for its table's lock before "
+                                                     "failing with 409, which clients retry (default 30s)")
     serve.add_argument("--no-cache", dest="cache", action="store_const", const=False,
                        help="serve every call from the database (no server-side cache)")
     serve.add_argument("--cache-max-bytes", help="memory bound of the cache, e.g. 2gb (default 1gb)")

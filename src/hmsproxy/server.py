@@ -12,6 +12,8 @@ from sqlalchemy.engine import make_url
 from hmsproxy.handler import Handler, HandlerContext
 from hmsproxy.handler.common import now
 from hmsproxy.hive.hiveconf import hiveconf_defaults
+from hmsproxy.iceberg.app import RestServer
+from hmsproxy.iceberg.serving import start_rest
 from hmsproxy.idl import hms
 from hmsproxy.ops.audit import AuditLog
 from hmsproxy.ops.config import Settings
@@ -113,12 +115,15 @@ class RunningServer:
     reaper: Reaper | None
     upstream: UpstreamParts | None = None
     audit: AuditLog | None = None
+    rest: RestServer | None = None
 
     @property
     def port(self) -> int:
         return self.thrift.port
 
     def stop(self) -> None:
+        if self.rest is not None:
+            self.rest.stop()
         self.thrift.stop()
         if self.audit is not None:
             self.audit.close()
@@ -183,9 +188,9 @@ def start(settings: Settings) -> RunningServer:
     metrics = Metrics()
     if settings.upstream:
         return _start_in_front(settings, metrics)
+    stores = ObjectStores.of(settings, metrics)
     warehouse = Warehouse(_warehouse_root(settings), keep=_server_files(settings),
-                          quick_stats_max_files=settings.quick_stats_max_files,
-                          stores=ObjectStores.of(settings, metrics))
+                          quick_stats_max_files=settings.quick_stats_max_files, stores=stores)
     warehouse.prepare_root()
     sql_store = open_store(settings, warehouse, metrics)
     metrics.db_pool_in_use.set_function(sql_store.db.connections_in_use)
@@ -198,15 +203,17 @@ def start(settings: Settings) -> RunningServer:
                              partition_request_limit=settings.partition_request_limit)
     reaper = Reaper(store.reap_expired, settings.txn_reaper_interval_s)
     audit = _audit_log(settings)
-    thrift = _thrift_server(settings, Handler(context), metrics, audit)
+    handler = Handler(context)
+    thrift = _thrift_server(settings, handler, metrics, audit)
     complete = loader.complete if loader else None
     metrics_server = _metrics_server(settings, metrics, lambda: (complete is None or complete.is_set(), ""))
     thrift.start()
     reaper.start()
+    rest = start_rest(settings, handler, stores, metrics, audit) if settings.iceberg_rest_port else None
     log.info("hmsproxy serving thrift://%s:%d (%s, cache %s), warehouse %s, metrics %s", settings.host, thrift.port,
              "framed" if settings.framed else "unframed", "on" if settings.cache else "off", warehouse.location,
              f"http://{settings.host}:{metrics_server.port}/metrics" if metrics_server else "off")
-    return RunningServer(thrift, metrics_server, store, loader, poller, reaper, audit=audit)
+    return RunningServer(thrift, metrics_server, store, loader, poller, reaper, audit=audit, rest=rest)
 
 
 def _start_in_front(settings: Settings, metrics: Metrics) -> RunningServer:

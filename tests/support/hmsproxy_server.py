@@ -25,7 +25,7 @@ def start_hmsproxy(workdir: Path, db_url: str | None = None, **overrides) -> Run
     running = start(settings)
     return RunningServer(host="127.0.0.1", port=running.port, warehouse=settings.warehouse_path, workdir=workdir,
                          metrics_port=running.metrics_server.port if running.metrics_server else None,
-                         _stop=running.stop)
+                         rest_port=running.rest.port if running.rest else None, _stop=running.stop)
 
 
 def start_hmsproxy_process(workdir: Path, db_url: str, *extra_args: str, attempts: int = 3,

@@ -16,11 +16,16 @@ class RunningServer:
     metrics_port: int | None = None  # where /metrics is served, when the server has it on
     pid: int | None = None  # the server's process, when it runs in one of its own
     hive_schema: str | None = None  # the version of Hive's schema script that laid out its database, if one did
+    rest_port: int | None = None  # the Iceberg REST catalog's port, when it is on
     _stop: Callable[[], None] | None = field(default=None, repr=False, compare=False)
 
     @property
     def uri(self) -> str:
         return f"thrift://{self.host}:{self.port}"
+
+    @property
+    def rest_uri(self) -> str:
+        return f"http://{self.host}:{self.rest_port}/iceberg"
 
     def stop(self) -> None:
         """Stops the server; calling it again does nothing."""

@@ -52,6 +52,8 @@ HIVE_KEY_ALIASES: dict[str, str] = {
     "hive.metastore.use.ssl": "tls",
     "metastore.keystore.path": "tls_cert",
     "hive.metastore.keystore.path": "tls_cert",
+    "metastore.catalog.servlet.port": "iceberg_rest_port",
+    "metastore.iceberg.catalog.servlet.path": "iceberg_rest_path",
     "fs.s3a.endpoint": "s3_endpoint",
     "fs.s3a.endpoint.region": "s3_region",
     "fs.s3a.path.style.access": "s3_path_style",
@@ -128,6 +130,12 @@ class Settings:
     tls_cert: str = ""                    # PEM: the certificate chain, and the key unless tls_key names it
     tls_key: str = ""
     tls_client_ca: str = ""               # PEM: clients must present a certificate this CA signed
+    iceberg_rest_port: int = 0            # the Iceberg REST catalog's port (0: off; Hive's -1 is off too)
+    iceberg_rest_path: str = "iceberg"    # its base path, Hive 4.1's: uri=http://host:port/iceberg
+    iceberg_rest_tokens_file: str = ""    # bearer tokens it accepts, one a line (none: open, as the Thrift port is)
+    iceberg_max_request_bytes: int = 16 << 20   # a commit's or a plan's JSON body
+    iceberg_max_requests: int = 64        # requests served at once; beyond, 503 (each holds a thread)
+    iceberg_lock_wait_s: float = 30.0     # a commit waits this long for the table's lock, then fails (409: retry)
 
     @property
     def warehouse_on_object_store(self) -> bool:
@@ -199,12 +207,14 @@ def _coerce(name: str, value: Setting) -> Setting:
         return _object_stores(str(value))
     if name == "s3_path_style" and str(value).strip():
         return "true" if _coerce("s3_ssl", value) else "false"
-    if name in ("cache_max_bytes", "cache_hot_bytes", "max_message_bytes"):
+    if name == "iceberg_rest_port" and str(value).strip().startswith("-"):
+        return 0   # Hive's metastore.catalog.servlet.port is -1 when off
+    if name in ("cache_max_bytes", "cache_hot_bytes", "max_message_bytes", "iceberg_max_request_bytes"):
         return _size(name, value)
     if name in ("txn_timeout_s", "txn_reaper_interval_s", "check_lock_wait_s", "client_idle_timeout_s",
                 "evict_idle_after_s", "unlogged_check_s", "request_timeout_s", "db_connect_timeout_s",
                 "db_statement_timeout_s", "db_schema_wait_s", "upstream_refresh_s", "upstream_call_timeout_s",
-                "object_store_connect_timeout_s", "object_store_read_timeout_s"):
+                "object_store_connect_timeout_s", "object_store_read_timeout_s", "iceberg_lock_wait_s"):
         return _duration(name, value)
     if field_type == "float":
         try:
@@ -350,6 +360,8 @@ def resolve(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) 
         raise ValueError(f"setting 'log_format': expected one of {', '.join(LOG_FORMATS)}, got {settings.log_format!r}")
     if settings.db_password_file:
         settings = dataclasses.replace(settings, db=_with_password(settings.db, settings.db_password_file))
+    if settings.upstream and settings.iceberg_rest_port:
+        raise ValueError("--iceberg-rest-port serves tables of this server's own database, not of an --upstream HMS")
     if settings.upstream and not settings.cache:
         raise ValueError("--upstream serves through the cache: it cannot be combined with --no-cache")
     return settings

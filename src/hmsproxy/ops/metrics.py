@@ -133,6 +133,15 @@ class Metrics:
                                             "revalidation against an upstream without a notification log, by kind",
                                             ["kind"], registry=self.registry)
 
+        self.iceberg_requests = Counter("hmsproxy_iceberg_requests", "Requests to the Iceberg REST catalog, by "
+                                        "operation and HTTP status", ["operation", "code"], registry=self.registry)
+        self.iceberg_latency = Histogram("hmsproxy_iceberg_request_seconds", "Time of one Iceberg REST request, by "
+                                         "operation", ["operation"], buckets=LATENCY_BUCKETS, registry=self.registry)
+
+    def observe_iceberg(self, operation: str, code: str, seconds: float) -> None:
+        self.iceberg_requests.labels(operation, code).inc()
+        self.iceberg_latency.labels(operation).observe(seconds)
+
     def observe_upstream(self, method: str, seconds: float, outcome: str) -> None:
         self.upstream_calls.labels(method, outcome).inc()
         self.upstream_latency.labels(method).observe(seconds)

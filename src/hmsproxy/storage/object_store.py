@@ -133,7 +133,7 @@ class S3Objects:
         region = settings.s3_region or os.environ.get("AWS_REGION") or None
         self._fs = s3fs.S3FileSystem(
             key=settings.s3_access_key or None, secret=settings.s3_secret_key or None,
-            token=settings.s3_session_token or None, endpoint_url=_endpoint_url(settings) or None,
+            token=settings.s3_session_token or None, endpoint_url=endpoint_url(settings) or None,
             client_kwargs={"region_name": region} if region else {}, config_kwargs=config,
             skip_instance_cache=True, use_listings_cache=False)
         self._fs.retries = 1   # botocore retries (`attempts`); s3fs's own loop would multiply them
@@ -180,7 +180,7 @@ class S3Objects:
         return self._requests.run("get_object", f"{bucket}/{key}", request)
 
 
-def _endpoint_url(settings: ObjectStoreSettings) -> str:
+def endpoint_url(settings: ObjectStoreSettings) -> str:
     """fs.s3a.endpoint as Hadoop reads it: a host (and port) alone is https unless fs.s3a.connection.ssl.enabled is
     false."""
     endpoint = settings.s3_endpoint.strip()
@@ -259,7 +259,7 @@ class ObjectStores:
 
     def __init__(self, families: frozenset[str], settings: ObjectStoreSettings, metrics: Metrics | None) -> None:
         self.families = families
-        self._settings = settings
+        self.settings = settings
         self._metrics = metrics
         self._clients: dict[str, Objects] = {}
         self._making = threading.Lock()
@@ -275,7 +275,7 @@ class ObjectStores:
 
     def _made(self, family: str) -> Objects:
         if family == "s3":
-            return S3Objects(self._settings, self._metrics)
+            return S3Objects(self.settings, self._metrics)
         if family == "gcs":
             return FsspecObjects("gcs", self._metrics)
         return FsspecObjects("abfs", self._metrics)

@@ -1,0 +1,188 @@
+"""The REST catalog's endpoints (Iceberg's REST spec, 1.10): each a function from a Call to its JSON answer.
+
+`GET /v1/config` lists exactly the endpoints served here: pyiceberg and Java take that list as the whole set and
+refuse an operation it lacks rather than call it and fail."""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import orjson
+from pyiceberg.table.metadata import TableMetadata
+from starlette.responses import Response
+
+from hmsproxy.iceberg.errors import BadRequest
+from hmsproxy.iceberg.http import Call, Endpoint
+from hmsproxy.iceberg.names import TableName, namespace_from_path, one_level, table_identifier
+from hmsproxy.iceberg.tables import Loaded, Tables
+
+PREFIX = "/v1/{prefix}"
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str            # the spec's template after /v1/{prefix}; Starlette's path is the same without {prefix}/
+    operation: str
+    endpoint: Endpoint
+
+    @property
+    def advertised(self) -> str:
+        return f"{self.method} {PREFIX}/{self.path}"
+
+
+def _metadata_json(metadata: TableMetadata) -> orjson.Fragment:
+    return orjson.Fragment(metadata.model_dump_json())
+
+
+def _loaded(loaded: Loaded) -> dict[str, object]:
+    answer: dict[str, object] = {"metadata": _metadata_json(loaded.metadata), "config": {}}
+    if loaded.metadata_location is not None:
+        answer["metadata-location"] = loaded.metadata_location
+    return answer
+
+
+def _only_referenced(metadata: TableMetadata) -> TableMetadata:
+    """`snapshots=refs`: the snapshots a branch or tag points at, as the spec's load-table allows."""
+    kept = {ref.snapshot_id for ref in metadata.refs.values()}
+    return metadata.model_copy(update={"snapshots": [s for s in metadata.snapshots if s.snapshot_id in kept]})
+
+
+def _etag(metadata_location: str, snapshots: str) -> str:
+    return '"' + hashlib.sha256(f"{metadata_location}\n{snapshots}".encode()).hexdigest()[:40] + '"'
+
+
+def _properties(value: object, field: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise BadRequest(f"{field}: expected an object of strings")
+    return value
+
+
+def _strings(value: object, field: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise BadRequest(f"{field}: expected a list of strings")
+    return value
+
+
+class Catalog:
+    """The endpoint functions over one catalog's tables."""
+
+    def __init__(self, tables: Tables) -> None:
+        self.tables = tables
+        self.namespaces = tables.namespaces
+
+    def _table(self, call: Call) -> TableName:
+        return TableName(namespace_from_path(call.path["namespace"]), call.path["table"].lower())
+
+    def list_namespaces(self, call: Call) -> object:
+        parent = call.query.get("parent")
+        names, token = self.namespaces.listed(namespace_from_path(parent) if parent else None,
+                                            call.query.get("pageToken"), call.query_int("pageSize"))
+        return {"namespaces": [[name] for name in names], "next-page-token": token}
+
+    def create_namespace(self, call: Call) -> object:
+        body = call.json()
+        namespace = _strings(body.get("namespace"), "namespace")
+        name = one_level(namespace)
+        properties = self.namespaces.create(name, _properties(body.get("properties"), "properties"))
+        return {"namespace": [name], "properties": properties}
+
+    def load_namespace(self, call: Call) -> object:
+        name = namespace_from_path(call.path["namespace"])
+        return {"namespace": [name], "properties": self.namespaces.properties(name)}
+
+    def namespace_exists(self, call: Call) -> object:
+        self.namespaces.database(namespace_from_path(call.path["namespace"]))
+        return None
+
+    def drop_namespace(self, call: Call) -> object:
+        self.namespaces.drop(namespace_from_path(call.path["namespace"]))
+        return None
+
+    def update_namespace_properties(self, call: Call) -> object:
+        body = call.json()
+        return self.namespaces.update(namespace_from_path(call.path["namespace"]),
+                                      _strings(body.get("removals"), "removals"),
+                                      _properties(body.get("updates"), "updates"))
+
+    def list_tables(self, call: Call) -> object:
+        database = namespace_from_path(call.path["namespace"])
+        names, token = self.tables.listed(database, call.query.get("pageToken"), call.query_int("pageSize"))
+        return {"identifiers": [{"namespace": [database], "name": name} for name in names],
+                "next-page-token": token}
+
+    def create_table(self, call: Call) -> object:
+        return _loaded(self.tables.create(namespace_from_path(call.path["namespace"]), call.json()))
+
+    def register_table(self, call: Call) -> object:
+        return _loaded(self.tables.register(namespace_from_path(call.path["namespace"]), call.json()))
+
+    def load_table(self, call: Call) -> object:
+        snapshots = call.query.get("snapshots", "all")
+        if snapshots not in ("all", "refs"):
+            raise BadRequest(f"snapshots: expected all or refs, got {snapshots!r}")
+        table = self._table(call)
+        location = self.tables.metadata_location(table)
+        etag = _etag(location, snapshots)
+        if etag in _tags(call.headers):
+            return Response(status_code=304, headers={"ETag": etag})
+        loaded = self.tables.load(table)
+        if snapshots == "refs":
+            loaded = Loaded(_only_referenced(loaded.metadata), loaded.metadata_location)
+        response = Response(orjson.dumps(_loaded(loaded)), media_type="application/json", headers={"ETag": etag})
+        return response
+
+    def table_exists(self, call: Call) -> object:
+        self.tables.hms_table(self._table(call))
+        return None
+
+    def commit_table(self, call: Call) -> object:
+        body = call.json()
+        table = self._table(call)
+        if body.get("identifier") is not None and table_identifier(body["identifier"], "identifier") != table:
+            raise BadRequest("identifier: names another table than the path")
+        committed = self.tables.commit(table, body)
+        return {"metadata-location": committed.metadata_location, "metadata": _metadata_json(committed.metadata)}
+
+    def drop_table(self, call: Call) -> object:
+        purge = call.query.get("purgeRequested", "false").lower() == "true"
+        self.tables.drop(self._table(call), purge)
+        return None
+
+    def rename_table(self, call: Call) -> object:
+        body = call.json()
+        self.tables.rename(table_identifier(body.get("source"), "source"),
+                           table_identifier(body.get("destination"), "destination"))
+        return None
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("GET", "namespaces", "list_namespaces", self.list_namespaces),
+            Route("POST", "namespaces", "create_namespace", self.create_namespace),
+            Route("GET", "namespaces/{namespace}", "load_namespace", self.load_namespace),
+            Route("HEAD", "namespaces/{namespace}", "namespace_exists", self.namespace_exists),
+            Route("DELETE", "namespaces/{namespace}", "drop_namespace", self.drop_namespace),
+            Route("POST", "namespaces/{namespace}/properties", "update_namespace_properties",
+                  self.update_namespace_properties),
+            Route("GET", "namespaces/{namespace}/tables", "list_tables", self.list_tables),
+            Route("POST", "namespaces/{namespace}/tables", "create_table", self.create_table),
+            Route("POST", "namespaces/{namespace}/register", "register_table", self.register_table),
+            Route("GET", "namespaces/{namespace}/tables/{table}", "load_table", self.load_table),
+            Route("HEAD", "namespaces/{namespace}/tables/{table}", "table_exists", self.table_exists),
+            Route("POST", "namespaces/{namespace}/tables/{table}", "commit_table", self.commit_table),
+            Route("DELETE", "namespaces/{namespace}/tables/{table}", "drop_table", self.drop_table),
+            Route("POST", "tables/rename", "rename_table", self.rename_table),
+        ]
+
+
+def _tags(headers: Mapping[str, str]) -> set[str]:
+    return {tag.strip() for tag in headers.get("if-none-match", "").split(",") if tag.strip()}
+
+
+def config_answer(routes: list[Route], defaults: Mapping[str, str]) -> dict[str, object]:
+    return {"defaults": dict(defaults), "overrides": {}, "endpoints": [route.advertised for route in routes]}
