@@ -1,4 +1,5 @@
-"""Concurrent Iceberg appends through pyiceberg's Hive catalog: the commit protocol a metastore must not break.
+"""Concurrent Iceberg appends through pyiceberg's Hive catalog (a thrift:// URI) or its REST catalog (an http(s)://
+URI): the commit protocols a metastore must not break.
 
 `run` creates an Iceberg table, then several writer processes append small batches through one or more
 metastore URIs, retrying a commit refused with CommitFailedException as Iceberg writers do (reload the
@@ -36,6 +37,10 @@ class AppendReport:
 
 def _catalog(uri: str, warehouse_dir: str) -> Any:
     from pyiceberg.catalog.hive import HiveCatalog
+    from pyiceberg.catalog.rest import RestCatalog
+
+    if uri.startswith(("http://", "https://")):
+        return RestCatalog("rest", uri=uri)
 
     # Waiting for a lock: a few quick checks, as pyiceberg's defaults but not minutes long.
     return HiveCatalog("hms", uri=uri, warehouse=f"file://{warehouse_dir}", **{

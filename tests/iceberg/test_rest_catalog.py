@@ -300,3 +300,48 @@ def test_bearer_tokens_from_a_file(tmp_path):
         assert status == 401 and error_of(body)["type"] == "NotAuthorizedException"
         assert http(server, "GET", "/v1/namespaces", headers={"Authorization": "Bearer other"})[0] == 200
         assert RestCatalog("r", uri=server.rest_uri, token="s3cret").list_namespaces() == [("default",)]
+
+
+def _set_properties(namespace: str, name: str, table_uuid: object, **properties: str) -> dict[str, object]:
+    return {"identifier": {"namespace": [namespace], "name": name},
+            "requirements": [{"type": "assert-table-uuid", "uuid": str(table_uuid)}],
+            "updates": [{"action": "set-properties", "updates": properties}]}
+
+
+def _metadata_files(rest, identifier: str) -> list[Path]:
+    location = Path(rest.load_table(identifier).location().removeprefix("file:"))
+    return sorted((location / "metadata").glob("*.metadata.json"))
+
+
+def test_a_transaction_commits_to_every_table_or_to_none(server, rest, namespace):
+    a = rest.create_table(f"{namespace}.a", SCHEMA)
+    b = rest.create_table(f"{namespace}.b", SCHEMA)
+    both = {"table-changes": [_set_properties(namespace, "a", a.metadata.table_uuid, step="1"),
+                              _set_properties(namespace, "b", b.metadata.table_uuid, step="1")]}
+    status, _, _ = http(server, "POST", "/v1/transactions/commit", body=both)
+    assert status == 204
+    assert [rest.load_table(f"{namespace}.{n}").properties.get("step") for n in "ab"] == ["1", "1"]
+
+    files_before = _metadata_files(rest, f"{namespace}.a")
+    one_fails = {"table-changes": [_set_properties(namespace, "a", a.metadata.table_uuid, step="2"),
+                                   _set_properties(namespace, "b", uuid.uuid4(), step="2")]}
+    status, _, body = http(server, "POST", "/v1/transactions/commit", body=one_fails)
+    assert status == 409 and error_of(body)["type"] == "CommitFailedException"
+    assert [rest.load_table(f"{namespace}.{n}").properties.get("step") for n in "ab"] == ["1", "1"]
+    assert _metadata_files(rest, f"{namespace}.a") == files_before   # no file of the failed commit is left
+
+
+@pytest.mark.parametrize("body, status", [
+    ({"table-changes": []}, 400), ({"table-changes": [1]}, 400), ({"table-changes": [{"identifier": 3}]}, 400),
+    ({}, 400), ({"table-changes": [{"identifier": {"namespace": ["nope"], "name": "t"}}]}, 404),
+])
+def test_malformed_transactions_are_refused(server, body, status):
+    reply_status, _, reply = http(server, "POST", "/v1/transactions/commit", body=body)
+    assert reply_status == status and error_of(reply)["code"] == status
+
+
+def test_a_transaction_naming_a_table_twice_is_refused(server, rest, namespace):
+    a = rest.create_table(f"{namespace}.twice", SCHEMA)
+    change = _set_properties(namespace, "twice", a.metadata.table_uuid, step="1")
+    status, _, body = http(server, "POST", "/v1/transactions/commit", body={"table-changes": [change, change]})
+    assert status == 400 and "more than once" in error_of(body)["message"]

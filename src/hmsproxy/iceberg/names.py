@@ -42,4 +42,4 @@ def table_identifier(value: object, field: str) -> TableName:
         raise BadRequest(f"{field}.namespace: expected a list of strings")
     if not isinstance(name, str) or not name:
         raise BadRequest(f"{field}.name: expected a non-empty string")
-    return TableName(one_level(namespace), name)
+    return TableName(one_level(namespace).lower(), name.lower())

@@ -77,7 +77,7 @@ class Catalog:
         self.namespaces = tables.namespaces
 
     def _table(self, call: Call) -> TableName:
-        return TableName(namespace_from_path(call.path["namespace"]), call.path["table"].lower())
+        return TableName(namespace_from_path(call.path["namespace"]).lower(), call.path["table"].lower())
 
     def list_namespaces(self, call: Call) -> object:
         parent = call.query.get("parent")
@@ -160,6 +160,18 @@ class Catalog:
                            table_identifier(body.get("destination"), "destination"))
         return None
 
+    def commit_transaction(self, call: Call) -> object:
+        changes = call.json().get("table-changes")
+        if not isinstance(changes, list) or not changes:
+            raise BadRequest("table-changes: expected a non-empty list")
+        named: list[tuple[TableName, dict[str, object]]] = []
+        for index, change in enumerate(changes):
+            if not isinstance(change, dict):
+                raise BadRequest(f"table-changes[{index}]: expected an object")
+            named.append((table_identifier(change.get("identifier"), f"table-changes[{index}].identifier"), change))
+        self.tables.commit_all(named)
+        return None
+
     def routes(self) -> list[Route]:
         return [
             Route("GET", "namespaces", "list_namespaces", self.list_namespaces),
@@ -177,6 +189,7 @@ class Catalog:
             Route("POST", "namespaces/{namespace}/tables/{table}", "commit_table", self.commit_table),
             Route("DELETE", "namespaces/{namespace}/tables/{table}", "drop_table", self.drop_table),
             Route("POST", "tables/rename", "rename_table", self.rename_table),
+            Route("POST", "transactions/commit", "commit_transaction", self.commit_transaction),
         ]
 
 

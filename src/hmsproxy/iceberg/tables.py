@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -23,7 +24,10 @@ from pyiceberg.table.metadata import TableMetadata, new_table_metadata
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder
 from pyiceberg.table.update import AssertCreate, TableRequirement, TableUpdate, update_table_metadata
 
+from hmsproxy.events import messages
+from hmsproxy.events.journal import Journal
 from hmsproxy.handler import Handler
+from hmsproxy.hive.names import DEFAULT_CATALOG
 from hmsproxy.iceberg.errors import (
     AlreadyExists,
     BadRequest,
@@ -38,6 +42,7 @@ from hmsproxy.iceberg.namespaces import Namespaces
 from hmsproxy.iceberg.paging import page
 from hmsproxy.iceberg.table_lock import LOCK_USER, table_lock
 from hmsproxy.idl import hms
+from hmsproxy.store.domain import TableChange
 from hmsproxy.store.reader import shallow_copy
 
 log = logging.getLogger(__name__)
@@ -46,6 +51,22 @@ T = TypeVar("T")
 REQUIREMENTS: TypeAdapter[list[TableRequirement]] = TypeAdapter(list[TableRequirement])
 UPDATES: TypeAdapter[list[TableUpdate]] = TypeAdapter(list[TableUpdate])
 CAS_REFUSED = "The table has been modified"   # the store's compare-and-set message starts so (Hive's text)
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """One table's part of a multi-table commit, checked and computed, not yet written."""
+    name: TableName
+    current: hms.Table
+    base: TableMetadata
+    previous: str
+    metadata: TableMetadata
+    location: str
+
+    def change(self) -> TableChange:
+        return TableChange(self.name.database, self.name.table,
+                           committed_hms_table(self.current, self.base, self.metadata, self.location, self.previous),
+                           (METADATA_LOCATION, self.previous))
 
 
 @dataclass(frozen=True)
@@ -264,6 +285,59 @@ class Tables:
             self.files.delete(location)
         except OSError:
             log.warning("could not delete the unused metadata file %s", location, exc_info=True)
+
+    def commit_all(self, changes: Sequence[tuple[TableName, dict[str, object]]]) -> None:
+        """Commits to several tables at once, all or none: every table's lock is held (in name order), every
+        table's requirements checked, every new metadata file written, then the HMS tables change in one database
+        transaction with a compare-and-set each."""
+        names = [name for name, _ in changes]
+        if len(set(names)) != len(names):
+            raise BadRequest("table-changes: a table appears more than once")
+        with ExitStack() as locks:
+            for name in sorted(names, key=str):
+                locks.enter_context(table_lock(self.handler, name, self.lock_wait_s))
+            planned = [self._planned(name, body) for name, body in changes]
+            written = [p for p in planned if p.metadata != p.base]
+            for plan in written:
+                self.files.write(plan.metadata, plan.location)
+            if not written:
+                return
+            table_changes = [p.change() for p in written]
+            journal = Journal.of(*(messages.alter_table(p.current, c.new_table)
+                                   for p, c in zip(written, table_changes)))
+            try:
+                self.handler.ctx.store.alter_tables(DEFAULT_CATALOG, table_changes, journal)
+            except Exception as failed:
+                self._settle_all(written, failed)
+
+    def _planned(self, name: TableName, body: dict[str, object]) -> _Planned:
+        requirements = parsed(REQUIREMENTS, body.get("requirements", []), f"{name}.requirements")
+        updates = parsed(UPDATES, body.get("updates", []), f"{name}.updates")
+        current = self.hms_table(name)
+        previous = self.metadata_location(name)
+        base = self.files.read(previous)
+        metadata = self._updated(base, previous, requirements, updates)
+        return _Planned(name, current, base, previous, metadata, next_metadata_location(metadata, previous))
+
+    def _settle_all(self, written: list[_Planned], failed: Exception) -> None:
+        """After a multi-table alter failed: one table read again tells for all (one transaction)."""
+        refused_by_cas = isinstance(failed, hms.MetaException) and (failed.message or "").startswith(CAS_REFUSED)
+        if not refused_by_cas:
+            first = written[0]
+            try:
+                now_at = (self.handler.get_table(first.name.database, first.name.table).parameters or {}).get(
+                    METADATA_LOCATION)
+            except Exception:
+                raise CommitStateUnknown("The multi-table commit failed in the metastore and its outcome cannot be "
+                                         "read") from None
+            if now_at == first.location:
+                return
+            log.warning("a multi-table commit failed in the metastore; nothing was changed", exc_info=failed)
+        for plan in written:
+            self._forget_file(plan.location)
+        raise CommitFailed("The multi-table commit failed: " + (
+            "another writer committed to one of its tables first" if refused_by_cas else
+            "the metastore refused it; nothing was changed"))
 
     # ---- drop, rename --------------------------------------------------------------------------------
 

@@ -71,6 +71,16 @@ class TableBundle:
 
 
 @dataclass(frozen=True)
+class TableChange:
+    """One table's part of a multi-table alter: its new definition (same name), and the parameter value it must
+    still hold (a compare-and-set), as alter_table takes them."""
+    db_name: str
+    tbl_name: str
+    new_table: Table
+    expected_parameter: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
 class TableWrite:
     """A write id of a table that a transaction allocated: what commit or abort changes for readers."""
 

@@ -32,6 +32,7 @@ from hmsproxy.store.domain import (
     ShowLocksResponseElement,
     Table,
     TableBundle,
+    TableChange,
     TableMeta,
     TableWrite,
     TxnInfo,
@@ -69,6 +70,8 @@ class MetadataStore(Protocol):
     def alter_table(self, cat: str, db_name: str, tbl_name: str, new_table: Table,
                     partition_location_moves: tuple[str, str] | None = None, cascade: bool = False,
                     expected_parameter: tuple[str, str] | None = None, journal: Journal | None = None) -> None: ...
+    def alter_tables(self, cat: str, changes: Sequence[TableChange], journal: Journal | None = None) -> None:
+        """Several tables altered in one database transaction: all or none (no renames, no cascades)."""
     def drop_table(self, cat: str, db_name: str, tbl_name: str, journal: Journal | None = None) -> DroppedTable: ...
     def get_table_bundle(self, cat: str, db_name: str, tbl_name: str,
                          partition_sink: PartitionSink | None = None) -> TableBundle:

@@ -50,6 +50,7 @@ from hmsproxy.store.domain import (
     ShowLocksResponseElement,
     Table,
     TableBundle,
+    TableChange,
     TableMeta,
     TableWrite,
     TxnInfo,
@@ -173,6 +174,9 @@ class UpstreamStore:
                                             "(Hive 2.3 has no compare-and-set); lock the table instead")
         context = hms.EnvironmentContext(properties={"CASCADE": "true"}) if cascade else None
         self.upstream.call("alter_table_with_environment_context", db_name, tbl_name, new_table, context, write=True)
+
+    def alter_tables(self, cat: str, changes: Sequence[TableChange], journal: Journal | None = None) -> None:
+        raise hms.MetaException(message="the upstream HMS cannot alter several tables in one transaction")
 
     def drop_table(self, cat: str, db_name: str, tbl_name: str, journal: Journal | None = None) -> DroppedTable:
         """What the drop removes, read just before it: Hive's drop answers nothing."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
@@ -54,6 +55,7 @@ from hmsproxy.store.domain import (
     StatsAsStored,
     Table,
     TableBundle,
+    TableChange,
     is_transactional,
     partition_key_types,
 )
@@ -548,21 +550,38 @@ class CachedStore(CachedStatistics, CachedTransactions):
             old = self.cache.get_table(key)
             self.delegate.alter_table(cat, db_name, tbl_name, new_table, partition_location_moves, cascade,
                                       expected_parameter, journal)
-            changes_kind = old is not None and self._has_write_ids(new_table) != (old.write_ids is not None)
-            if new_key != key or cascade or old is None or changes_kind:
-                self._forget(key)
-                with self.cache.lock:  # the name may still hold a table dropped elsewhere, event not yet applied
-                    self.cache.drop_table(new_key)
-                    self.cache.index_table(new_key, new_table)
-                    self.cache.bump(new_key)
-                self.request_load(new_key)
-                return
-            stored = self.delegate.kept(canonical.table(new_table, old.table_id, cat))
-            columns = {c.name for c in present(stored.sd).cols or []}
-            table_stats = {c: s for c, s in old.table_stats.items() if c in columns}
-            self.cache.index_table(key, stored)
-            self.cache.put_table(key, old.but(table=stored, table_stats=table_stats,
-                                              version=max(old.version, journal.version)))
+            self._altered(key, new_key, new_table, old, cascade, journal)
+
+    def alter_tables(self, cat: str, changes: Sequence[TableChange], journal: Journal | None = None) -> None:
+        journal = Journal() if journal is None else journal
+        keys = {(cat, c.db_name, c.tbl_name): c for c in changes}
+        with ExitStack() as writes:
+            for key in sorted(keys):   # one order, as every multi-table writer takes them
+                writes.enter_context(self.cache.writing(key))
+            olds = {key: self.cache.get_table(key) for key in keys}
+            self.delegate.alter_tables(cat, changes, journal)
+            for key, change in keys.items():
+                self._altered(key, key, change.new_table, olds[key], False, journal)
+
+    def _altered(self, key: TableKey, new_key: TableKey, new_table: Table, old: TableEntry | None, cascade: bool,
+                 journal: Journal) -> None:
+        """The cache after a committed alter: the entry updated in place, or dropped and loaded again where the
+        alter changed its name, its partitions' columns or its kind."""
+        changes_kind = old is not None and self._has_write_ids(new_table) != (old.write_ids is not None)
+        if new_key != key or cascade or old is None or changes_kind:
+            self._forget(key)
+            with self.cache.lock:  # the name may still hold a table dropped elsewhere, event not yet applied
+                self.cache.drop_table(new_key)
+                self.cache.index_table(new_key, new_table)
+                self.cache.bump(new_key)
+            self.request_load(new_key)
+            return
+        stored = self.delegate.kept(canonical.table(new_table, old.table_id, key[0]))
+        columns = {c.name for c in present(stored.sd).cols or []}
+        table_stats = {c: s for c, s in old.table_stats.items() if c in columns}
+        self.cache.index_table(key, stored)
+        self.cache.put_table(key, old.but(table=stored, table_stats=table_stats,
+                                          version=max(old.version, journal.version)))
 
     def _forget(self, key: TableKey) -> None:
         self.cache.drop_table(key)

@@ -93,6 +93,7 @@ class SqlStore(BundleStore, DatabaseStore, TableStore, PartitionStore, FunctionS
     get_functions = retried(FunctionStore.get_functions)
     # TableStore
     alter_table = retried(TableStore.alter_table)
+    alter_tables = retried(TableStore.alter_tables)
     create_table = retried(TableStore.create_table)
     drop_table = retried(TableStore.drop_table)
     get_table = retried(TableStore.get_table)

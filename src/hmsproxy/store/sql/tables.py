@@ -11,7 +11,7 @@ from hmsproxy.events.journal import Journal
 from hmsproxy.idl import hms
 from hmsproxy.idl.fields import present
 from hmsproxy.store.canonical import write_id
-from hmsproxy.store.domain import DroppedTable
+from hmsproxy.store.domain import DroppedTable, TableChange
 from hmsproxy.store.sql import schema as s
 from hmsproxy.store.sql.database import Database
 from hmsproxy.store.sql.descriptors import (
@@ -159,42 +159,56 @@ class TableStore:
         commits without locks rely on): the stored value of that table parameter must still be the
         expected one, decided here under the table's row lock, else nothing changes."""
         with self.db.transaction(write=True, journal=journal) as conn:
-            ref = locked_table_ref(conn, cat, db_name, tbl_name)
-            if expected_parameter is not None:
-                _check_expected_parameter(conn, ref.tbl_id, *expected_parameter)
-            new_db, new_name = present(new_table.dbName), present(new_table.tableName)   # normalised by the handler
-            sd = present(new_table.sd)   # the handler refuses a table without one
-            renamed = (new_db, new_name) != (db_name, tbl_name)
-            new_db_id = ref.db_id
-            if renamed:
-                try:
-                    new_db_id = database_id(conn, cat, new_db)
-                except hms.NoSuchObjectException:
-                    raise hms.InvalidOperationException(
-                        message=f"Unable to change partition or table. Database {new_table.dbName} "
-                                "does not exist") from None
-                if find_table(conn, cat, new_db, new_name) is not None:
-                    raise hms.InvalidOperationException(
-                        message=f"new table {new_table.dbName}.{new_table.tableName} already exists")
-            old_columns = current_columns(conn, ref.cd_id)
-            new_columns = column_tuples(sd.cols)
-            cd_id = ref.cd_id if new_columns == old_columns and ref.cd_id is not None else \
-                insert_columns(self.db, conn, _columns(sd))
-            [sd_id] = insert_descriptors(self.db, conn, [sd], [cd_id])
-            conn.execute(update(s.TBLS).where(s.TBLS.c.TBL_ID == ref.tbl_id).values(self.layout.values(
-                s.TBLS, {"DB_ID": new_db_id, "SD_ID": sd_id, **_table_columns(new_table)})))
-            delete_descriptors(conn, [ref.sd_id], first=[(s.TABLE_PARAMS.c.TBL_ID, [ref.tbl_id]),
-                                                         (s.PARTITION_KEYS.c.TBL_ID, [ref.tbl_id])],
-                               in_use=[cd_id])
-            self._write_table_children(conn, ref.tbl_id, new_table, journal)
-            if cascade and cd_id != ref.cd_id:
-                self._cascade_columns(conn, ref, cd_id)
-            dropped_columns = {c[0] for c in old_columns} - {c[0] for c in new_columns}
-            self._after_table_change(conn, ref, new_table, renamed, dropped_columns)
-            if renamed and partition_location_moves is not None:
-                self._move_partition_locations(conn, ref.tbl_id, *partition_location_moves)
-            if renamed:
-                _move_write_ids(conn, self.layout, (db_name, tbl_name), (new_db, new_name))
+            self._alter_table_in(conn, cat, db_name, tbl_name, new_table, partition_location_moves, cascade,
+                                 expected_parameter, journal)
+
+    def alter_tables(self, cat: str, changes: Sequence[TableChange], journal: Journal | None = None) -> None:
+        """Several tables' alters in one transaction, all or none (the Iceberg REST catalog's multi-table
+        commit); the tables are locked in name order, so two such calls cannot deadlock on each other."""
+        with self.db.transaction(write=True, journal=journal) as conn:
+            for change in sorted(changes, key=lambda c: (c.db_name, c.tbl_name)):
+                self._alter_table_in(conn, cat, change.db_name, change.tbl_name, change.new_table, None, False,
+                                     change.expected_parameter, journal)
+
+    def _alter_table_in(self, conn: Connection, cat: str, db_name: str, tbl_name: str, new_table: hms.Table,
+                        partition_location_moves: tuple[str, str] | None, cascade: bool,
+                        expected_parameter: tuple[str, str] | None, journal: Journal | None) -> None:
+        ref = locked_table_ref(conn, cat, db_name, tbl_name)
+        if expected_parameter is not None:
+            _check_expected_parameter(conn, ref.tbl_id, *expected_parameter)
+        new_db, new_name = present(new_table.dbName), present(new_table.tableName)   # normalised by the handler
+        sd = present(new_table.sd)   # the handler refuses a table without one
+        renamed = (new_db, new_name) != (db_name, tbl_name)
+        new_db_id = ref.db_id
+        if renamed:
+            try:
+                new_db_id = database_id(conn, cat, new_db)
+            except hms.NoSuchObjectException:
+                raise hms.InvalidOperationException(
+                    message=f"Unable to change partition or table. Database {new_table.dbName} "
+                            "does not exist") from None
+            if find_table(conn, cat, new_db, new_name) is not None:
+                raise hms.InvalidOperationException(
+                    message=f"new table {new_table.dbName}.{new_table.tableName} already exists")
+        old_columns = current_columns(conn, ref.cd_id)
+        new_columns = column_tuples(sd.cols)
+        cd_id = ref.cd_id if new_columns == old_columns and ref.cd_id is not None else \
+            insert_columns(self.db, conn, _columns(sd))
+        [sd_id] = insert_descriptors(self.db, conn, [sd], [cd_id])
+        conn.execute(update(s.TBLS).where(s.TBLS.c.TBL_ID == ref.tbl_id).values(self.layout.values(
+            s.TBLS, {"DB_ID": new_db_id, "SD_ID": sd_id, **_table_columns(new_table)})))
+        delete_descriptors(conn, [ref.sd_id], first=[(s.TABLE_PARAMS.c.TBL_ID, [ref.tbl_id]),
+                                                     (s.PARTITION_KEYS.c.TBL_ID, [ref.tbl_id])],
+                           in_use=[cd_id])
+        self._write_table_children(conn, ref.tbl_id, new_table, journal)
+        if cascade and cd_id != ref.cd_id:
+            self._cascade_columns(conn, ref, cd_id)
+        dropped_columns = {c[0] for c in old_columns} - {c[0] for c in new_columns}
+        self._after_table_change(conn, ref, new_table, renamed, dropped_columns)
+        if renamed and partition_location_moves is not None:
+            self._move_partition_locations(conn, ref.tbl_id, *partition_location_moves)
+        if renamed:
+            _move_write_ids(conn, self.layout, (db_name, tbl_name), (new_db, new_name))
 
     @staticmethod
     def _cascade_columns(conn: Connection, ref: TableRef, cd_id: int) -> None:
