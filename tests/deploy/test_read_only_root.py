@@ -44,7 +44,9 @@ def namespaces() -> None:
 
 
 def _config_map_env() -> dict[str, str]:
-    (config_map,) = [doc for doc in [load_yaml(KUBERNETES / "configmap.yaml")] if doc["kind"] == "ConfigMap"]
+    """The Deployment's settings (its ConfigMap), which the test then points at the namespace's volumes."""
+    config_map = load_yaml(KUBERNETES / "configmap.yaml")
+    assert config_map["kind"] == "ConfigMap"
     return {name: str(value) for name, value in config_map["data"].items()}
 
 
