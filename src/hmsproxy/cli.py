@@ -144,6 +144,9 @@ def _serve_options() -> argparse.ArgumentParser:
                                                    "else the connection is closed (default 30s)")
     serve.add_argument("--evict-idle-after-s", help="when every connection slot is taken, a new connection closes "
                                                     "the one idle longest if it has been idle this long (default 5s)")
+    serve.add_argument("--liveness-stall-s", help="/healthz answers 503 once the Thrift connection loop, which "
+                                                  "accepts and serves connections, has been stuck this long "
+                                                  "(default 30s)")
     serve.add_argument("--max-request-depth", type=int, help="deepest nesting of structs and containers in a "
                                                              "request (default 64)")
     serve.add_argument("--max-request-objects", type=int, help="most values one request may hold, which bounds the "

@@ -172,12 +172,25 @@ def _thrift_server(settings: Settings, handler: Calls, metrics: Metrics, audit: 
                         if settings.tls else None)
 
 
-def _metrics_server(settings: Settings, metrics: Metrics, ready: Callable[[], tuple[bool, str]]
-                    ) -> MetricsServer | None:
+def _liveness(thrift: ThriftServer, stall_s: float) -> Callable[[], tuple[bool, str]]:
+    """Live while the Thrift connection loop comes round: every connection is accepted there and plain ones are
+    served there, so a loop stuck longer than `stall_s` serves nobody, though the process and this endpoint run."""
+    def live() -> tuple[bool, str]:
+        stalled = thrift.loop_stalled_for()
+        if stalled <= stall_s:
+            return True, ""
+        return False, (f"the Thrift connection loop has not come round for {stalled:.1f} s "
+                       f"(--liveness-stall-s {stall_s:g})")
+    return live
+
+
+def _metrics_server(settings: Settings, metrics: Metrics, ready: Callable[[], tuple[bool, str]],
+                    thrift: ThriftServer) -> MetricsServer | None:
     if not settings.metrics_port:
         return None
     metrics.ready.set_function(lambda: 1.0 if ready()[0] else 0.0)
-    metrics_server = MetricsServer(metrics, settings.host, settings.metrics_port, ready=ready)
+    metrics_server = MetricsServer(metrics, settings.host, settings.metrics_port, ready=ready,
+                                   live=_liveness(thrift, settings.liveness_stall_s))
     metrics_server.start()
     return metrics_server
 
@@ -206,7 +219,7 @@ def start(settings: Settings) -> RunningServer:
     handler = Handler(context)
     thrift = _thrift_server(settings, handler, metrics, audit)
     complete = loader.complete if loader else None
-    metrics_server = _metrics_server(settings, metrics, lambda: (complete is None or complete.is_set(), ""))
+    metrics_server = _metrics_server(settings, metrics, lambda: (complete is None or complete.is_set(), ""), thrift)
     thrift.start()
     reaper.start()
     rest = start_rest(settings, handler, stores, metrics, audit) if settings.iceberg_rest_port else None
@@ -224,7 +237,7 @@ def _start_in_front(settings: Settings, metrics: Metrics) -> RunningServer:
                              partition_request_limit=settings.partition_request_limit)
     audit = _audit_log(settings)
     thrift = _thrift_server(settings, parts.handler(Handler(context)), metrics, audit)
-    metrics_server = _metrics_server(settings, metrics, parts.readiness)
+    metrics_server = _metrics_server(settings, metrics, parts.readiness, thrift)
     thrift.start()
     log.info("hmsproxy serving thrift://%s:%d (%s) in front of %s, metrics %s", settings.host, thrift.port,
              "framed" if settings.framed else "unframed", settings.upstream,

@@ -145,3 +145,115 @@ def test_the_expression_selects_the_right_instances(alert: str, tmp_path: Path):
     path.write_text(yaml_module().safe_dump(tests))
     result = subprocess.run([PROMTOOL, "test", "rules", str(path)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# ---- every alert as Prometheus raises it: firing after its `for`, with its labels and texts, and silent otherwise --
+
+# For each alert: series (one sample a minute) on which it fires; when it fires and on which instances, each with
+# its summary as Prometheus renders it; a time at which its condition already holds but its `for` has not passed
+# (None: no `for`, or no such time to pick); and healthy series on which it does not fire.
+ALERT_CASES: dict[str, dict] = {
+    "HmsproxyDown": {
+        "series": [_series("a", "up", "0x20"), _series("b", "up", "1x20")],
+        "at": "5m", "fires": {"a": "hmsproxy a does not answer on its metrics port"}, "pending_at": "0m",
+        "quiet": [_series("a", "up", "1x20"), _series("b", "up", "1x20")]},
+    "HmsproxyAbsent": {   # absent() keeps the selector's job label, no instance
+        "series": [{"series": 'up{job="prometheus", instance="localhost:9090"}', "values": "1x20"}],
+        "at": "10m", "fires": {None: "No hmsproxy instance is being scraped"}, "pending_at": "3m",
+        "quiet": [_series("a", "up", "1x20")]},
+    "HmsproxyReplicaMissing": {   # b leaves discovery at minute 20 (its last sample counts for 5 more minutes)
+        "series": [_series("a", "up", "1x40"), _series("b", "up", "1x19 _x20")],
+        "at": "30m", "fires": {"": "1 hmsproxy instances are up, fewer than in the last 6 hours"}, "pending_at": None,
+        "quiet": [_series("a", "up", "1x40"), _series("b", "up", "1x40")]},
+    "HmsproxyUpstreamDown": {
+        "series": [_series("a", "hmsproxy_upstream_up", "0x20"), _series("b", "hmsproxy_upstream_up", "1x20")],
+        "at": "5m", "fires": {"a": "a cannot reach its upstream HMS"}, "pending_at": "1m",
+        "quiet": [_series("a", "hmsproxy_upstream_up", "1x20")]},
+    "HmsproxyPollerStopped": {   # a's last good read at t=100 s: over a minute old from minute 3
+        "series": [_series("a", "hmsproxy_notification_last_poll_timestamp_seconds", "100x40"),
+                   _series("b", "hmsproxy_notification_last_poll_timestamp_seconds", "0+60x40"),
+                   _series("c", "hmsproxy_notification_last_poll_timestamp_seconds", "0x40")],
+        "at": "30m", "fires": {"a": "a has not read the notification log for over a minute"}, "pending_at": "3m",
+        "quiet": [_series("b", "hmsproxy_notification_last_poll_timestamp_seconds", "0+60x40"),
+                  _series("c", "hmsproxy_notification_last_poll_timestamp_seconds", "0x40")]},
+    "HmsproxyPrewarmStuck": {
+        "series": [*CASES["HmsproxyPrewarmStuck"][0]],
+        "at": "30m", "fires": {"a": "Prewarm of a has not progressed for 15 minutes"}, "pending_at": "2m",
+        "quiet": [series for series in CASES["HmsproxyPrewarmStuck"][0] if 'instance="a"' not in series["series"]]},
+    "HmsproxyPrewarmSlow": {   # a: not ready for 40 minutes; b: ready; c: --no-cache (no prewarm tables)
+        "series": [_series("a", "hmsproxy_prewarm_complete", "0x60"),
+                   _series("a", "hmsproxy_prewarm_tables", "10x60", state="total"),
+                   _series("b", "hmsproxy_prewarm_complete", "1x60"),
+                   _series("b", "hmsproxy_prewarm_tables", "10x60", state="total"),
+                   _series("c", "hmsproxy_prewarm_complete", "0x60")],
+        "at": "40m", "fires": {"a": "a has not been ready for 30 minutes"}, "pending_at": "20m",
+        "quiet": [_series("b", "hmsproxy_prewarm_complete", "1x60"),
+                  _series("b", "hmsproxy_prewarm_tables", "10x60", state="total"),
+                  _series("c", "hmsproxy_prewarm_complete", "0x60")]},
+    "HmsproxyCacheHitRatioLow": {
+        "series": [*CASES["HmsproxyCacheHitRatioLow"][0]],
+        "at": "30m", "fires": {"a": "Cache of a misses 100% of its reads"}, "pending_at": "10m",
+        "quiet": [series for series in CASES["HmsproxyCacheHitRatioLow"][0] if 'instance="a"' not in series["series"]]},
+    "HmsproxyCachePassingThrough": {
+        "series": [_series("a", "hmsproxy_cache_passing_through", "1x20"),
+                   _series("b", "hmsproxy_cache_passing_through", "0x20")],
+        "at": "5m", "fires": {"a": "Cache of a is off: writes without notification events were seen"},
+        "pending_at": None,
+        "quiet": [_series("a", "hmsproxy_cache_passing_through", "0x20"),
+                  _series("b", "hmsproxy_cache_passing_through", "0x20")]},
+    "HmsproxyNotificationLagHigh": {
+        "series": [*CASES["HmsproxyNotificationLagHigh"][0]],
+        "at": "10m", "fires": {"a": "a applies other instances' changes 45s late"}, "pending_at": "3m",
+        "quiet": [_series("b", "hmsproxy_notification_lag_seconds", "0.3x40")]},
+    "HmsproxyNotificationPollFailing": {
+        "series": [*CASES["HmsproxyNotificationPollFailing"][0]],
+        "at": "10m", "fires": {"a": "a cannot read the notification log"}, "pending_at": "4m",
+        "quiet": [_series("b", "hmsproxy_notification_poll_errors_total", "2x40")]},
+    "HmsproxyErrorRateHigh": {
+        "series": [*CASES["HmsproxyErrorRateHigh"][0]],
+        "at": "20m", "fires": {"a": "33.33% of the calls to a fail"}, "pending_at": "8m",
+        "quiet": [series for series in CASES["HmsproxyErrorRateHigh"][0] if 'instance="a"' not in series["series"]]},
+    "HmsproxyConnectionsRefused": {   # a refuses one a minute; b refused 3 before the window and none since
+        "series": [_series("a", "hmsproxy_refused_connections_total", "0+1x20"),
+                   _series("b", "hmsproxy_refused_connections_total", "3x20")],
+        "at": "10m", "fires": {"a": "a refused client connections at its connection cap"}, "pending_at": None,
+        "quiet": [_series("b", "hmsproxy_refused_connections_total", "3x20")]},
+}
+
+
+def test_every_alert_has_a_case():
+    assert set(ALERT_CASES) == {rule["alert"] for rule in _rules()}
+
+
+def _expected_alert(rule: dict, instance: str | None, summary: str) -> dict:
+    """The alert as Prometheus raises it: the rule's labels with the series' job and instance (absent() keeps only
+    the job; an aggregation over every instance, "", neither), and its texts."""
+    labels = {**rule["labels"]}
+    if instance is None:
+        labels["job"] = "hmsproxy"
+    elif instance:
+        labels |= {"job": "hmsproxy", "instance": instance}
+    description = rule["annotations"]["description"].replace("{{ $labels.instance }}", instance or "")
+    assert "{{" not in description, "a template this test does not render"
+    return {"exp_labels": labels, "exp_annotations": {"summary": summary, "description": description}}
+
+
+@needs_promtool
+@pytest.mark.parametrize("alert", sorted(ALERT_CASES))
+def test_the_alert_fires_after_its_for_and_not_otherwise(alert: str, tmp_path: Path):
+    case = ALERT_CASES[alert]
+    rule = next(rule for rule in _rules() if rule["alert"] == alert)
+    firing = [_expected_alert(rule, instance, summary) for instance, summary in case["fires"].items()]
+    checks = [({"eval_time": case["at"], "alertname": alert, "exp_alerts": firing}, case["series"]),
+              ({"eval_time": case["at"], "alertname": alert, "exp_alerts": []}, case["quiet"])]
+    if case["pending_at"] is not None:
+        assert "for" in rule, "a rule without `for` fires at once"
+        checks.append(({"eval_time": case["pending_at"], "alertname": alert, "exp_alerts": []}, case["series"]))
+    else:
+        assert "for" not in rule or alert == "HmsproxyReplicaMissing", "a `for` without a case before it passes"
+    tests = {"rule_files": [str(ALERTS)], "evaluation_interval": "1m", "tests": [
+        {"interval": "1m", "input_series": series, "alert_rule_test": [check]} for check, series in checks]}
+    path = tmp_path / "alert_test.yml"
+    path.write_text(yaml_module().safe_dump(tests))
+    result = subprocess.run([PROMTOOL, "test", "rules", str(path)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -6,9 +6,10 @@ import re
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import make_url
 
 from deploy.files import KUBERNETES, load_yaml, load_yaml_documents
-from hmsproxy.ops.config import from_environment, ignored_environment
+from hmsproxy.ops.config import from_environment, ignored_environment, resolve
 
 MIB = 1 << 20
 # Measured (deploy/README.md, "Memory"): an idle server's RSS, the RSS a cached partition costs relative to the
@@ -76,21 +77,48 @@ def test_every_manifest_parses_with_kind_and_name():
             assert doc["apiVersion"] and doc["kind"] and doc["metadata"]["name"], path
 
 
-def test_replicas_on_one_database_from_a_secret(objects, deployment, container):
+def _volume(deployment: dict, name: str) -> dict:
+    (volume,) = [v for v in deployment["spec"]["template"]["spec"]["volumes"] if v["name"] == name]
+    return volume
+
+
+def _mount_at(container: dict, path: str) -> dict:
+    (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == path]
+    return mount
+
+
+def _password_file(container: dict) -> str:
+    args = container["args"]
+    assert args[0] == "serve" and args.count("--db-password-file") == 1, args
+    return args[args.index("--db-password-file") + 1]
+
+
+def test_replicas_on_one_database_whose_password_is_a_file_from_a_secret(objects, deployment, container, settings_env,
+                                                                        tmp_path):
+    """The password reaches the server as a file of the Secret (--db-password-file), never through the
+    environment; the URL beside it names the user and the database, not the password."""
     assert deployment["spec"]["replicas"] >= 2
-    database = [entry for entry in container["env"] if entry["name"] == "HMSPROXY_DB"]
-    assert len(database) == 1 and "value" not in database[0]
-    reference = database[0]["valueFrom"]["secretKeyRef"]
+    assert not any("valueFrom" in entry for entry in container.get("env", [])), "no variable from a Secret"
+    assert not any("secretRef" in source for source in container["envFrom"])
+    path = Path(_password_file(container))
+    volume = _volume(deployment, _mount_at(container, str(path.parent))["name"])
+    assert _mount_at(container, str(path.parent)).get("readOnly") is True
+    assert volume["secret"]["items"] == [{"key": "password", "path": path.name}]
     assert not any(kind == "Secret" for kind, _ in objects), "the Secret is created out of band, not shipped"
     (example,) = load_yaml_documents(KUBERNETES / "secret.example.yaml")
-    assert (example["kind"], example["metadata"]["name"]) == ("Secret", reference["name"])
-    assert "REPLACE-ME" in example["stringData"][reference["key"]]
+    assert (example["kind"], example["metadata"]["name"]) == ("Secret", volume["secret"]["secretName"])
+    assert set(example["stringData"]) == {"password"} and example["stringData"]["password"] == "REPLACE-ME"
+    # The server reads it so: the URL of the ConfigMap with the password of the file.
+    password_file = tmp_path / "password"
+    password_file.write_text("s3cret\n")
+    settings = resolve({"db_password_file": str(password_file)}, settings_env)
+    assert settings.db == make_url(settings_env["HMSPROXY_DB"]).set(password="s3cret").render_as_string(False)
 
 
 def test_no_credentials_in_the_config_map(objects):
     for (kind, name), doc in objects.items():
         if kind == "ConfigMap":
-            assert "HMSPROXY_DB" not in doc["data"], name
+            assert make_url(doc["data"]["HMSPROXY_DB"]).password is None, name
             assert not any(re.search(r"://[^/\s]*:[^/\s]*@", str(v)) for v in doc["data"].values()), name
 
 
@@ -146,10 +174,9 @@ def test_pods_are_annotated_for_scraping(deployment, container, settings_env):
     assert int(annotations["prometheus.io/port"]) == from_environment(settings_env)["metrics_port"]
 
 
-def test_the_warehouse_is_one_shared_volume(objects, deployment, container):
-    volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
-    (mount,) = container["volumeMounts"]
-    claim = objects[("PersistentVolumeClaim", volumes[mount["name"]]["persistentVolumeClaim"]["claimName"])]
+def test_the_warehouse_is_one_shared_volume(objects, deployment, container, settings_env):
+    mount = _mount_at(container, from_environment(settings_env)["warehouse"])
+    claim = objects[("PersistentVolumeClaim", _volume(deployment, mount["name"])["persistentVolumeClaim"]["claimName"])]
     assert claim["spec"]["accessModes"] == ["ReadWriteMany"], "every replica mounts the warehouse"
 
 

@@ -14,7 +14,8 @@ from typing import NoReturn
 import pytest
 
 REQUIRE_VARIABLE = "TESTS_REQUIRE"
-PARTS = frozenset({"mariadb", "postgres", "java", "promtool", "docker-compose", "openssl", "hive-schema"})
+PARTS = frozenset({"mariadb", "postgres", "java", "promtool", "docker-compose", "openssl", "hive-schema", "kubectl",
+                   "mount-namespace"})
 
 
 def required_parts() -> frozenset[str]:

@@ -98,6 +98,7 @@ class Settings:
     client_idle_timeout_s: float = 600.0
     request_timeout_s: float = 30.0
     evict_idle_after_s: float = 5.0       # at the cap, a connection idle this long may be closed for a new one
+    liveness_stall_s: float = 30.0        # /healthz answers 503 once the connection loop is stuck this long
     db_connect_timeout_s: float = 10.0
     db_statement_timeout_s: float = 60.0
     db_schema_wait_s: float = 300.0        # how long a start waits for another process creating/upgrading the schema
@@ -212,9 +213,10 @@ def _coerce(name: str, value: Setting) -> Setting:
     if name in ("cache_max_bytes", "cache_hot_bytes", "max_message_bytes", "iceberg_max_request_bytes"):
         return _size(name, value)
     if name in ("txn_timeout_s", "txn_reaper_interval_s", "check_lock_wait_s", "client_idle_timeout_s",
-                "evict_idle_after_s", "unlogged_check_s", "request_timeout_s", "db_connect_timeout_s",
-                "db_statement_timeout_s", "db_schema_wait_s", "upstream_refresh_s", "upstream_call_timeout_s",
-                "object_store_connect_timeout_s", "object_store_read_timeout_s", "iceberg_lock_wait_s"):
+                "evict_idle_after_s", "liveness_stall_s", "unlogged_check_s", "request_timeout_s",
+                "db_connect_timeout_s", "db_statement_timeout_s", "db_schema_wait_s", "upstream_refresh_s",
+                "upstream_call_timeout_s", "object_store_connect_timeout_s", "object_store_read_timeout_s",
+                "iceberg_lock_wait_s"):
         return _duration(name, value)
     if field_type == "float":
         try:

@@ -197,12 +197,16 @@ class CallMetrics(Collector):
         yield from (requests, latency, ready, lookups)
 
 
-class MetricsServer:
-    """A small HTTP server on its own thread; `ready` decides what /readyz answers: whether the server is ready,
-    and a line that says more (a degraded state), or ""."""
+# Whether the server is ready (or live), and a line that says more (a degraded state, what is stuck), or "".
+Check = Callable[[], tuple[bool, str]]
 
-    def __init__(self, metrics: Metrics, host: str, port: int, ready: Callable[[], tuple[bool, str]]) -> None:
-        handler = _make_handler(metrics, ready)
+
+class MetricsServer:
+    """A small HTTP server on its own thread; `ready` decides what /readyz answers and `live` what /healthz
+    answers (503 when not: this thread answers even when the serving is stuck, so it must be asked)."""
+
+    def __init__(self, metrics: Metrics, host: str, port: int, ready: Check, live: Check) -> None:
+        handler = _make_handler(metrics, ready, live)
         with binding("the metrics endpoint", host, port):
             self.httpd = ThreadingHTTPServer((host, port), handler)
         self.httpd.daemon_threads = True
@@ -217,13 +221,15 @@ class MetricsServer:
         self.httpd.server_close()
 
 
-def _make_handler(metrics: Metrics, ready: Callable[[], tuple[bool, str]]) -> type[BaseHTTPRequestHandler]:
+def _make_handler(metrics: Metrics, ready: Check, live: Check) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             if self.path.split("?")[0] == "/metrics":
                 self._send(200, metrics.render(), CONTENT_TYPE_LATEST)
             elif self.path == "/healthz":
-                self._send(200, b"ok\n", "text/plain")
+                is_live, detail = live()
+                body = "ok\n" if is_live else f"not live: {detail}\n"
+                self._send(200 if is_live else 503, body.encode(), "text/plain")
             elif self.path == "/readyz":
                 is_ready, detail = ready()
                 body = ("ready" if is_ready else "not ready") + (f": {detail}" if detail else "") + "\n"

@@ -12,6 +12,10 @@ The loop enforces the same limits as the workers: the idle timeout, the request 
 byte, the request size and shape (read_request), and the size up to which it buffers a request itself. It knows
 which connections are idle (waiting in it with no byte of a request received), so it is the one that picks a
 connection to close for a new one when every slot is taken (`evict_idlest`).
+
+It comes round at least every SWEEP_INTERVAL_S, connections or none, and notes when (`stalled_for`): a loop that
+has not come round for long is stuck (blocked in something it called), and no client is served while it is, so
+/healthz reports it (the liveness probe). A long call on a worker thread does not hold it.
 """
 from __future__ import annotations
 
@@ -71,10 +75,17 @@ class ConnectionLoop:
         listener.setblocking(False)
         self._selector.register(listener, selectors.EVENT_READ, _ACCEPT)
         self._stopping = threading.Event()
+        self._came_round = time.monotonic()
         self._thread = threading.Thread(target=self._run, name="thrift-connections", daemon=True)
 
     def start(self) -> None:
+        self._came_round = time.monotonic()
         self._thread.start()
+
+    def stalled_for(self) -> float:
+        """Seconds since the loop last came round (waiting for sockets, at most SWEEP_INTERVAL_S at a time, counts
+        as coming round): more than that only while it is busy or stuck in one wakeup's work. From any thread."""
+        return time.monotonic() - self._came_round
 
     def stop(self) -> None:
         self._stopping.set()
@@ -95,6 +106,7 @@ class ConnectionLoop:
     def _run(self) -> None:
         next_sweep = time.monotonic() + SWEEP_INTERVAL_S
         while not self._stopping.is_set():
+            self._came_round = time.monotonic()
             for key, _ in self._selector.select(SWEEP_INTERVAL_S):
                 if key.data is None:
                     self._take_incoming()

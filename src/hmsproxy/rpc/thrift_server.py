@@ -110,6 +110,11 @@ class ThriftServer:
     def start(self) -> None:
         self._loop.start()
 
+    def loop_stalled_for(self) -> float:
+        """Seconds since the connection loop, which accepts every connection and serves the plain ones, last came
+        round (connection_loop.py): what /healthz judges liveness by."""
+        return self._loop.stalled_for()
+
     def stop(self) -> None:
         """Stops accepting, closes every client connection and waits for the connection loop to end."""
         self._stopping.set()
