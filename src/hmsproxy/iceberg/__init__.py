@@ -1,0 +1,1 @@
+"""The Iceberg REST catalog and its server-side scan planning."""
