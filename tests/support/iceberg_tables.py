@@ -16,7 +16,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.expressions import EqualTo, GreaterThanOrEqual
-from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.manifest import (
     DataFile,
     DataFileContent,
@@ -115,25 +114,30 @@ class _DeleteManifestWriter(ManifestWriterV2):
 
 
 def add_position_deletes(table: Table, rng: random.Random) -> None:
-    """Commit a snapshot adding position delete files for some live data files: half of them name their data file
-    in their path bounds (matched by path), the others do not (matched by partition)."""
+    """Commit position delete files for some live data files: about half name their data file in their path
+    bounds (matched by path), the others do not (matched by partition and sequence number)."""
+    data_files = [task.file for task in table.scan().plan_files()]
+    targets = rng.sample(data_files, min(3, len(data_files)))
+    commit_delete_files(table, [_position_delete_file(table, target, rng) for target in targets])
+
+
+def commit_delete_files(table: Table, delete_files: list[DataFile]) -> None:
+    """Commit a snapshot that adds delete files (one delete manifest a spec) to the current snapshot's manifests."""
     metadata = table.metadata
     parent = metadata.current_snapshot()
     assert parent is not None
     io = table.io
-    data_files = [task.file for task in table.scan().plan_files()]
-    targets = rng.sample(data_files, min(3, len(data_files)))
-    snapshot_id = rng.randrange(1, 2**62)
+    snapshot_id = random.randrange(1, 2**62)
     sequence_number = metadata.last_sequence_number + 1
     specs = metadata.specs()
     by_spec: dict[int, list[DataFile]] = {}
-    for target in targets:
-        by_spec.setdefault(target.spec_id, []).append(_position_delete_file(table, target, rng))
+    for delete_file in delete_files:
+        by_spec.setdefault(delete_file.spec_id, []).append(delete_file)
     manifests = list(parent.manifests(io))
-    for spec_id, delete_files in by_spec.items():
+    for spec_id, files in by_spec.items():
         output = io.new_output(f"{metadata.location}/metadata/{uuid.uuid4()}-deletes.avro")
         with _DeleteManifestWriter(specs[spec_id], metadata.schema(), output, snapshot_id, "deflate") as writer:
-            for delete_file in delete_files:
+            for delete_file in files:
                 writer.add(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=snapshot_id,
                                                    data_file=delete_file))
         manifests.append(writer.to_manifest_file())
@@ -167,7 +171,3 @@ def _position_delete_file(table: Table, target: DataFile, rng: random.Random) ->
         lower_bounds=bounds, upper_bounds=dict(bounds))
     delete_file.spec_id = target.spec_id
     return delete_file
-
-
-def file_io() -> PyArrowFileIO:
-    return PyArrowFileIO()

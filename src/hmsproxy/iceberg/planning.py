@@ -123,7 +123,7 @@ def _read_request(metadata: TableMetadata, request: dict[str, Any]) -> _Scan:
         snapshot = metadata.current_snapshot()
 
     if use_snapshot_schema and snapshot is not None and snapshot.schema_id is not None:
-        if snapshot.schema_id not in metadata.schemas_by_id:
+        if snapshot.schema_id not in {schema.schema_id for schema in metadata.schemas}:
             raise PlanRequestError(f"use-snapshot-schema: the table has no schema {snapshot.schema_id}")
         metadata = metadata.model_copy(update={"current_schema_id": snapshot.schema_id})
     schema = metadata.schema()
