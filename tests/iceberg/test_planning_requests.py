@@ -188,7 +188,11 @@ def test_equality_deletes_apply_to_older_data_of_their_partition(tmp_path: Path)
     assert appended is not None
     newer = {entry.data_file.file_path for manifest in appended.manifests(table.io)
              if manifest.added_snapshot_id == appended.snapshot_id for entry in manifest.fetch_manifest_entry(table.io)}
-    commit_delete_files(table, deletes[1:])
+    same_commit = DataFile.from_args(
+        content=DataFileContent.DATA, file_path=f"{table.location()}/data/{uuid.uuid4()}.parquet",
+        file_format=FileFormat.PARQUET, partition=Record("b"), record_count=1, file_size_in_bytes=10)
+    same_commit.spec_id = table.spec().spec_id
+    commit_delete_files(table, deletes[1:], data_files=(same_commit,))   # same sequence number: not applied
     reply = _plan(table, {})
     PlanCompleted.model_validate_json(json.dumps(reply))
     assert all(delete["content"] == "equality-deletes" and delete["equality-ids"] == [1]
@@ -196,7 +200,8 @@ def test_equality_deletes_apply_to_older_data_of_their_partition(tmp_path: Path)
     delete_paths = [delete["file-path"] for delete in reply["delete-files"]]
     by_file = {task["data-file"]["file-path"]: [delete_paths[i] for i in task.get("delete-file-references", [])]
                for task in reply["file-scan-tasks"]}
-    assert by_file == {older["a"]: [deletes[0].file_path], older["b"]: [deletes[1].file_path], newer.pop(): []}
+    assert by_file == {older["a"]: [deletes[0].file_path], older["b"]: [deletes[1].file_path], newer.pop(): [],
+                       same_commit.file_path: []}
 
 
 def test_plan_tasks_chunk_fetch_get_cancel_and_expire(table: Table) -> None:

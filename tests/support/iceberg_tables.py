@@ -121,8 +121,9 @@ def add_position_deletes(table: Table, rng: random.Random) -> None:
     commit_delete_files(table, [_position_delete_file(table, target, rng) for target in targets])
 
 
-def commit_delete_files(table: Table, delete_files: list[DataFile]) -> None:
-    """Commit a snapshot that adds delete files (one delete manifest a spec) to the current snapshot's manifests."""
+def commit_delete_files(table: Table, delete_files: list[DataFile], data_files: tuple[DataFile, ...] = ()) -> None:
+    """Commit a snapshot that adds delete files (one delete manifest a spec), and data files if given (one data
+    manifest, same sequence number), to the current snapshot's manifests."""
     metadata = table.metadata
     parent = metadata.current_snapshot()
     assert parent is not None
@@ -141,6 +142,13 @@ def commit_delete_files(table: Table, delete_files: list[DataFile]) -> None:
                 writer.add(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=snapshot_id,
                                                    data_file=delete_file))
         manifests.append(writer.to_manifest_file())
+    if data_files:
+        output = io.new_output(f"{metadata.location}/metadata/{uuid.uuid4()}-data.avro")
+        with ManifestWriterV2(metadata.spec(), metadata.schema(), output, snapshot_id, "deflate") as data_writer:
+            for data_file in data_files:
+                data_writer.add(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=snapshot_id,
+                                                        data_file=data_file))
+        manifests.append(data_writer.to_manifest_file())
     list_path = f"{metadata.location}/metadata/snap-{snapshot_id}-{uuid.uuid4()}.avro"
     with write_manifest_list(format_version=2, output_file=io.new_output(list_path), snapshot_id=snapshot_id,
                              parent_snapshot_id=parent.snapshot_id, sequence_number=sequence_number,
