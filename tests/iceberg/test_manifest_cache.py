@@ -67,7 +67,7 @@ def test_entries_are_the_live_entries_and_hits_are_counted(table: Table) -> None
     assert _sample(registry, "hmsproxy_iceberg_manifest_cache_hits_total", kind="manifest_list") == 1
     entries = sum(len(manifest.fetch_manifest_entry(table.io)) for manifest in _manifests(table))
     assert _sample(registry, "hmsproxy_iceberg_manifest_cache_entries") == cache.entries_held == entries
-    assert _sample(registry, "hmsproxy_iceberg_manifest_cache_bytes") == cache.bytes > 0
+    assert _sample(registry, "hmsproxy_iceberg_manifest_cache_bytes") == cache.size_bytes > 0
 
 
 def test_the_byte_bound_evicts_least_recently_used(table: Table) -> None:
@@ -75,9 +75,9 @@ def test_the_byte_bound_evicts_least_recently_used(table: Table) -> None:
     sizing = ManifestCache(10_000_000, None)
     sizes = []
     for manifest in manifests:
-        before = sizing.bytes
+        before = sizing.size_bytes
         sizing.entries(table.io, manifest)
-        sizes.append(sizing.bytes - before)
+        sizes.append(sizing.size_bytes - before)
     bound = sizes[0] + sizes[1] + sizes[2] // 2   # room for two of the first three, not all three
     registry = CollectorRegistry()
     cache = ManifestCache(bound, registry)
@@ -86,13 +86,13 @@ def test_the_byte_bound_evicts_least_recently_used(table: Table) -> None:
     cache.entries(io, manifests[1])
     cache.entries(io, manifests[0])               # 0 is now the most recently used
     cache.entries(io, manifests[2])               # evicts 1
-    assert cache.bytes <= bound
-    assert _sample(registry, "hmsproxy_iceberg_manifest_cache_bytes") == cache.bytes
+    assert cache.size_bytes <= bound
+    assert _sample(registry, "hmsproxy_iceberg_manifest_cache_bytes") == cache.size_bytes
     cache.entries(io, manifests[0])
     assert io.opened[manifests[0].manifest_path] == 1
     cache.entries(io, manifests[1])
     assert io.opened[manifests[1].manifest_path] == 2
-    assert cache.bytes <= bound
+    assert cache.size_bytes <= bound
 
 
 def test_a_manifest_larger_than_the_bound_is_not_kept(table: Table) -> None:
@@ -100,7 +100,7 @@ def test_a_manifest_larger_than_the_bound_is_not_kept(table: Table) -> None:
     io = CountingIO()
     manifest = _manifests(table)[0]
     assert cache.entries(io, manifest) == cache.entries(io, manifest)
-    assert io.opened[manifest.manifest_path] == 2 and cache.bytes == 0 and cache.entries_held == 0
+    assert io.opened[manifest.manifest_path] == 2 and cache.size_bytes == 0 and cache.entries_held == 0
 
 
 def test_threads_missing_the_same_manifests_decode_each_once(table: Table, tmp_path: Path) -> None:

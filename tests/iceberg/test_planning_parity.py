@@ -39,8 +39,8 @@ from pyiceberg.table import FileScanTask, Table
 
 from hmsproxy.iceberg.expressions import expression_json
 from hmsproxy.iceberg.manifest_cache import ManifestCache
-from hmsproxy.iceberg.planning import fetch_tasks, plan_scan
 from hmsproxy.iceberg.plan_tasks import PlanTasks
+from hmsproxy.iceberg.planning import fetch_tasks, plan_scan
 from support.iceberg_tables import CATEGORIES, build_table
 
 PLANNING_RESPONSE: TypeAdapter[Any] = TypeAdapter(PlanningResponse)
@@ -97,10 +97,14 @@ def _shape(tasks: list[FileScanTask]) -> dict[str, tuple[list[str], Any]]:
                                   expression_json(task.residual)) for task in tasks}
 
 
+# Shared by every example, so most plans read a warm cache, as a server's do.
+CACHE = ManifestCache(50_000_000, None)
+
+
 def _served(table: Table, request: dict[str, Any], chunk: int) -> list[FileScanTask]:
     """plan_scan's answer as pyiceberg's REST client reads it: JSON on the wire, its models, its conversion."""
     tasks = PlanTasks(max_plans=4, ttl_s=60, tasks_per_chunk=chunk)
-    reply = plan_scan(table.metadata, table.io, request, ManifestCache(50_000_000, None), tasks)
+    reply = plan_scan(table.metadata, table.io, request, CACHE, tasks)
     parsed = PLANNING_RESPONSE.validate_json(json.dumps(reply))
     planned = [FileScanTask.from_rest_response(task, parsed.delete_files) for task in parsed.file_scan_tasks]
     pending = list(parsed.plan_tasks)

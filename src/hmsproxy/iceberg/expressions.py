@@ -51,7 +51,7 @@ _LITERAL: dict[str, type[LiteralPredicate]] = {
     "lt": LessThan, "lt-eq": LessThanOrEqual, "gt": GreaterThan, "gt-eq": GreaterThanOrEqual, "eq": EqualTo,
     "not-eq": NotEqualTo, "starts-with": StartsWith, "not-starts-with": NotStartsWith}
 _SET: dict[str, type[SetPredicate]] = {"in": In, "not-in": NotIn}
-_TYPE_NAMES = {cls: name for table in (_UNARY, _LITERAL, _SET) for name, cls in table.items()}
+_TYPE_NAMES: dict[type, str] = {cls: name for table in (_UNARY, _LITERAL, _SET) for name, cls in table.items()}
 
 
 def parse_filter(value: Any, schema: Schema, case_sensitive: bool, field: str = "filter") -> BooleanExpression:

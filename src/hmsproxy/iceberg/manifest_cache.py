@@ -12,6 +12,7 @@ pyiceberg's Avro decoding.
 """
 from __future__ import annotations
 
+import marshal
 import pickle
 import sys
 import threading
@@ -33,7 +34,8 @@ class CachedEntry(NamedTuple):
     """A live manifest entry, with the fields of its content file that planning and the reply need.
 
     It answers the attributes pyiceberg's evaluators and delete index read from a DataFile (record_count, the
-    stats maps, file_path, spec_id, partition) and from a ManifestEntry (data_file, sequence_number).
+    stats maps, file_path, spec_id, partition) and from a ManifestEntry (data_file, sequence_number). The column
+    stats stay marshalled in `stats` until read: most files of a plan are chosen by partition alone.
     """
 
     status: int
@@ -46,16 +48,11 @@ class CachedEntry(NamedTuple):
     partition: tuple[Any, ...]
     record_count: int
     file_size_in_bytes: int
-    column_sizes: dict[int, int] | None
-    value_counts: dict[int, int] | None
-    null_value_counts: dict[int, int] | None
-    nan_value_counts: dict[int, int] | None
-    lower_bounds: dict[int, bytes] | None
-    upper_bounds: dict[int, bytes] | None
     key_metadata: bytes | None
     split_offsets: tuple[int, ...] | None
     equality_ids: tuple[int, ...] | None
     sort_order_id: int | None
+    stats: bytes   # marshal of (column_sizes, value_counts, null_value_counts, nan_value_counts, lower, upper)
 
     @property
     def data_file(self) -> CachedEntry:
@@ -63,8 +60,35 @@ class CachedEntry(NamedTuple):
         return self
 
     def __hash__(self) -> int:
-        """Files are identified by path (as pyiceberg's DataFile), and the stats dicts are not hashable."""
+        """Files are identified by path, as pyiceberg's DataFile is."""
         return hash(self.file_path)
+
+    def _stat(self, index: int) -> Any:
+        return marshal.loads(self.stats)[index] if self.stats else None
+
+    @property
+    def column_sizes(self) -> dict[int, int] | None:
+        return self._stat(0)  # type: ignore[no-any-return]
+
+    @property
+    def value_counts(self) -> dict[int, int] | None:
+        return self._stat(1)  # type: ignore[no-any-return]
+
+    @property
+    def null_value_counts(self) -> dict[int, int] | None:
+        return self._stat(2)  # type: ignore[no-any-return]
+
+    @property
+    def nan_value_counts(self) -> dict[int, int] | None:
+        return self._stat(3)  # type: ignore[no-any-return]
+
+    @property
+    def lower_bounds(self) -> dict[int, bytes] | None:
+        return self._stat(4)  # type: ignore[no-any-return]
+
+    @property
+    def upper_bounds(self) -> dict[int, bytes] | None:
+        return self._stat(5)  # type: ignore[no-any-return]
 
 
 def _plain(mapping: Any) -> dict[Any, Any] | None:
@@ -78,16 +102,16 @@ def _tuple_or_none(items: Any) -> tuple[int, ...] | None:
 def compact_entry(entry: ManifestEntry) -> CachedEntry:
     """The cached form of a decoded pyiceberg manifest entry."""
     data_file = entry.data_file
+    stats = (_plain(data_file.column_sizes), _plain(data_file.value_counts), _plain(data_file.null_value_counts),
+             _plain(data_file.nan_value_counts), _plain(data_file.lower_bounds), _plain(data_file.upper_bounds))
     return CachedEntry(
         status=int(entry.status), snapshot_id=entry.snapshot_id, sequence_number=entry.sequence_number,
         content=int(data_file.content), file_path=data_file.file_path, file_format=data_file.file_format.value,
         spec_id=data_file.spec_id, partition=tuple(data_file.partition[pos] for pos in range(len(data_file.partition))),
         record_count=data_file.record_count, file_size_in_bytes=data_file.file_size_in_bytes,
-        column_sizes=_plain(data_file.column_sizes), value_counts=_plain(data_file.value_counts),
-        null_value_counts=_plain(data_file.null_value_counts), nan_value_counts=_plain(data_file.nan_value_counts),
-        lower_bounds=_plain(data_file.lower_bounds), upper_bounds=_plain(data_file.upper_bounds),
         key_metadata=data_file.key_metadata, split_offsets=_tuple_or_none(data_file.split_offsets),
-        equality_ids=_tuple_or_none(data_file.equality_ids), sort_order_id=data_file.sort_order_id)
+        equality_ids=_tuple_or_none(data_file.equality_ids), sort_order_id=data_file.sort_order_id,
+        stats=marshal.dumps(stats) if any(stats) else b"")
 
 
 def _pack(items: Any) -> bytes:
@@ -130,7 +154,7 @@ class ManifestCache:
                                    "delete files) of the manifests held by the planning cache", registry=registry)
 
     @property
-    def bytes(self) -> int:
+    def size_bytes(self) -> int:
         return self._bytes
 
     @property
@@ -147,10 +171,10 @@ class ManifestCache:
     def entries(self, io: FileIO, manifest: ManifestFile) -> tuple[CachedEntry, ...]:
         """A manifest's live entries (deleted ones dropped), with sequence numbers inherited from the manifest."""
         def load() -> tuple[bytes, int]:
-            live = tuple(compact_entry(entry) for entry in manifest.fetch_manifest_entry(io, discard_deleted=True))
+            # Plain tuples: unpickling a NamedTuple goes through its Python-level __new__, twice as slow.
+            live = [tuple(compact_entry(entry)) for entry in manifest.fetch_manifest_entry(io, discard_deleted=True)]
             return _pack(live), len(live)
-        result: tuple[CachedEntry, ...] = _unpack(self._get(("manifest", manifest.manifest_path), load))
-        return result
+        return tuple(map(CachedEntry._make, _unpack(self._get(("manifest", manifest.manifest_path), load))))
 
     def _get(self, key: tuple[str, str], load: Callable[[], tuple[bytes, int]]) -> bytes:
         kind = key[0]

@@ -1,10 +1,11 @@
 """Server-side scan planning (the REST spec's planTableScan and fetchScanTasks), answered from ManifestCache.
 
-The Iceberg logic is pyiceberg's: its ManifestGroupPlanner builds the manifest, partition, metrics and residual
-evaluators, its DeleteFileIndex matches position deletes to data files by partition, path bounds and sequence
-number, and its incremental-append rules pick the snapshots of an incremental scan. What is done here is what
-pyiceberg does not offer apart from reading the manifests itself: running those evaluators over entries that
-come from the cache, matching equality deletes (pyiceberg has none), and writing the spec's JSON reply.
+The Iceberg logic is pyiceberg's: its ManifestGroupPlanner builds the manifest, partition and metrics evaluators,
+its residual_evaluator_of the residual ones, its DeleteFileIndex matches position deletes to data files by
+partition, path bounds and sequence number, and its incremental-append rules pick the snapshots of an
+incremental scan. What is done here is what pyiceberg does not offer apart from reading the manifests itself:
+running those evaluators over entries that come from the cache, matching equality deletes (pyiceberg has none),
+and writing the spec's JSON reply.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.expressions.visitors import ResidualEvaluator, residual_evaluator_of
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import INITIAL_SEQUENCE_NUMBER, ManifestContent, ManifestEntryStatus, ManifestFile
 from pyiceberg.schema import Schema
@@ -20,6 +22,7 @@ from pyiceberg.table import IncrementalAppendScan, ManifestGroupPlanner, _min_se
 from pyiceberg.table.delete_file_index import DeleteFileIndex
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Operation, Snapshot, ancestors_between_ids
+from pyiceberg.typedef import Record
 from pyiceberg.types import IcebergType
 
 from hmsproxy.iceberg.content_files import content_file_json
@@ -85,7 +88,7 @@ def _optional(request: dict[str, Any], key: str, kind: type, default: Any = None
 
 
 def _names(request: dict[str, Any], key: str) -> list[str] | None:
-    names = _optional(request, key, list)
+    names: list[str] | None = _optional(request, key, list)
     if names is not None and not all(isinstance(name, str) for name in names):
         raise PlanRequestError(f"{key}: expected a list of field names")
     return names
@@ -160,7 +163,9 @@ def _plan(scan: _Scan, io: FileIO, cache: ManifestCache) -> list[_Task]:
     keep: Callable[[CachedEntry], bool] = lambda _: True   # noqa: E731
     if scan.start_snapshot_id is not None:
         manifests, keep = _incremental(scan, manifests, cache, io)
-    return _match(planner, scan, [entry for entry in _entries(planner, manifests, cache, io) if keep(entry)])
+    residuals = _Residuals(scan)
+    entries = _entries(planner, residuals, manifests, cache, io)
+    return _match(residuals, scan, [entry for entry in entries if keep(entry)])
 
 
 def _incremental(scan: _Scan, manifests: tuple[ManifestFile, ...], cache: ManifestCache,
@@ -178,10 +183,42 @@ def _incremental(scan: _Scan, manifests: tuple[ManifestFile, ...], cache: Manife
                                                    and entry.status == ManifestEntryStatus.ADDED)
 
 
-def _entries(planner: ManifestGroupPlanner, manifests: Iterable[ManifestFile], cache: ManifestCache,
-             io: FileIO) -> list[CachedEntry]:
+class _Residuals:
+    """The residual filter of each partition, as JSON, worked out once a partition per plan."""
+
+    def __init__(self, scan: _Scan) -> None:
+        self._scan = scan
+        self._specs, self._schema = scan.metadata.specs(), scan.metadata.schema()
+        self._evaluators: dict[int, ResidualEvaluator] = {}
+        self._residuals: dict[tuple[int, tuple[Any, ...]], Any] = {}
+
+    def of(self, entry: CachedEntry) -> Any:
+        key = (entry.spec_id, entry.partition)
+        if key not in self._residuals:
+            if entry.spec_id not in self._evaluators:
+                self._evaluators[entry.spec_id] = residual_evaluator_of(
+                    spec=self._specs[entry.spec_id], expr=self._scan.row_filter,
+                    case_sensitive=self._scan.case_sensitive, schema=self._schema)
+            self._residuals[key] = self._residual(self._evaluators[entry.spec_id], entry.partition)
+        return self._residuals[key]
+
+    def _residual(self, evaluator: ResidualEvaluator, partition: tuple[Any, ...]) -> Any:
+        """pyiceberg 0.12's residual evaluator compares a null partition value with the literal and raises
+        TypeError; the whole filter is then the residual (always right: a residual only spares the reader work)."""
+        try:
+            return expression_json(evaluator.residual_for(cast(Record, partition)))
+        except TypeError:
+            return expression_json(self._scan.row_filter)
+
+
+def _entries(planner: ManifestGroupPlanner, residuals: _Residuals, manifests: Iterable[ManifestFile],
+             cache: ManifestCache, io: FileIO) -> list[CachedEntry]:
     """ManifestGroupPlanner.plan_manifest_entries over cached entries: manifests pruned by their partition
-    summaries, delete manifests older than every data file skipped, entries by partition and column metrics."""
+    summaries, delete manifests older than every data file skipped, entries by partition and column metrics.
+
+    Two shortcuts, each exact: a partition is evaluated once a plan, not once a file; and a data file whose
+    partition leaves no residual (every row matches) skips the metrics check, which could only confirm it
+    (ruling out only empty files, as it does)."""
     manifest_evaluators: dict[int, Callable[[ManifestFile], bool]] = {}
     partition_evaluators: dict[int, Callable[[Any], bool]] = {}
     survivors = []
@@ -195,6 +232,7 @@ def _entries(planner: ManifestGroupPlanner, manifests: Iterable[ManifestFile], c
     min_sequence_number = _min_sequence_number(survivors)
     unfiltered = isinstance(planner.row_filter, AlwaysTrue)
     metrics = planner._build_metrics_evaluator()
+    partitions: dict[tuple[int, tuple[Any, ...]], bool] = {}
     kept: list[CachedEntry] = []
     for manifest in survivors:
         if not planner._check_sequence_number(min_sequence_number, manifest):
@@ -202,9 +240,19 @@ def _entries(planner: ManifestGroupPlanner, manifests: Iterable[ManifestFile], c
         entries = cache.entries(io, manifest)
         if unfiltered:
             kept.extend(entry for entry in entries if entry.record_count != 0)
-        else:
-            in_partition = partition_evaluators[manifest.partition_spec_id]
-            kept.extend(entry for entry in entries if in_partition(entry) and metrics(cast(Any, entry)))
+            continue
+        in_partition = partition_evaluators[manifest.partition_spec_id]
+        for entry in entries:
+            key = (entry.spec_id, entry.partition)
+            if key not in partitions:
+                partitions[key] = in_partition(entry)
+            if not partitions[key]:
+                continue
+            if entry.content == DATA and residuals.of(entry) is True:
+                if entry.record_count != 0:
+                    kept.append(entry)
+            elif metrics(cast(Any, entry)):
+                kept.append(entry)
     return kept
 
 
@@ -231,7 +279,7 @@ class _EqualityDeletes:
         return [entry for delete_sequence, entry in candidates if delete_sequence > sequence_number]
 
 
-def _match(planner: ManifestGroupPlanner, scan: _Scan, entries: list[CachedEntry]) -> list[_Task]:
+def _match(residuals: _Residuals, scan: _Scan, entries: list[CachedEntry]) -> list[_Task]:
     """ManifestGroupPlanner.plan_files' second half: each data file with its deletes and residual."""
     positions = DeleteFileIndex()
     equalities = _EqualityDeletes(scan.metadata)
@@ -243,31 +291,14 @@ def _match(planner: ManifestGroupPlanner, scan: _Scan, entries: list[CachedEntry
             positions.add_delete_file(cast(Any, entry), partition_key=cast(Any, entry.partition))
         else:
             equalities.add(entry)
-    residuals: dict[tuple[int, tuple[Any, ...]], Any] = {}
-    evaluators: dict[int, Any] = {}
     planned = []
     for entry in data:
         sequence_number = entry.sequence_number or INITIAL_SEQUENCE_NUMBER
         deletes = positions.for_data_file(sequence_number, cast(Any, entry), partition_key=cast(Any, entry.partition))
         matched = sorted(cast(set[CachedEntry], deletes), key=lambda delete: delete.file_path)
         matched += equalities.for_data_file(sequence_number, entry)
-        key = (entry.spec_id, entry.partition)
-        if key not in residuals:
-            if entry.spec_id not in evaluators:
-                evaluators[entry.spec_id] = planner._build_residual_evaluator(entry.spec_id)(None)
-            residuals[key] = _residual(evaluators[entry.spec_id], entry.partition, scan.row_filter)
-        planned.append(_Task(entry, matched, residuals[key]))
+        planned.append(_Task(entry, matched, residuals.of(entry)))
     return planned
-
-
-def _residual(evaluator: Any, partition: tuple[Any, ...], row_filter: BooleanExpression) -> Any:
-    """The filter left to apply to a partition's rows. pyiceberg 0.12's residual evaluator compares a null
-    partition value with the literal and raises TypeError; the whole filter is then the residual (always right:
-    a residual only spares the reader work)."""
-    try:
-        return expression_json(evaluator.residual_for(partition))
-    except TypeError:
-        return expression_json(row_filter)
 
 
 def _chunk_json(chunk: list[_Task], scan: _Scan) -> ScanTasksJson:
