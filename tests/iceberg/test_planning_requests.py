@@ -10,6 +10,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pyiceberg.catalog.rest.scan_planning import PlanCompleted
 from pyiceberg.expressions import EqualTo
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
@@ -61,6 +63,7 @@ def _paths(reply: dict[str, Any]) -> set[str]:
     ({"filter": {"type": "eq", "term": {"type": "transform", "transform": "day", "term": "d"}, "value": 1}},
      "filter.term"),
     ({"filter": "id > 1"}, "filter"),
+    ({"filter": {"type": "starts-with", "term": "id", "value": "1"}}, "filter"),
     ({"start-snapshot-id": 1}, "end-snapshot-id"),
     ({"end-snapshot-id": 1}, "start-snapshot-id"),
     ({"min-rows-requested": "many"}, "min-rows-requested"),
@@ -69,6 +72,39 @@ def test_malformed_requests_name_their_field(table: Table, request_body: Any, fi
     with pytest.raises(PlanRequestError) as raised:
         _plan(table, request_body)
     assert str(raised.value).startswith(field) or field == "body"
+
+
+JSON_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(), st.text(max_size=12),
+                        st.sampled_from(["2024-01-02", "2024-01-02T10:00:00", "1.5", "CAFE", "a", "beta"]))
+
+
+@st.composite
+def loose_expressions(draw: st.DrawFn, depth: int = 2) -> Any:
+    """Expression-shaped JSON, often wrong: any type name, term, value or child."""
+    kind = draw(st.sampled_from(["true", "false", "and", "or", "not", "eq", "not-eq", "lt", "lt-eq", "gt", "gt-eq",
+                                 "starts-with", "not-starts-with", "in", "not-in", "is-null", "not-null", "is-nan",
+                                 "not-nan", "bogus"]))
+    body: dict[str, Any] = {"type": kind}
+    if depth > 0 and kind in ("and", "or", "not"):
+        for key in (["child"] if kind == "not" else ["left", "right"]):
+            if draw(st.integers(0, 9)):
+                body[key] = draw(loose_expressions(depth - 1))
+    body["term"] = draw(st.sampled_from(["id", "cat", "d", "amount", "name", "ID", "nope", 3]))
+    if draw(st.booleans()):
+        body["value"] = draw(JSON_VALUES)
+    if draw(st.booleans()):
+        body["values"] = draw(st.one_of(st.lists(JSON_VALUES, max_size=3), JSON_VALUES))
+    return body if draw(st.integers(0, 9)) else draw(JSON_VALUES)
+
+
+@settings(max_examples=80, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(filter_json=loose_expressions(), case_sensitive=st.booleans())
+def test_any_filter_plans_or_is_a_request_error(table: Table, filter_json: Any, case_sensitive: bool) -> None:
+    try:
+        reply = _plan(table, {"filter": filter_json, "case-sensitive": case_sensitive})
+    except PlanRequestError:
+        return
+    PlanCompleted.model_validate_json(json.dumps(reply))
 
 
 def test_case_insensitive_names_bind_only_when_asked(table: Table) -> None:

@@ -38,7 +38,7 @@ from pyiceberg.expressions import (
 )
 from pyiceberg.expressions.visitors import bind
 from pyiceberg.schema import Schema
-from pyiceberg.types import BinaryType, FixedType, IcebergType
+from pyiceberg.types import BinaryType, FixedType, IcebergType, StringType
 
 
 class PlanRequestError(ValueError):
@@ -82,6 +82,9 @@ def _parse(value: Any, schema: Schema, case_sensitive: bool, where: str) -> Bool
         return _UNARY[kind](_term(value, where))
     if kind in _LITERAL:
         name = _term(value, where)
+        if kind.endswith("starts-with") and not isinstance(_column_type(schema, name, case_sensitive, where),
+                                                            StringType):
+            raise PlanRequestError(f"{where}: {kind} needs a string column, and {name!r} is not one")
         return _LITERAL[kind](name, _literal(_member(value, "value", where), schema, name, case_sensitive,
                                              f"{where}.value"))
     if kind in _SET:
