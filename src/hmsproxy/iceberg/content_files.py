@@ -123,12 +123,13 @@ def content_file_json(entry: CachedEntry, partition_types: tuple[IcebergType, ..
         reply["sort-order-id"] = entry.sort_order_id
     if entry.content == 0:
         if stats_ids:
-            for name, counts in (("column-sizes", entry.column_sizes), ("value-counts", entry.value_counts),
-                                 ("null-value-counts", entry.null_value_counts),
-                                 ("nan-value-counts", entry.nan_value_counts)):
+            stats = entry.metrics()
+            for name, counts in (("column-sizes", stats.column_sizes), ("value-counts", stats.value_counts),
+                                 ("null-value-counts", stats.null_value_counts),
+                                 ("nan-value-counts", stats.nan_value_counts)):
                 if (count_map := _count_map(counts, stats_ids)) is not None:
                     reply[name] = count_map
-            for name, bounds in (("lower-bounds", entry.lower_bounds), ("upper-bounds", entry.upper_bounds)):
+            for name, bounds in (("lower-bounds", stats.lower_bounds), ("upper-bounds", stats.upper_bounds)):
                 if (value_map := _value_map(bounds, stats_ids, schema)) is not None:
                     reply[name] = value_map
     elif entry.content == 2 and entry.equality_ids is not None:

@@ -251,7 +251,7 @@ def _entries(planner: ManifestGroupPlanner, residuals: _Residuals, manifests: It
             if entry.content == DATA and residuals.of(entry) is True:
                 if entry.record_count != 0:
                     kept.append(entry)
-            elif metrics(cast(Any, entry)):
+            elif metrics(cast(Any, entry.metrics())):
                 kept.append(entry)
     return kept
 
