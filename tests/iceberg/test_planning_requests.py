@@ -151,6 +151,8 @@ def test_table_without_snapshot_plans_nothing(tmp_path: Path) -> None:
 
 def test_stats_fields_send_only_those_columns_in_spec_encoding(table: Table) -> None:
     reply = _plan(table, {"stats-fields": ["id", "d"], "filter": {"type": "gt-eq", "term": "id", "value": 0}})
+    parsed = PlanCompleted.model_validate_json(json.dumps(reply))
+    assert all(task.data_file.value_counts is not None for task in parsed.file_scan_tasks)
     data_files = [task["data-file"] for task in reply["file-scan-tasks"]]
     assert data_files
     expected = {task.file.file_path: task.file for task in table.scan().plan_files()}
