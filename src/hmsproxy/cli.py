@@ -95,6 +95,13 @@ def _serve_options() -> argparse.ArgumentParser:
                                                                 "(default 64)")
     serve.add_argument("--iceberg-lock-wait-s", help="longest a REST commit waits for its table's lock before "
                                                      "failing with 409, which clients retry (default 30s)")
+    serve.add_argument("--iceberg-manifest-cache-bytes", help="decoded Iceberg manifests kept for scan planning, "
+                                                              "e.g. 1gb (default 256mb)")
+    serve.add_argument("--iceberg-max-plans", type=int, help="scan plans whose further tasks are kept for fetching "
+                                                             "(default 256; the oldest goes first)")
+    serve.add_argument("--iceberg-plan-ttl-s", help="how long a plan's further tasks are kept (default 300s)")
+    serve.add_argument("--iceberg-plan-chunk-tasks", type=int, help="file scan tasks a plan answers inline, and "
+                                                                    "in each plan task after (default 1000)")
     serve.add_argument("--no-cache", dest="cache", action="store_const", const=False,
                        help="serve every call from the database (no server-side cache)")
     serve.add_argument("--cache-max-bytes", help="memory bound of the cache, e.g. 2gb (default 1gb)")

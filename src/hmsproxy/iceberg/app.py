@@ -6,7 +6,7 @@ import logging
 import socket
 import ssl
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 import uvicorn
 from starlette.applications import Starlette
@@ -24,9 +24,9 @@ log = logging.getLogger(__name__)
 KEEP_ALIVE_S = 30   # seconds a keep-alive connection may idle before uvicorn closes it
 
 
-def build_app(base_path: str, routes: list[Route], defaults: Mapping[str, str], limits: Limits, metrics: Metrics,
+def build_app(base_path: str, routes: list[Route], limits: Limits, metrics: Metrics,
               audit: AuditLog | None) -> Starlette:
-    config = config_answer(routes, defaults)
+    config = config_answer(routes)
 
     def get_config(call: Call) -> object:
         return json_response(config)
@@ -34,7 +34,7 @@ def build_app(base_path: str, routes: list[Route], defaults: Mapping[str, str], 
     served: list[BaseRoute] = [StarletteRoute("/v1/config", handler("get_config", get_config, limits, metrics,
                                                                      audit), methods=["GET"])]
     for route in routes:
-        served.append(StarletteRoute("/v1/" + route.path, handler(route.operation, route.endpoint, limits, metrics,
+        served.append(StarletteRoute(route.served, handler(route.operation, route.endpoint, limits, metrics,
                                                                   audit), methods=[route.method]))
     return Starlette(routes=[Mount("/" + base_path.strip("/"), routes=served)] if base_path.strip("/") else served)
 

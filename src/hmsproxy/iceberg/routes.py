@@ -12,9 +12,11 @@ import orjson
 from pyiceberg.table.metadata import TableMetadata
 from starlette.responses import Response
 
-from hmsproxy.iceberg.errors import BadRequest
+from hmsproxy.iceberg.errors import BadRequest, NoSuchPlanId, NoSuchPlanTask
 from hmsproxy.iceberg.http import Call, Endpoint
+from hmsproxy.iceberg.manifest_cache import ManifestCache
 from hmsproxy.iceberg.names import TableName, namespace_from_path, one_level, table_identifier
+from hmsproxy.iceberg.planning import PlanRequestError, PlanTasks, UnknownPlan, UnknownPlanTask, fetch_tasks, plan_scan
 from hmsproxy.iceberg.tables import Loaded, Tables
 
 PREFIX = "/v1/{prefix}"
@@ -30,6 +32,11 @@ class Route:
     @property
     def advertised(self) -> str:
         return f"{self.method} {PREFIX}/{self.path}"
+
+    @property
+    def served(self) -> str:
+        """The path as Starlette matches it (its parameters are identifiers: `plan-id` is `plan_id`)."""
+        return "/v1/" + self.path.replace("{plan-id}", "{plan_id}")
 
 
 def _metadata_json(metadata: TableMetadata) -> orjson.Fragment:
@@ -70,11 +77,13 @@ def _strings(value: object, field: str) -> list[str]:
 
 
 class Catalog:
-    """The endpoint functions over one catalog's tables."""
+    """The endpoint functions over one catalog's tables, and its scan planning over the manifest cache."""
 
-    def __init__(self, tables: Tables) -> None:
+    def __init__(self, tables: Tables, manifests: ManifestCache, plans: PlanTasks) -> None:
         self.tables = tables
         self.namespaces = tables.namespaces
+        self.manifests = manifests
+        self.plans = plans
 
     def _table(self, call: Call) -> TableName:
         return TableName(namespace_from_path(call.path["namespace"]).lower(), call.path["table"].lower())
@@ -172,6 +181,37 @@ class Catalog:
         self.tables.commit_all(named)
         return None
 
+    def plan_table_scan(self, call: Call) -> object:
+        loaded = self.tables.load(self._table(call))
+        try:
+            return plan_scan(loaded.metadata, self.tables.files.io, call.json(), self.manifests, self.plans)
+        except PlanRequestError as wrong:
+            raise BadRequest(str(wrong)) from None
+
+    def fetch_scan_tasks(self, call: Call) -> object:
+        self.tables.hms_table(self._table(call))
+        try:
+            return fetch_tasks(call.json(), self.plans)
+        except PlanRequestError as wrong:
+            raise BadRequest(str(wrong)) from None
+        except UnknownPlanTask:
+            raise NoSuchPlanTask("The plan task is unknown: its plan finished, expired or was cancelled") from None
+
+    def plan_status(self, call: Call) -> object:
+        self.tables.hms_table(self._table(call))
+        try:
+            return self.plans.get(call.path["plan_id"])
+        except UnknownPlan:
+            raise NoSuchPlanId(f"No plan {call.path['plan_id']}: it expired, was cancelled or never was") from None
+
+    def cancel_plan(self, call: Call) -> object:
+        self.tables.hms_table(self._table(call))
+        try:
+            self.plans.cancel(call.path["plan_id"])
+        except UnknownPlan:
+            raise NoSuchPlanId(f"No plan {call.path['plan_id']}: it expired, was cancelled or never was") from None
+        return None
+
     def routes(self) -> list[Route]:
         return [
             Route("GET", "namespaces", "list_namespaces", self.list_namespaces),
@@ -190,6 +230,10 @@ class Catalog:
             Route("DELETE", "namespaces/{namespace}/tables/{table}", "drop_table", self.drop_table),
             Route("POST", "tables/rename", "rename_table", self.rename_table),
             Route("POST", "transactions/commit", "commit_transaction", self.commit_transaction),
+            Route("POST", "namespaces/{namespace}/tables/{table}/plan", "plan_table_scan", self.plan_table_scan),
+            Route("GET", "namespaces/{namespace}/tables/{table}/plan/{plan-id}", "plan_status", self.plan_status),
+            Route("DELETE", "namespaces/{namespace}/tables/{table}/plan/{plan-id}", "cancel_plan", self.cancel_plan),
+            Route("POST", "namespaces/{namespace}/tables/{table}/tasks", "fetch_scan_tasks", self.fetch_scan_tasks),
         ]
 
 
@@ -197,5 +241,10 @@ def _tags(headers: Mapping[str, str]) -> set[str]:
     return {tag.strip() for tag in headers.get("if-none-match", "").split(",") if tag.strip()}
 
 
-def config_answer(routes: list[Route], defaults: Mapping[str, str]) -> dict[str, object]:
-    return {"defaults": dict(defaults), "overrides": {}, "endpoints": [route.advertised for route in routes]}
+# pyiceberg plans on the server only when the plan endpoint is listed and the catalog's properties say so; a
+# server's defaults may (the client's own setting wins)
+DEFAULTS = {"scan-planning-mode": "server"}
+
+
+def config_answer(routes: list[Route]) -> dict[str, object]:
+    return {"defaults": DEFAULTS, "overrides": {}, "endpoints": [route.advertised for route in routes]}

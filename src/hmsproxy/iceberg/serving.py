@@ -7,7 +7,9 @@ from pathlib import Path
 from hmsproxy.handler import Handler
 from hmsproxy.iceberg.app import RestServer, build_app
 from hmsproxy.iceberg.http import Limits
+from hmsproxy.iceberg.manifest_cache import ManifestCache
 from hmsproxy.iceberg.metadata_io import MetadataFiles
+from hmsproxy.iceberg.plan_tasks import PlanTasks
 from hmsproxy.iceberg.routes import Catalog
 from hmsproxy.iceberg.tables import Tables
 from hmsproxy.ops.audit import AuditLog
@@ -32,8 +34,10 @@ def start_rest(settings: Settings, handler: Handler, stores: ObjectStores, metri
                audit: AuditLog | None) -> RestServer:
     tokens = read_tokens(settings.iceberg_rest_tokens_file) if settings.iceberg_rest_tokens_file else frozenset()
     tables = Tables(handler, MetadataFiles.of(stores.settings), settings.iceberg_lock_wait_s)
-    routes = Catalog(tables).routes()
-    app = build_app(settings.iceberg_rest_path, routes, {}, Limits(settings.iceberg_max_request_bytes, tokens),
+    manifests = ManifestCache(settings.iceberg_manifest_cache_bytes, metrics.registry)
+    plans = PlanTasks(settings.iceberg_max_plans, settings.iceberg_plan_ttl_s, settings.iceberg_plan_chunk_tasks)
+    routes = Catalog(tables, manifests, plans).routes()
+    app = build_app(settings.iceberg_rest_path, routes, Limits(settings.iceberg_max_request_bytes, tokens),
                     metrics, audit)
     tls = server_context(settings.tls_cert, settings.tls_key, settings.tls_client_ca) if settings.tls else None
     server = RestServer(app, settings.host, settings.iceberg_rest_port, tls, settings.iceberg_max_requests)

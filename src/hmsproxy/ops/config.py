@@ -137,6 +137,10 @@ class Settings:
     iceberg_max_request_bytes: int = 16 << 20   # a commit's or a plan's JSON body
     iceberg_max_requests: int = 64        # requests served at once; beyond, 503 (each holds a thread)
     iceberg_lock_wait_s: float = 30.0     # a commit waits this long for the table's lock, then fails (409: retry)
+    iceberg_manifest_cache_bytes: int = 256 << 20   # decoded manifests and manifest lists kept for planning
+    iceberg_max_plans: int = 256          # plans whose further tasks are kept for `tasks` fetches
+    iceberg_plan_ttl_s: float = 300.0     # how long a plan's further tasks are kept
+    iceberg_plan_chunk_tasks: int = 1000  # file scan tasks answered inline, then in each plan task
 
     @property
     def warehouse_on_object_store(self) -> bool:
@@ -210,13 +214,14 @@ def _coerce(name: str, value: Setting) -> Setting:
         return "true" if _coerce("s3_ssl", value) else "false"
     if name == "iceberg_rest_port" and str(value).strip().startswith("-"):
         return 0   # Hive's metastore.catalog.servlet.port is -1 when off
-    if name in ("cache_max_bytes", "cache_hot_bytes", "max_message_bytes", "iceberg_max_request_bytes"):
+    if name in ("cache_max_bytes", "cache_hot_bytes", "max_message_bytes", "iceberg_max_request_bytes",
+                "iceberg_manifest_cache_bytes"):
         return _size(name, value)
     if name in ("txn_timeout_s", "txn_reaper_interval_s", "check_lock_wait_s", "client_idle_timeout_s",
                 "evict_idle_after_s", "liveness_stall_s", "unlogged_check_s", "request_timeout_s",
                 "db_connect_timeout_s", "db_statement_timeout_s", "db_schema_wait_s", "upstream_refresh_s",
                 "upstream_call_timeout_s", "object_store_connect_timeout_s", "object_store_read_timeout_s",
-                "iceberg_lock_wait_s"):
+                "iceberg_lock_wait_s", "iceberg_plan_ttl_s"):
         return _duration(name, value)
     if field_type == "float":
         try:
