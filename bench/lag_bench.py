@@ -10,7 +10,7 @@ Variants: `wake` is the default settings (wake-ups between instances, a head rea
 PYTHONPATH) can run.
 
 Lag: A and B are `hmsproxy serve` processes. Through A a writer sets the parameter `version` of a table to 1, 2,
-... ; after each write returns, the bench reads the table through B (a round trip every ~0.5 ms) until it shows
+... ; after each write returns, the bench reads the table through B (a read every ~1 ms) until it shows
 that version, and the lag is the time from A's reply to B's first reply showing it. Writes are paced by a
 random pause of 0-20 ms, so they fall anywhere in a poll interval.
 
@@ -57,7 +57,7 @@ IDLE_SETTINGS: dict[str, dict[str, Any]] = {
     "default": {},
 }
 SEEN_TIMEOUT_S = 10.0   # a version not seen through B by then counts as lost
-READ_PAUSE_S = 0.0005
+READ_PAUSE_S = 0.001
 
 
 @dataclass

@@ -7,8 +7,9 @@ database (a small table of their own: store/sql/wake_peers.py), which each one r
 
 A datagram carries nothing to trust: its content only has to be MAGIC to wake a round, which reads the log as a
 timed round would. Anything else is ignored, and wake-ups are at most one per MIN_WAKE_GAP_S, so that a flood
-costs the database at most one cheap head read per gap (and a reread of the directory per LOOKUP_GAP_S, when the
-flood comes from addresses that are no peers). A lost datagram delays a change to the next timed round.
+costs the database at most one round per gap, three indexed reads when nothing is new (and a reread of the
+directory per LOOKUP_GAP_S, when the flood comes from addresses that are no peers). A lost datagram delays a
+change to the next timed round.
 
 An instance sends its first wake-up to every peer it finds when it starts: they reread the directory on a
 wake-up from an unknown address, and so learn of it at once rather than at their next refresh.
@@ -26,7 +27,7 @@ from hmsproxy.ops.background import BackgroundLoop, Outage
 
 log = logging.getLogger(__name__)
 MAGIC = b"hmsproxy-wake/1"
-MIN_WAKE_GAP_S = 0.005   # a flood of datagrams wakes the poller at most 200 times a second
+MIN_WAKE_GAP_S = 0.01    # a flood of datagrams wakes the poller at most 100 times a second
 REFRESH_S = 10.0         # how often an instance renews its entry and rereads its peers
 LOOKUP_GAP_S = 1.0       # a wake-up from an address not known as a peer rereads the directory, at most this often
 RECEIVE_BYTES = 64       # longer datagrams are cut here, and then are not MAGIC
