@@ -3,15 +3,21 @@ commit sends, not the timed poll (set to a minute here, past the wait's timeout)
 the notification log's head, not the log."""
 from __future__ import annotations
 
+import socket
 import threading
 import uuid
+from collections.abc import Callable
 
 import pytest
 from sqlalchemy import event
 
 from hmsproxy.idl import hms
 from hmsproxy.ops.config import Settings
+from hmsproxy.ops.peer_wake import MAGIC, PeerWake
 from hmsproxy.server import start
+from hmsproxy.store.sql.database import Database
+from hmsproxy.store.sql.schema_setup import init_schema
+from hmsproxy.store.sql.wake_peers import WakePeers
 from support.builders import connect_thrift, placeholder_sd
 from support.databases import fresh_database
 from support.hmsproxy_server import start_hmsproxy_process
@@ -80,3 +86,34 @@ def test_an_idle_instance_reads_only_the_log_head(tmp_path):
         finally:
             event.remove(engine, "before_cursor_execute", seen)
             server.stop()
+
+
+def test_only_the_wake_word_wakes_and_peers_find_each_other_through_the_database(tmp_path):
+    """Two PeerWake on one database (rows in AUX_TABLE): a datagram that is not the word wakes nothing, each word
+    wakes the receiver once, and stopped instances leave the directory."""
+    db = Database(f"sqlite:///{tmp_path / 'metastore.db'}")
+    init_schema(db, str(tmp_path / "warehouse"))
+    woken = {"a": 0, "b": 0}
+
+    def wake(name: str) -> Callable[[], None]:
+        def count() -> None:
+            woken[name] += 1
+        return count
+    a = PeerWake(WakePeers(db), wake("a"), bind_host="127.0.0.1", port=0, wake_host="")
+    b = PeerWake(WakePeers(db), wake("b"), bind_host="127.0.0.1", port=0, wake_host="")
+    a.start()
+    b.start()
+    try:
+        wait_for(lambda: len(a.peers()) == 1 and len(b.peers()) == 1, "each finds the other", SEEN_WITHIN_S)
+        host, _, port = b.address.rpartition(":")
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as stray:
+            for garbage in (b"", b"hello", MAGIC + b"x", MAGIC * 10, MAGIC[:-1]):
+                stray.sendto(garbage, (host, int(port)))
+        a.committed(1, [])
+        wait_for(lambda: woken["b"] >= 2, "b woken by a's hello and by a's commit", SEEN_WITHIN_S)
+    finally:
+        b.stop()   # its receiver handles every datagram sent before it stops
+        a.stop()
+    assert woken["b"] == 2   # a's hello when it found b (once: later lookups greet only new peers), a's commit
+    assert WakePeers(db).peers("") == []
+    db.engine.dispose()
