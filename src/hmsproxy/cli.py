@@ -120,7 +120,14 @@ def _serve_options() -> argparse.ArgumentParser:
                             "(default -1: unlimited)")
     serve.add_argument("--max-message-bytes", help="largest request or pre-encoded reply, e.g. 100mb (default)")
     serve.add_argument("--poll-interval-s", type=float,
-                       help="how often the notification log is read for other instances' changes (default 0.2)")
+                       help="how often the notification log's head is read for changes of writers that send no "
+                            "wake-up, such as a Java HMS (default 0.5)")
+    serve.add_argument("--no-peer-wake", dest="peer_wake", action="store_const", const=False,
+                       help="neither send nor receive wake-ups: other instances' changes are seen at the next poll")
+    serve.add_argument("--peer-wake-port", type=int,
+                       help="UDP port other instances' wake-ups arrive on (default 0: any free one)")
+    serve.add_argument("--peer-wake-host", help="the address other instances send wake-ups to (default: --host, or "
+                                                "this machine's address when --host is a wildcard)")
     serve.add_argument("--event-ttl-s", type=int,
                        help="notification events older than this are deleted (default 86400)")
     serve.add_argument("--txn-timeout-s", help="transactions and locks not heartbeated for this long are aborted "

@@ -19,6 +19,7 @@ from hmsproxy.ops.audit import AuditLog
 from hmsproxy.ops.config import Settings
 from hmsproxy.ops.heap import collect_less_often
 from hmsproxy.ops.metrics import Metrics, MetricsServer
+from hmsproxy.ops.peer_wake import PeerWake
 from hmsproxy.rpc.dispatch import Calls, MetastoreProcessor
 from hmsproxy.rpc.repeated_requests import RepeatedRequests
 from hmsproxy.rpc.thrift_server import ThriftServer
@@ -36,6 +37,7 @@ from hmsproxy.store.sql.schema_setup import init_schema, schema_version
 from hmsproxy.store.sql.stats_codec import stats_as_stored
 from hmsproxy.store.sql.store import DatabaseAccess, SqlStore
 from hmsproxy.store.sql.validate import own_keys_missing_on_mysql
+from hmsproxy.store.sql.wake_peers import WakePeers
 from hmsproxy.upstream.serving import UpstreamParts, start_upstream
 
 log = logging.getLogger(__name__)
@@ -85,14 +87,29 @@ def open_store(settings: Settings, warehouse: Warehouse, metrics: Metrics) -> Sq
     return store
 
 
-def cached(store: SqlStore, settings: Settings, metrics: Metrics) -> tuple[RawStore, Loader, Poller]:
-    """Wraps the store in the cache, starts prewarming it and following the notification log."""
+def cached(store: SqlStore, settings: Settings, metrics: Metrics
+           ) -> tuple[RawStore, Loader, Poller, PeerWake | None]:
+    """Wraps the store in the cache, starts prewarming it and following the notification log, woken by the other
+    instances' writes and waking them after its own."""
     parts = cache_over(store, settings, metrics, stats_as_stored, prewarm_workers(store.db, settings), creations=store)
     # They learn of this instance's own writes (the database tells its watchers), which the cache has already.
     store.db.event_watchers.extend([parts.poller] if parts.unlogged is None else [parts.poller, parts.unlogged])
+    wake = peer_wake(store.db, settings, parts.poller)
+    if wake is not None:
+        store.db.event_watchers.append(wake)
+        wake.start()
     parts.loader.start()
     parts.poller.start()
-    return parts.store, parts.loader, parts.poller
+    return parts.store, parts.loader, parts.poller, wake
+
+
+def peer_wake(db: Database, settings: Settings, poller: Poller) -> PeerWake | None:
+    """The wake-ups between the instances on the database (ops/peer_wake.py): none when turned off or on an
+    in-memory SQLite database, which no other instance can open."""
+    if not settings.peer_wake or db.is_memory:
+        return None
+    return PeerWake(WakePeers(db), poller.wake, bind_host=settings.host, port=settings.peer_wake_port,
+                    wake_host=settings.peer_wake_host)
 
 
 def prewarm_workers(db: Database, settings: Settings) -> WorkerPlan | None:
@@ -116,6 +133,7 @@ class RunningServer:
     upstream: UpstreamParts | None = None
     audit: AuditLog | None = None
     rest: RestServer | None = None
+    peer_wake: PeerWake | None = None
 
     @property
     def port(self) -> int:
@@ -134,6 +152,8 @@ class RunningServer:
         if self.upstream is not None:
             self.upstream.stop()
             return
+        if self.peer_wake is not None:
+            self.peer_wake.stop()
         if self.poller is not None:
             self.poller.stop()
         if self.loader is not None:
@@ -210,8 +230,9 @@ def start(settings: Settings) -> RunningServer:
     store: RawStore = sql_store
     loader: Loader | None = None
     poller: Poller | None = None
+    wake: PeerWake | None = None
     if settings.cache:
-        store, loader, poller = cached(sql_store, settings, metrics)
+        store, loader, poller, wake = cached(sql_store, settings, metrics)
     context = HandlerContext(store=store, warehouse=warehouse, server_conf=server_conf(settings), started_at=now(),
                              partition_request_limit=settings.partition_request_limit)
     reaper = Reaper(store.reap_expired, settings.txn_reaper_interval_s)
@@ -226,7 +247,8 @@ def start(settings: Settings) -> RunningServer:
     log.info("hmsproxy serving thrift://%s:%d (%s, cache %s), warehouse %s, metrics %s", settings.host, thrift.port,
              "framed" if settings.framed else "unframed", "on" if settings.cache else "off", warehouse.location,
              f"http://{settings.host}:{metrics_server.port}/metrics" if metrics_server else "off")
-    return RunningServer(thrift, metrics_server, store, loader, poller, reaper, audit=audit, rest=rest)
+    return RunningServer(thrift, metrics_server, store, loader, poller, reaper, audit=audit, rest=rest,
+                         peer_wake=wake)
 
 
 def _start_in_front(settings: Settings, metrics: Metrics) -> RunningServer:

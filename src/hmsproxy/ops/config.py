@@ -88,7 +88,10 @@ class Settings:
     prewarm_workers_min_partitions: int = 20_000
     partition_request_limit: int = -1
     max_message_bytes: int = 100 << 20
-    poll_interval_s: float = 0.2
+    poll_interval_s: float = 0.5           # the bound for writers that send no wake-up (ops/peer_wake.py)
+    peer_wake: bool = True
+    peer_wake_port: int = 0                # UDP port wake-ups arrive on (0: any free one)
+    peer_wake_host: str = ""               # the address other instances send them to ("": see advertised_host)
     event_ttl_s: int = 86400
     unlogged_check_s: float = 10.0
     db_latency_ms: float = 0.0

@@ -6,6 +6,12 @@ were already cleaned up (a long outage), it clears the cache and prewarms again 
 When the database cannot be reached it retries with backoff and logs once per outage; reads that can be
 answered from the cache still are meanwhile. It also deletes events older than the time to live.
 
+Each round first reads the log's head (one primary-key read of NOTIFICATION_SEQUENCE) and reads the log only when
+it moved past what this instance applied or wrote itself: an idle instance costs the database one cheap query per
+interval. `wake` starts a round at once, which reads the log without the head first: another instance sends a
+wake-up after it commits a write (ops/peer_wake.py), so its change is seen here within milliseconds, and the
+interval is only the bound for writers that send none (a Java HMS, another hmsproxy whose datagram was lost).
+
 `catch_up` lets a request thread apply the log up to a given event id at once (a granted lock is a
 synchronisation point: store/cache/transactions.py); one lock keeps it and the thread from applying at
 the same time.
@@ -60,12 +66,19 @@ class Poller:
         self._unlogged = unlogged  # None once it found something, or when not looking
         self._unlogged_check_s = unlogged_check_s
         self._last_unlogged_check = 0.0
+        self._told = False   # woken by a writer's wake-up: the log moved
 
     def start(self) -> None:
         self._loop.start()
 
     def stop(self) -> None:
         self._loop.stop()
+
+    def wake(self) -> None:
+        """Starts the next round now, reading the log without its head first: another writer said it committed
+        events."""
+        self._told = True
+        self._loop.wake()
 
     # ---- the database's EventWatcher: the events this instance writes (its cache has them once committed) ----
 
@@ -117,8 +130,9 @@ class Poller:
             self.metrics.notification_last_applied.set(self.last_applied)
             self._started.set()
         try:
+            told, self._told = self._told, False
             with self._applying:
-                busy = self.poll_once()
+                busy = self.poll_once() if told or self._log_moved() else self._idle()
             self.metrics.notification_last_poll.set_to_current_time()
         except Exception as exc:  # the database is down or flaky: retry, log once per outage
             self.metrics.notification_poll_errors.inc()
@@ -144,6 +158,20 @@ class Poller:
                     log.warning("cannot catch up with the notification log to event %d: %s", event_id, exc)
                     return False
         return True
+
+    def _log_moved(self) -> bool:
+        """Whether the log holds events this instance neither applied nor wrote (one read of its head)."""
+        self._skip_own()
+        return self.store.current_event_id() > self.last_applied
+
+    def _idle(self) -> bool:
+        """A round with nothing new in the log: only the chores that keep their own pace."""
+        self.metrics.notification_last_applied.set(self.last_applied)
+        self.metrics.notification_lag_events.set(0)
+        self.metrics.notification_lag_seconds.set(0)
+        self._clean()
+        self._check_unlogged()
+        return False
 
     def poll_once(self) -> bool:
         """Applies the next batch of events; True if the batch was full."""
