@@ -97,9 +97,10 @@ def cached(store: SqlStore, settings: Settings, metrics: Metrics
     wake = peer_wake(store.db, settings, parts.poller)
     if wake is not None:
         store.db.event_watchers.append(wake)
-        wake.start()
-    parts.loader.start()
+    parts.loader.start()   # first: it forks prewarm's workers while the process has no other thread
     parts.poller.start()
+    if wake is not None:
+        wake.start()
     return parts.store, parts.loader, parts.poller, wake
 
 

@@ -149,21 +149,31 @@ def _port_numbers(container: dict[str, Any], ports: list[dict[str, Any]]) -> set
     return {named[port["port"]] if isinstance(port["port"], str) else port["port"] for port in ports}
 
 
-def test_the_network_policy_admits_clients_and_prometheus_only(base, pod, container):
+def _wake_port(base) -> int:
+    return int(base[("ConfigMap", "hmsproxy")]["data"]["HMSPROXY_PEER_WAKE_PORT"])
+
+
+def test_the_network_policy_admits_clients_prometheus_and_the_replicas_wake_ups_only(base, pod, container):
     policy = base[("NetworkPolicy", "hmsproxy")]["spec"]
     assert policy["podSelector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
     assert sorted(policy["policyTypes"]) == ["Egress", "Ingress"]
-    thrift, metrics = policy["ingress"]
+    thrift, metrics, wake = policy["ingress"]
+    assert wake["from"] == [{"podSelector": policy["podSelector"]}], "wake-ups from the other replicas only"
+    assert wake["ports"] == [{"port": _wake_port(base), "protocol": "UDP"}]
     assert thrift["from"] == [{"namespaceSelector": {}}], "Thrift from any pod of the cluster"
     assert _port_numbers(container, thrift["ports"]) == {9083}
     assert metrics["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
     assert _port_numbers(container, metrics["ports"]) == {9090}
 
 
-def test_the_network_policy_lets_out_dns_and_the_database_only(base):
-    egress = base[("NetworkPolicy", "hmsproxy")]["spec"]["egress"]
+def test_the_network_policy_lets_out_dns_the_database_and_wake_ups_to_the_replicas_only(base):
+    policy = base[("NetworkPolicy", "hmsproxy")]["spec"]
+    egress = policy["egress"]
     allowed = {(port["protocol"], port["port"]) for rule in egress for port in rule["ports"]}
-    assert allowed == {("UDP", 53), ("TCP", 53), ("TCP", 3306), ("TCP", 5432)}
+    assert allowed == {("UDP", 53), ("TCP", 53), ("TCP", 3306), ("TCP", 5432), ("UDP", _wake_port(base))}
+    (to_replicas,) = [rule for rule in egress if rule.get("to")]
+    assert to_replicas["to"] == [{"podSelector": policy["podSelector"]}]
+    assert to_replicas["ports"] == [{"port": _wake_port(base), "protocol": "UDP"}]
     database = make_url(base[("ConfigMap", "hmsproxy")]["data"]["HMSPROXY_DB"])
     assert ("TCP", database.port) in allowed, "the database of the ConfigMap is reachable"
 
