@@ -14,7 +14,7 @@ from starlette.responses import Response
 
 from hmsproxy.iceberg.errors import BadRequest
 from hmsproxy.iceberg.http import Call, Endpoint
-from hmsproxy.iceberg.names import TableName, namespace_from_path, one_level, table_identifier
+from hmsproxy.iceberg.names import TableName, namespace_from_path, one_level, table_from_path, table_identifier
 from hmsproxy.iceberg.tables import Loaded, Tables
 
 PREFIX = "/v1/{prefix}"
@@ -77,7 +77,7 @@ class Catalog:
         self.namespaces = tables.namespaces
 
     def _table(self, call: Call) -> TableName:
-        return TableName(namespace_from_path(call.path["namespace"]).lower(), call.path["table"].lower())
+        return table_from_path(call.path["namespace"], call.path["table"])
 
     def list_namespaces(self, call: Call) -> object:
         parent = call.query.get("parent")
