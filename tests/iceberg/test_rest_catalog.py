@@ -226,6 +226,15 @@ def test_one_table_through_hive_catalog_and_rest(server, rest, namespace):
     assert (namespace, "both") in rest.list_tables(namespace)
 
 
+def test_a_table_in_a_nested_namespace_is_no_such_table(server, rest, namespace):
+    """Iceberg's Java client loads metadata table `ns.t.snapshots` as table `snapshots` in namespace `ns.t` first and
+    falls back to table `ns.t` only on NoSuchTableException (Spark's `SELECT ... FROM cat.ns.t.snapshots`)."""
+    rest.create_table(f"{namespace}.t", SCHEMA)
+    for method in ("GET", "HEAD"):
+        status, _, body = http(server, method, f"/v1/namespaces/{namespace}%1Ft/tables/snapshots")
+        assert status == 404 and (method == "HEAD" or error_of(body)["type"] == "NoSuchTableException")
+
+
 def test_a_hive_table_of_another_format_is_not_an_iceberg_table(server, rest, namespace):
     client = connect_thrift(server)
     try:

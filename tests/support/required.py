@@ -15,7 +15,7 @@ import pytest
 
 REQUIRE_VARIABLE = "TESTS_REQUIRE"
 PARTS = frozenset({"mariadb", "postgres", "java", "promtool", "docker-compose", "openssl", "hive-schema", "kubectl",
-                   "mount-namespace"})
+                   "mount-namespace", "spark35"})
 
 
 def required_parts() -> frozenset[str]:

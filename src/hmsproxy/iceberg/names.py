@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hmsproxy.iceberg.errors import BadRequest, NoSuchNamespace
+from hmsproxy.iceberg.errors import BadRequest, NoSuchNamespace, NoSuchTable
 
 SEPARATOR = "\x1f"
 
@@ -22,6 +22,16 @@ def one_level(parts: list[str] | tuple[str, ...]) -> str:
         raise NoSuchNamespace(f"Namespace does not exist: {'.'.join(parts)} (this catalog's namespaces have one "
                               "level, the HMS databases)") if len(parts) > 1 else BadRequest("empty namespace")
     return parts[0]
+
+
+def table_from_path(namespace: str, table: str) -> TableName:
+    """The table a path names. A namespace of several levels holds no table here: that is NoSuchTableException, not
+    NoSuchNamespaceException, because Iceberg's clients read a metadata table (`db.t.snapshots`) by loading
+    `snapshots` in namespace `db.t` first and fall back to the base table `db.t` only on NoSuchTableException."""
+    parts = namespace.split(SEPARATOR)
+    if len(parts) > 1:
+        raise NoSuchTable(f"Table does not exist: {'.'.join(parts)}.{table} (this catalog's namespaces have one level)")
+    return TableName(one_level(parts).lower(), table.lower())
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from starlette.responses import Response
 from hmsproxy.iceberg.errors import BadRequest, NoSuchPlanId, NoSuchPlanTask
 from hmsproxy.iceberg.http import Call, Endpoint
 from hmsproxy.iceberg.manifest_cache import ManifestCache
-from hmsproxy.iceberg.names import TableName, namespace_from_path, one_level, table_identifier
+from hmsproxy.iceberg.names import TableName, namespace_from_path, one_level, table_from_path, table_identifier
 from hmsproxy.iceberg.planning import PlanRequestError, PlanTasks, UnknownPlan, UnknownPlanTask, fetch_tasks, plan_scan
 from hmsproxy.iceberg.tables import Loaded, Tables
 
@@ -86,7 +86,7 @@ class Catalog:
         self.plans = plans
 
     def _table(self, call: Call) -> TableName:
-        return TableName(namespace_from_path(call.path["namespace"]).lower(), call.path["table"].lower())
+        return table_from_path(call.path["namespace"], call.path["table"])
 
     def list_namespaces(self, call: Call) -> object:
         parent = call.query.get("parent")
