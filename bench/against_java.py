@@ -123,6 +123,7 @@ class Plan:
     prewarm_rounds: int = 3
     seconds: float = 5.0       # of each 8-client get_table run
     scale: float = 1.0         # of CALLS
+    prefix: str = "hmsbench_against_java"   # of the read database's name (hmsbench*: the Java user may use it)
 
     def calls(self, what: str, target: str) -> int:
         return max(2, round(CALLS[what][target] * self.scale))
@@ -130,7 +131,7 @@ class Plan:
     @property
     def read_db(self) -> str:
         """Named by its size, so that --skip-populate reuses the right one."""
-        return f"hmsbench_against_java_{self.partitions // 1000}k_{self.tables}t"
+        return f"{self.prefix}_{self.partitions // 1000}k_{self.tables}t"
 
 
 QUICK = Plan(partitions=20_000, tables=100, big=2_000, rounds=2, prewarm_rounds=1, seconds=2.0, scale=0.25)
