@@ -1,7 +1,7 @@
 """hmsproxy (with the cache and --no-cache) against the real Java Hive Metastore 2.3.10, side by side on MariaDB.
 
     python bench/against_java.py [--quick] [--skip-populate] [--skip-java] [--db-latency-ms 1] [--out bench/results]
-                                 [--java-write-budget-s 300]
+                                 [--java-write-budget-s 300] [--burn-core]
 
 Measures the ten rows of the comparison in one run, every database round trip of every server delayed by
 --db-latency-ms (a database in another rack):
@@ -63,6 +63,7 @@ if str(HERE.parent / "tests") not in sys.path:  # support.* (the Java HMS's star
     sys.path.insert(0, str(HERE.parent / "tests"))
 
 import write_bench  # noqa: E402
+from burn import BurnedCore  # noqa: E402
 from cache_bench import (  # noqa: E402
     Server,
     _sd,
@@ -123,6 +124,7 @@ class Plan:
     prewarm_rounds: int = 3
     seconds: float = 5.0       # of each 8-client get_table run
     scale: float = 1.0         # of CALLS
+    prefix: str = "hmsbench_against_java"   # of the read database's name (hmsbench*: the Java user may use it)
 
     def calls(self, what: str, target: str) -> int:
         return max(2, round(CALLS[what][target] * self.scale))
@@ -130,7 +132,7 @@ class Plan:
     @property
     def read_db(self) -> str:
         """Named by its size, so that --skip-populate reuses the right one."""
-        return f"hmsbench_against_java_{self.partitions // 1000}k_{self.tables}t"
+        return f"{self.prefix}_{self.partitions // 1000}k_{self.tables}t"
 
 
 QUICK = Plan(partitions=20_000, tables=100, big=2_000, rounds=2, prewarm_rounds=1, seconds=2.0, scale=0.25)
@@ -793,6 +795,8 @@ def main() -> int:
                         "of the same size (the write database is made again every run)")
     parser.add_argument("--skip-java", action="store_true", help="hmsproxy only")
     parser.add_argument("--db-latency-ms", type=float, default=1.0, help="added to every database round trip")
+    parser.add_argument("--burn-core", action="store_true", help="a process spinning on one core throughout "
+                        "(burn.py): the figures of a deliberately loaded machine")
     parser.add_argument("--java-write-budget-s", type=float, default=None,
                         help="most seconds the Java HMS's add_partitions may take (default 300, 30 with --quick)")
     parser.add_argument("--out", type=Path, default=HERE / "results")
@@ -806,7 +810,10 @@ def main() -> int:
     workdir.mkdir(parents=True)
     compile_as_installed()
     started = time.monotonic()
-    results = run(args, plan, workdir)
+    with BurnedCore(args.burn_core) as burner:
+        results = run(args, plan, workdir)
+    if args.burn_core:
+        results["machine"] += f", one core burned (the burner had {burner.share:.2f} of a core)"
     results["src"], results["seconds"] = hmsproxy_source(), time.monotonic() - started
     lines = table_lines(results)
     text = table_text(results, lines) + (f"\nsrc at {results['src']}; {results['machine']}; "
