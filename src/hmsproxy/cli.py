@@ -102,6 +102,8 @@ def _serve_options() -> argparse.ArgumentParser:
     serve.add_argument("--iceberg-plan-ttl-s", help="how long a plan's further tasks are kept (default 300s)")
     serve.add_argument("--iceberg-plan-chunk-tasks", type=int, help="file scan tasks a plan answers inline, and "
                                                                     "in each plan task after (default 1000)")
+    serve.add_argument("--iceberg-warm-manifests", action="store_const", const=True,
+                       help="after prewarm, read every Iceberg table's current manifests into the manifest cache")
     serve.add_argument("--no-cache", dest="cache", action="store_const", const=False,
                        help="serve every call from the database (no server-side cache)")
     serve.add_argument("--cache-max-bytes", help="memory bound of the cache, e.g. 2gb (default 1gb)")

@@ -244,7 +244,7 @@ def start(settings: Settings) -> RunningServer:
     metrics_server = _metrics_server(settings, metrics, lambda: (complete is None or complete.is_set(), ""), thrift)
     thrift.start()
     reaper.start()
-    rest = start_rest(settings, handler, stores, metrics, audit) if settings.iceberg_rest_port else None
+    rest = start_rest(settings, handler, stores, metrics, audit, complete) if settings.iceberg_rest_port else None
     log.info("hmsproxy serving thrift://%s:%d (%s, cache %s), warehouse %s, metrics %s", settings.host, thrift.port,
              "framed" if settings.framed else "unframed", "on" if settings.cache else "off", warehouse.location,
              f"http://{settings.host}:{metrics_server.port}/metrics" if metrics_server else "off")

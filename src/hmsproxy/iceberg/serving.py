@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 from hmsproxy.handler import Handler
@@ -12,6 +13,7 @@ from hmsproxy.iceberg.metadata_io import MetadataFiles
 from hmsproxy.iceberg.plan_tasks import PlanTasks
 from hmsproxy.iceberg.routes import Catalog
 from hmsproxy.iceberg.tables import Tables
+from hmsproxy.iceberg.warming import warm_after
 from hmsproxy.ops.audit import AuditLog
 from hmsproxy.ops.config import Settings
 from hmsproxy.ops.metrics import Metrics
@@ -31,7 +33,7 @@ def read_tokens(path: str) -> frozenset[str]:
 
 
 def start_rest(settings: Settings, handler: Handler, stores: ObjectStores, metrics: Metrics,
-               audit: AuditLog | None) -> RestServer:
+               audit: AuditLog | None, prewarmed: threading.Event | None) -> RestServer:
     tokens = read_tokens(settings.iceberg_rest_tokens_file) if settings.iceberg_rest_tokens_file else frozenset()
     tables = Tables(handler, MetadataFiles.of(stores.settings), settings.iceberg_lock_wait_s)
     manifests = ManifestCache(settings.iceberg_manifest_cache_bytes, metrics.registry)
@@ -42,6 +44,8 @@ def start_rest(settings: Settings, handler: Handler, stores: ObjectStores, metri
     tls = server_context(settings.tls_cert, settings.tls_key, settings.tls_client_ca) if settings.tls else None
     server = RestServer(app, settings.host, settings.iceberg_rest_port, tls, settings.iceberg_max_requests)
     server.start()
+    if settings.iceberg_warm_manifests:
+        warm_after(prewarmed, tables, manifests)
     log.info("Iceberg REST catalog at %s://%s:%d/%s", server.scheme, settings.host, server.port,
              settings.iceberg_rest_path.strip("/"))
     return server

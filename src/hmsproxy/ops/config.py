@@ -144,6 +144,7 @@ class Settings:
     iceberg_max_plans: int = 256          # plans whose further tasks are kept for `tasks` fetches
     iceberg_plan_ttl_s: float = 300.0     # how long a plan's further tasks are kept
     iceberg_plan_chunk_tasks: int = 1000  # file scan tasks answered inline, then in each plan task
+    iceberg_warm_manifests: bool = False  # after prewarm, read every Iceberg table's current manifests into the cache
 
     @property
     def warehouse_on_object_store(self) -> bool:
