@@ -348,16 +348,17 @@ def _pyiceberg_s3(s3: S3Server, endpoint: str) -> dict[str, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="100 and 1,000 manifests, 3 rounds")
+    parser.add_argument("--quick", action="store_true", help="100 and 1,000 manifests, 2 rounds unless --rounds")
     parser.add_argument("--manifests", default="100,1000,5000", help="table sizes, comma-separated")
     parser.add_argument("--files-per-manifest", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, help="warm rounds of each (store, size, filter); default 5")
     parser.add_argument("--latency-ms", type=float, default=20.0, help="added to every S3 request/response")
     parser.add_argument("--stores", default="local,s3")
     parser.add_argument("--out", type=Path, default=HERE / "results")
     args = parser.parse_args()
     if args.quick:
-        args.manifests, args.rounds = "100,1000", 3
+        args.manifests = "100,1000"
+    args.rounds = args.rounds or (2 if args.quick else 5)
     sizes = [int(size) for size in args.manifests.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
