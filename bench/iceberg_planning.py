@@ -182,8 +182,8 @@ class Store:
     name: str
     server_args: tuple[str, ...]
     server_env: dict[str, str]
-    client_properties: dict[str, str]   # pyiceberg's FileIO properties for the client-side planner (and the writer)
-    write_properties: dict[str, str]
+    client_properties: dict[str, str]   # pyiceberg's FileIO properties for the client-side planner (via the relay)
+    write_properties: dict[str, str]    # and for writing the tables' manifests (straight to the store)
 
 
 class Server:
