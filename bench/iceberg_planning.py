@@ -301,7 +301,7 @@ def line(row: dict[str, Any]) -> str:
     return (f"{row['store']:6} {row['manifests']:9,} {row['filter']:20} {row['files']:7,} "
             f"{row['client_median_s']:9.3f} {row['warm_median_s']:8.3f} {row['raw_median_s']:7.3f} "
             f"{row['cold_s']:8.3f} {row['warm_speedup']:7.1f} {row['client_median_s'] / row['raw_median_s']:6.1f} "
-            f"{row['cold_speedup']:7.2f} {per_entry:>8}")
+            f"{row['cold_speedup']:7.2f} {per_entry:>8}").rstrip()
 
 
 def goals(rows: list[dict[str, Any]]) -> list[str]:
