@@ -182,6 +182,11 @@ class ManifestCache:
         result: tuple[ManifestFile, ...] = _unpack(self._get(("manifest_list", manifest_list), load))
         return result
 
+    def holds(self, manifest: ManifestFile) -> bool:
+        """Whether the manifest's entries are in the cache now (they may be evicted right after)."""
+        with self._lock:
+            return ("manifest", manifest.manifest_path) in self._items
+
     def entries(self, io: FileIO, manifest: ManifestFile) -> tuple[CachedEntry, ...]:
         """A manifest's live entries (deleted ones dropped), with sequence numbers inherited from the manifest."""
         def load() -> tuple[bytes, int]:

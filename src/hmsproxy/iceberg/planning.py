@@ -9,7 +9,8 @@ and writing the spec's JSON reply.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -234,10 +235,8 @@ def _entries(planner: ManifestGroupPlanner, residuals: _Residuals, manifests: It
     metrics = planner._build_metrics_evaluator()
     partitions: dict[tuple[int, tuple[Any, ...]], bool] = {}
     kept: list[CachedEntry] = []
-    for manifest in survivors:
-        if not planner._check_sequence_number(min_sequence_number, manifest):
-            continue
-        entries = cache.entries(io, manifest)
+    wanted = [m for m in survivors if planner._check_sequence_number(min_sequence_number, m)]
+    for manifest, entries in zip(wanted, _read(cache, io, wanted)):
         if unfiltered:
             kept.extend(entry for entry in entries if entry.record_count != 0)
             continue
@@ -254,6 +253,18 @@ def _entries(planner: ManifestGroupPlanner, residuals: _Residuals, manifests: It
             elif metrics(cast(Any, entry.metrics())):
                 kept.append(entry)
     return kept
+
+
+READERS = 8   # manifests read from storage at once when the cache lacks several (pyiceberg reads in a pool too)
+
+
+def _read(cache: ManifestCache, io: FileIO, manifests: list[ManifestFile]) -> Iterator[tuple[CachedEntry, ...]]:
+    """The manifests' entries, in order. Those the cache lacks cost a read each from storage, a round trip that an
+    object store makes tens of milliseconds long: with several missing, READERS threads read them at once."""
+    if sum(1 for manifest in manifests if not cache.holds(manifest)) < 2:
+        return (cache.entries(io, manifest) for manifest in manifests)
+    with ThreadPoolExecutor(READERS, thread_name_prefix="manifest-reader") as pool:
+        return iter(list(pool.map(lambda manifest: cache.entries(io, manifest), manifests)))
 
 
 class _EqualityDeletes:
