@@ -26,10 +26,19 @@ from support.polling import wait_for
 from support.ports import free_ports
 from support.required import missing
 
-VOLUMES = "/mnt"   # where the writable directory appears inside the namespace
-# Inside the namespace: the volumes' directory mounted, / read-only, a tmpfs at /tmp, then the server in `/`.
-NAMESPACE_SCRIPT = ('set -e; mount --bind "$1" ' + VOLUMES + '; mount -o remount,bind,ro /; '
-                    'mount -t tmpfs -o size=64m tmpfs /tmp; cd /; shift; exec "$@"')
+VOLUMES = "/mnt/volumes"   # where the writable directory appears inside the namespace
+# Inside the namespace: a scratch tmpfs at /mnt holding the volumes' directory and the host's /tmp (reachable there
+# once /tmp is covered); / read-only; a fresh tmpfs at /tmp; then, read-only at their own paths, the directories
+# under the host's /tmp that the server's code lives in ($2, colon-separated: a CI clone and its venv may be under
+# /tmp); then the server in `/`.
+NAMESPACE_SCRIPT = (
+    'set -e; mount -t tmpfs tmpfs /mnt; mkdir /mnt/volumes /mnt/host-tmp; mount --bind "$1" /mnt/volumes; '
+    'mount --bind /tmp /mnt/host-tmp; mount -o remount,bind,ro /; mount -t tmpfs -o size=64m tmpfs /tmp; '
+    'IFS=:; for code in $2; do mkdir -p "$code"; mount --bind "/mnt/host-tmp/${code#/tmp/}" "$code"; '
+    'mount -o remount,bind,ro "$code"; done; unset IFS; cd /; shift 2; exec "$@"')
+# The code the server runs: this checkout and the Python environment, where they lie under /tmp (hidden otherwise).
+CODE_UNDER_TMP = ":".join(sorted({str(path) for path in (Path(__file__).resolve().parents[2], Path(sys.prefix))
+                                  if path.is_relative_to("/tmp")}))
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +73,7 @@ def _serving(volumes: Path, *args: str) -> Iterator[tuple[int, int]]:
     log_path = volumes.parent / f"server-{port}.log"
     with open(log_path, "w") as log:
         process = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", NAMESPACE_SCRIPT,
-                                    "sh", str(volumes), sys.executable, "-m", "hmsproxy.cli", *args],
+                                    "sh", str(volumes), CODE_UNDER_TMP, sys.executable, "-m", "hmsproxy.cli", *args],
                                    env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_for(lambda: process.poll() is not None or SERVING in log_path.read_text(), "the server serving")
