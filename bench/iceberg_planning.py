@@ -71,28 +71,21 @@ from pyiceberg.manifest import (  # noqa: E402
     write_manifest_list,
 )
 from pyiceberg.partitioning import PartitionField, PartitionSpec  # noqa: E402
-from pyiceberg.schema import Schema  # noqa: E402
 from pyiceberg.table import Table  # noqa: E402
 from pyiceberg.table.snapshots import Operation, Snapshot, Summary  # noqa: E402
 from pyiceberg.table.update import AddSnapshotUpdate, AssertRefSnapshotId, SetSnapshotRefUpdate  # noqa: E402
 from pyiceberg.transforms import IdentityTransform  # noqa: E402
 from pyiceberg.typedef import Record  # noqa: E402
-from pyiceberg.types import DateType, DoubleType, LongType, NestedField, StringType  # noqa: E402
+from pyiceberg.types import DateType, DoubleType, LongType  # noqa: E402
 from upstream_bench import DelayedRelay  # noqa: E402
 
 from support.hmsproxy_server import start_hmsproxy_process  # noqa: E402
+from support.iceberg_tables import SCHEMA  # noqa: E402   (the planning tests' columns)
 from support.ports import free_port  # noqa: E402
 from support.running import RunningServer  # noqa: E402
 from support.s3_server import S3Server, running_s3_server  # noqa: E402
 from support.scrape import metric  # noqa: E402
 
-SCHEMA = Schema(
-    NestedField(1, "id", LongType(), required=False),
-    NestedField(2, "cat", StringType(), required=False),
-    NestedField(3, "d", DateType(), required=False),
-    NestedField(4, "amount", DoubleType(), required=False),
-    NestedField(5, "name", StringType(), required=False),
-)
 SPEC = PartitionSpec(PartitionField(source_id=3, field_id=1000, transform=IdentityTransform(), name="d"))
 DAYS = 100
 FIRST_DAY = datetime.date(2026, 1, 1)

@@ -140,11 +140,9 @@ class Catalog:
         etag = _etag(location, snapshots)
         if etag in _tags(call.headers):
             return Response(status_code=304, headers={"ETag": etag})
-        loaded = self.tables.load(table)
-        if snapshots == "refs":
-            loaded = Loaded(_only_referenced(loaded.metadata), loaded.metadata_location)
-        response = Response(orjson.dumps(_loaded(loaded)), media_type="application/json", headers={"ETag": etag})
-        return response
+        metadata = self.tables.files.read(location)   # the location read above: the table is read once
+        loaded = Loaded(_only_referenced(metadata) if snapshots == "refs" else metadata, location)
+        return Response(orjson.dumps(_loaded(loaded)), media_type="application/json", headers={"ETag": etag})
 
     def table_exists(self, call: Call) -> object:
         self.tables.hms_table(self._table(call))

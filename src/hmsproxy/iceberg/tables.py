@@ -90,6 +90,14 @@ def _first_error(wrong: Exception) -> str:
     return str(wrong)
 
 
+def _pointer(name: TableName, table: hms.Table) -> str:
+    """The metadata file an Iceberg table's HMS table points at."""
+    location = (table.parameters or {}).get(METADATA_LOCATION)
+    if not location:
+        raise NoSuchTable(f"Table {name} has no metadata_location")
+    return location
+
+
 class Tables:
     def __init__(self, handler: Handler, files: MetadataFiles, lock_wait_s: float) -> None:
         self.handler = handler
@@ -116,10 +124,7 @@ class Tables:
             return None
 
     def metadata_location(self, name: TableName) -> str:
-        location = (self.hms_table(name).parameters or {}).get(METADATA_LOCATION)
-        if not location:
-            raise NoSuchTable(f"Table {name} has no metadata_location")
-        return location
+        return _pointer(name, self.hms_table(name))
 
     def load(self, name: TableName) -> Loaded:
         location = self.metadata_location(name)
@@ -314,7 +319,7 @@ class Tables:
         requirements = parsed(REQUIREMENTS, body.get("requirements", []), f"{name}.requirements")
         updates = parsed(UPDATES, body.get("updates", []), f"{name}.updates")
         current = self.hms_table(name)
-        previous = self.metadata_location(name)
+        previous = _pointer(name, current)
         base = self.files.read(previous)
         metadata = self._updated(base, previous, requirements, updates)
         return _Planned(name, current, base, previous, metadata, next_metadata_location(metadata, previous))
