@@ -5,15 +5,18 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 from prometheus_client import CollectorRegistry
-from pyiceberg.io import InputFile
+from pyiceberg.io import FileIO, InputFile
+from pyiceberg.io.fsspec import FsspecFileIO
 from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.manifest import ManifestFile
 from pyiceberg.table import Table
 
 from hmsproxy.iceberg.manifest_cache import ManifestCache, compact_entry
+from hmsproxy.iceberg.manifest_reads import live_entries, read_ahead
 from support.iceberg_tables import build_table
 
 
@@ -127,3 +130,21 @@ def test_threads_missing_the_same_manifests_decode_each_once(table: Table, tmp_p
     assert not errors
     assert len(results) == threads and all(result == results[0] for result in results)
     assert all(io.opened[manifest.manifest_path] == 1 for manifest in manifests)
+
+
+@pytest.mark.parametrize("file_io", [PyArrowFileIO, FsspecFileIO])
+def test_manifests_read_ahead_decode_to_what_pyiceberg_reads(table: Table, file_io: type[FileIO]) -> None:
+    """The cold plan's path: bytes read ahead (one read a file, in order), decoded without opening the file again,
+    equal to pyiceberg's own reading of the manifests."""
+    manifests = _manifests(table)
+    readers = 3
+    assert len(manifests) > readers   # more than one window of reads ahead
+    contents = list(read_ahead(file_io(properties={}), [manifest.manifest_path for manifest in manifests], readers))
+    assert contents == [Path(urlparse(manifest.manifest_path).path).read_bytes() for manifest in manifests]
+    cache = ManifestCache(10_000_000, None)
+    io = CountingIO()
+    for manifest, content in zip(manifests, contents, strict=True):
+        expected = [compact_entry(entry) for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True)]
+        assert list(cache.entries(io, manifest, content)) == expected
+        assert list(live_entries(table.io, manifest)) == manifest.fetch_manifest_entry(table.io)
+    assert not io.opened

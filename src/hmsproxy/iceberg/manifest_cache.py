@@ -24,6 +24,9 @@ from typing import Any, NamedTuple
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import ManifestEntry, ManifestFile, read_manifest_list
+from pyiceberg.utils.lazydict import LazyDict
+
+from hmsproxy.iceberg.manifest_reads import ReadFiles, live_entries
 
 # What one stored item costs beyond its blob: the key's string and the ordered dict's node (measured, rounded up).
 _ITEM_OVERHEAD = 160
@@ -106,6 +109,10 @@ class CachedEntry(NamedTuple):
 
 
 def _plain(mapping: Any) -> dict[Any, Any] | None:
+    """A stats map as a dict; pyiceberg's decoder gives a LazyDict, whose own conversion builds it once (a dict()
+    of it builds it and then reads it key by key, twice the work)."""
+    if isinstance(mapping, LazyDict):
+        mapping = mapping.__dict__()
     return dict(mapping) if mapping else None
 
 
@@ -177,9 +184,10 @@ class ManifestCache:
 
     def manifests(self, io: FileIO, manifest_list: str) -> tuple[ManifestFile, ...]:
         """The manifests a snapshot's manifest list names, in its order."""
-        def load() -> tuple[bytes, int]:
-            return _pack(tuple(read_manifest_list(io.new_input(manifest_list)))), 0
-        result: tuple[ManifestFile, ...] = _unpack(self._get(("manifest_list", manifest_list), load))
+        def load() -> tuple[Any, bytes, int]:
+            listed = tuple(read_manifest_list(io.new_input(manifest_list)))
+            return listed, _pack(listed), 0
+        result: tuple[ManifestFile, ...] = self._get(("manifest_list", manifest_list), load)
         return result
 
     def holds(self, manifest: ManifestFile) -> bool:
@@ -187,15 +195,19 @@ class ManifestCache:
         with self._lock:
             return ("manifest", manifest.manifest_path) in self._items
 
-    def entries(self, io: FileIO, manifest: ManifestFile) -> tuple[CachedEntry, ...]:
-        """A manifest's live entries (deleted ones dropped), with sequence numbers inherited from the manifest."""
-        def load() -> tuple[bytes, int]:
-            # Plain tuples: unpickling a NamedTuple goes through its Python-level __new__, twice as slow.
-            live = [tuple(compact_entry(entry)) for entry in manifest.fetch_manifest_entry(io, discard_deleted=True)]
-            return _pack(live), len(live)
-        return tuple(map(CachedEntry._make, _unpack(self._get(("manifest", manifest.manifest_path), load))))
+    def entries(self, io: FileIO, manifest: ManifestFile, content: bytes | None = None) -> tuple[CachedEntry, ...]:
+        """A manifest's live entries (deleted ones dropped), with sequence numbers inherited from the manifest.
 
-    def _get(self, key: tuple[str, str], load: Callable[[], tuple[bytes, int]]) -> bytes:
+        `content`, when given, is the manifest file's bytes, read already (manifest_reads.read_ahead)."""
+        def load() -> tuple[Any, bytes, int]:
+            source = io if content is None else ReadFiles(io, {manifest.manifest_path: content})
+            # Plain tuples: unpickling a NamedTuple goes through its Python-level __new__, twice as slow.
+            live = [tuple(compact_entry(entry)) for entry in live_entries(source, manifest)]
+            return live, _pack(live), len(live)
+        return tuple(map(CachedEntry._make, self._get(("manifest", manifest.manifest_path), load)))
+
+    def _get(self, key: tuple[str, str], load: Callable[[], tuple[Any, bytes, int]]) -> Any:
+        """The decoded item: unpacked from the cache, or from `load` (the item, its packed form, its entries)."""
         kind = key[0]
         while True:
             with self._lock:
@@ -203,20 +215,24 @@ class ManifestCache:
                 if stored is not None:
                     self._items.move_to_end(key)
                     self.hits.labels(kind).inc()
-                    return stored.blob
+                    blob = stored.blob
+                    break
                 waiter = self._loading.get(key)
                 loading_here = waiter is None
                 if waiter is None:
                     waiter = self._loading[key] = threading.Event()
             if loading_here:
-                break
+                return self._load(key, load, waiter)
             # Another thread is decoding it: take its result, or load it here if that thread failed.
             waiter.wait()
+        return _unpack(blob)
+
+    def _load(self, key: tuple[str, str], load: Callable[[], tuple[Any, bytes, int]], waiter: threading.Event) -> Any:
         try:
-            self.misses.labels(kind).inc()
-            blob, entries = load()
+            self.misses.labels(key[0]).inc()
+            item, blob, entries = load()
             self._keep(key, _Stored(blob, entries, sys.getsizeof(blob) + sys.getsizeof(key[1]) + _ITEM_OVERHEAD))
-            return blob
+            return item
         finally:
             with self._lock:
                 del self._loading[key]

@@ -10,7 +10,6 @@ and writing the spec's JSON reply.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -29,6 +28,7 @@ from pyiceberg.types import IcebergType
 from hmsproxy.iceberg.content_files import content_file_json
 from hmsproxy.iceberg.expressions import PlanRequestError, expression_json, parse_filter
 from hmsproxy.iceberg.manifest_cache import CachedEntry, ManifestCache
+from hmsproxy.iceberg.manifest_reads import read_ahead
 from hmsproxy.iceberg.plan_tasks import PlanTasks, ScanTasksJson, UnknownPlan, UnknownPlanTask
 
 __all__ = ["PlanRequestError", "PlanTasks", "UnknownPlan", "UnknownPlanTask", "fetch_tasks", "plan_scan"]
@@ -255,16 +255,14 @@ def _entries(planner: ManifestGroupPlanner, residuals: _Residuals, manifests: It
     return kept
 
 
-READERS = 8   # manifests read from storage at once when the cache lacks several (pyiceberg reads in a pool too)
-
-
 def _read(cache: ManifestCache, io: FileIO, manifests: list[ManifestFile]) -> Iterator[tuple[CachedEntry, ...]]:
     """The manifests' entries, in order. Those the cache lacks cost a read each from storage, a round trip that an
-    object store makes tens of milliseconds long: with several missing, READERS threads read them at once."""
-    if sum(1 for manifest in manifests if not cache.holds(manifest)) < 2:
-        return (cache.entries(io, manifest) for manifest in manifests)
-    with ThreadPoolExecutor(READERS, thread_name_prefix="manifest-reader") as pool:
-        return iter(list(pool.map(lambda manifest: cache.entries(io, manifest), manifests)))
+    object store makes tens of milliseconds long: they are read ahead, several at once, while earlier ones decode."""
+    missing = [manifest for manifest in manifests if not cache.holds(manifest)]
+    contents = read_ahead(io, [manifest.manifest_path for manifest in missing])
+    read = {manifest.manifest_path for manifest in missing}
+    for manifest in manifests:
+        yield cache.entries(io, manifest, next(contents) if manifest.manifest_path in read else None)
 
 
 class _EqualityDeletes:
