@@ -11,7 +11,7 @@ from __future__ import annotations
 import io as stdio
 import threading
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from urllib.parse import urlparse
 
@@ -33,36 +33,52 @@ from pyiceberg.manifest import (
     _inherit_from_manifest,
 )
 from pyiceberg.schema import Schema
+from s3fs import S3FileSystem
 
 READERS = 16   # manifests requested at once (pyiceberg's client-side planner reads from a pool of threads too)
 
 
-def read_bytes(io: FileIO, location: str) -> bytes:
-    """A file's whole content: one GET through fsspec, or the FileIO's own read for any other FileIO."""
-    if isinstance(io, FsspecFileIO):
-        content: bytes = io.get_fs(urlparse(location).scheme or "file").cat_file(location)
+def file_reader(io: FileIO, location: str) -> Callable[[str], bytes]:
+    """A function reading whole files of `location`'s store: one GET through fsspec (the filesystem resolved here,
+    once for all the reads), the FileIO's own read for any other FileIO."""
+    if not isinstance(io, FsspecFileIO):
+        def read_stream(path: str) -> bytes:
+            with io.new_input(path).open(seekable=False) as stream:
+                return stream.read()
+        return read_stream
+    fs = io.get_fs(urlparse(location).scheme or "file")
+    # s3fs asks for an object's size first (a HEAD) to split a large read into concurrent ranges; a manifest is
+    # small enough for one GET.
+    options = {"max_concurrency": 1} if isinstance(fs, S3FileSystem) else {}
+
+    def read_file(path: str) -> bytes:
+        content: bytes = fs.cat_file(path, **options)
         return content
-    with io.new_input(location).open(seekable=False) as stream:
-        return stream.read()
+    return read_file
 
 
 def read_ahead(io: FileIO, locations: Sequence[str], readers: int = READERS) -> Iterator[bytes]:
     """The files' contents in order, at most `readers` requested ahead of the one the caller is at."""
+    by_scheme = {urlparse(location).scheme: location for location in locations}
+    readers_by_scheme = {scheme: file_reader(io, location) for scheme, location in by_scheme.items()}
+
+    def read(location: str) -> bytes:
+        return readers_by_scheme[urlparse(location).scheme](location)
     if len(locations) < 2:
-        yield from (read_bytes(io, location) for location in locations)
+        yield from map(read, locations)
         return
     with ThreadPoolExecutor(min(readers, len(locations)), thread_name_prefix="manifest-reader") as pool:
         pending: deque[Future[bytes]] = deque()
         upcoming = iter(locations)
         for location in upcoming:
-            pending.append(pool.submit(read_bytes, io, location))
+            pending.append(pool.submit(read, location))
             if len(pending) == readers:
                 break
         while pending:
             content = pending.popleft().result()
             following = next(upcoming, None)
             if following is not None:
-                pending.append(pool.submit(read_bytes, io, following))
+                pending.append(pool.submit(read, following))
             yield content
 
 
