@@ -220,5 +220,5 @@ class CacheMatchesDatabase(RuleBasedStateMachine):
 
 
 TestCacheMatchesDatabase = CacheMatchesDatabase.TestCase
-TestCacheMatchesDatabase.settings = settings(max_examples=40, stateful_step_count=30, deadline=None,
+TestCacheMatchesDatabase.settings = settings(max_examples=25, stateful_step_count=25, deadline=None,
                                              suppress_health_check=[HealthCheck.too_slow])
