@@ -45,6 +45,9 @@ def main() -> None:
              .config("spark.sql.warehouse.dir", args.warehouse.as_uri())
              .config("spark.hadoop.hive.exec.dynamic.partition.mode", "nonstrict")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             # short runs on tiny data: the JVM's quick compiler alone, no whole-stage code generation
+             .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
+             .config("spark.sql.codegen.wholeStage", "false")
              .enableHiveSupport().getOrCreate())
     try:
         if args.mode == "write":
