@@ -64,8 +64,10 @@ def make_spark(jars: str, rest_uri: str, thrift_uri: str, warehouse: Path, tmp: 
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.local.dir", str(tmp / "spark-local"))
+        # short runs on tiny data: the JVM's quick compiler alone, no whole-stage code generation
         .config("spark.driver.extraJavaOptions",
-                f"-Dlog4j2.configurationFile={log4j.as_uri()} -Dderby.system.home={tmp}")
+                f"-Dlog4j2.configurationFile={log4j.as_uri()} -Dderby.system.home={tmp} -XX:TieredStopAtLevel=1")
+        .config("spark.sql.codegen.wholeStage", "false")
         .getOrCreate()
     )
 
