@@ -26,7 +26,7 @@ from pyiceberg.io import FileIO
 from pyiceberg.manifest import ManifestEntry, ManifestFile, read_manifest_list
 from pyiceberg.utils.lazydict import LazyDict
 
-from hmsproxy.iceberg.manifest_reads import ReadFiles, live_entries
+from hmsproxy.iceberg.manifest_reads import ReadInput, live_entries
 
 # What one stored item costs beyond its blob: the key's string and the ordered dict's node (measured, rounded up).
 _ITEM_OVERHEAD = 160
@@ -111,9 +111,9 @@ class CachedEntry(NamedTuple):
 def _plain(mapping: Any) -> dict[Any, Any] | None:
     """A stats map as a dict; pyiceberg's decoder gives a LazyDict, whose own conversion builds it once (a dict()
     of it builds it and then reads it key by key, twice the work)."""
-    if isinstance(mapping, LazyDict):
-        mapping = mapping.__dict__()
-    return dict(mapping) if mapping else None
+    if not mapping:
+        return None
+    return mapping.__dict__() if isinstance(mapping, LazyDict) else dict(mapping)
 
 
 def _tuple_or_none(items: Any) -> tuple[int, ...] | None:
@@ -200,9 +200,10 @@ class ManifestCache:
 
         `content`, when given, is the manifest file's bytes, read already (manifest_reads.read_ahead)."""
         def load() -> tuple[Any, bytes, int]:
-            source = io if content is None else ReadFiles(io, {manifest.manifest_path: content})
+            path = manifest.manifest_path
+            file = io.new_input(path) if content is None else ReadInput(path, content)
             # Plain tuples: unpickling a NamedTuple goes through its Python-level __new__, twice as slow.
-            live = [tuple(compact_entry(entry)) for entry in live_entries(source, manifest)]
+            live = [tuple(compact_entry(entry)) for entry in live_entries(file, manifest)]
             return live, _pack(live), len(live)
         return tuple(map(CachedEntry._make, self._get(("manifest", manifest.manifest_path), load)))
 

@@ -19,7 +19,7 @@ from pyiceberg.avro.decoder import new_decoder
 from pyiceberg.avro.file import AvroFile
 from pyiceberg.avro.reader import Reader
 from pyiceberg.avro.resolver import resolve_reader
-from pyiceberg.io import FileIO, InputFile, InputStream, OutputFile
+from pyiceberg.io import FileIO, InputFile, InputStream
 from pyiceberg.io.fsspec import FsspecFileIO
 from pyiceberg.manifest import (
     DEFAULT_READ_VERSION,
@@ -38,15 +38,15 @@ from s3fs import S3FileSystem
 READERS = 16   # manifests requested at once (pyiceberg's client-side planner reads from a pool of threads too)
 
 
-def file_reader(io: FileIO, location: str) -> Callable[[str], bytes]:
-    """A function reading whole files of `location`'s store: one GET through fsspec (the filesystem resolved here,
+def file_reader(io: FileIO, scheme: str) -> Callable[[str], bytes]:
+    """A function reading whole files of one scheme's store: one GET through fsspec (the filesystem resolved here,
     once for all the reads), the FileIO's own read for any other FileIO."""
     if not isinstance(io, FsspecFileIO):
         def read_stream(path: str) -> bytes:
             with io.new_input(path).open(seekable=False) as stream:
                 return stream.read()
         return read_stream
-    fs = io.get_fs(urlparse(location).scheme or "file")
+    fs = io.get_fs(scheme or "file")
     # s3fs asks for an object's size first (a HEAD) to split a large read into concurrent ranges; a manifest is
     # small enough for one GET.
     options = {"max_concurrency": 1} if isinstance(fs, S3FileSystem) else {}
@@ -59,8 +59,7 @@ def file_reader(io: FileIO, location: str) -> Callable[[str], bytes]:
 
 def read_ahead(io: FileIO, locations: Sequence[str], readers: int = READERS) -> Iterator[bytes]:
     """The files' contents in order, at most `readers` requested ahead of the one the caller is at."""
-    by_scheme = {urlparse(location).scheme: location for location in locations}
-    readers_by_scheme = {scheme: file_reader(io, location) for scheme, location in by_scheme.items()}
+    readers_by_scheme = {scheme: file_reader(io, scheme) for scheme in {urlparse(path).scheme for path in locations}}
 
     def read(location: str) -> bytes:
         return readers_by_scheme[urlparse(location).scheme](location)
@@ -82,8 +81,8 @@ def read_ahead(io: FileIO, locations: Sequence[str], readers: int = READERS) -> 
             yield content
 
 
-class _ReadInput(InputFile):
-    """A file whose bytes were read already."""
+class ReadInput(InputFile):
+    """A file whose bytes were read already (read_ahead), for live_entries."""
 
     def __init__(self, location: str, content: bytes) -> None:
         super().__init__(location)
@@ -99,29 +98,10 @@ class _ReadInput(InputFile):
         return stdio.BytesIO(self._content)
 
 
-class ReadFiles(FileIO):
-    """A FileIO answering reads of the given files from their bytes (pyiceberg's manifest decoding takes a FileIO
-    and a path); anything else goes to `io`."""
-
-    def __init__(self, io: FileIO, contents: dict[str, bytes]) -> None:
-        super().__init__(io.properties)
-        self._io = io
-        self._contents = contents
-
-    def new_input(self, location: str) -> InputFile:
-        content = self._contents.get(location)
-        return self._io.new_input(location) if content is None else _ReadInput(location, content)
-
-    def new_output(self, location: str) -> OutputFile:
-        return self._io.new_output(location)
-
-    def delete(self, location: str | InputFile | OutputFile) -> None:
-        self._io.delete(location)
-
-
-def live_entries(io: FileIO, manifest: ManifestFile) -> list[ManifestEntry]:
-    """pyiceberg's `manifest.fetch_manifest_entry(io, discard_deleted=True)`, read through _ManifestAvroFile."""
-    with _ManifestAvroFile(io.new_input(manifest.manifest_path), MANIFEST_ENTRY_SCHEMAS[DEFAULT_READ_VERSION],
+def live_entries(file: InputFile, manifest: ManifestFile) -> list[ManifestEntry]:
+    """pyiceberg's `manifest.fetch_manifest_entry(io, discard_deleted=True)`, read from the manifest's `file`
+    through _ManifestAvroFile."""
+    with _ManifestAvroFile(file, MANIFEST_ENTRY_SCHEMAS[DEFAULT_READ_VERSION],
                            read_types={-1: ManifestEntry, 2: DataFile},
                            read_enums={0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent}) as reader:
         return [_inherit_from_manifest(entry, manifest) for entry in reader
