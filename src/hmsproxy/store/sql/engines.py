@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 PING_IDLE_S = 1.0
 POSTGRES_WAIT_MARGIN_S = 2.0  # a client-side wait outlasts the server's statement_timeout, which answers first
 SQLITE_BUSY_TIMEOUT_S = 30   # how long an SQLite statement waits for another process's write to end
+WAL_SWITCH_RETRY_S = 0.01
 
 
 def normalise_url(url: str) -> str:
@@ -179,10 +180,25 @@ def bound_postgres_waits(engine: Engine, db: Database) -> None:
 def sqlite_pragmas(dbapi_conn: sqlite3.Connection, _record: ConnectionPoolEntry) -> None:
     dbapi_conn.isolation_level = None  # transactions are begun by sqlite_begin, not by the driver
     cursor = dbapi_conn.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
+    _switch_to_wal(cursor)
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=OFF")
     cursor.close()
+
+
+def _switch_to_wal(cursor: sqlite3.Cursor) -> None:
+    """Write-ahead logging, which the file keeps once switched. Processes opening a new file at one moment all try
+    the switch, and SQLite refuses all but one at once ("database is locked") rather than wait out the busy timeout
+    (they would deadlock): a refused one tries again, and finds the file switched."""
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_S
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(WAL_SWITCH_RETRY_S)
 
 
 def sqlite_begin(conn: Connection) -> None:
