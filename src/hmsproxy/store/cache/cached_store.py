@@ -74,6 +74,10 @@ READY_CANDIDATES_MAX = 5000   # and found among at most this many candidates of 
 # The lookups of each call the ready tier answers, as the ordinary way counts them when it answers that call from
 # the cache (get_partitions_by_filter: the table, the names matching, the partitions by name).
 READY_HITS = {"get_table": ("table",), "get_partitions_by_filter": ("table", "partition_names", "partition")}
+# A table cached with at most this many partitions is read again in place when another instance changed it
+# (CachedStore.refreshed_in_place). Measured, of the poller's time: 4-9 ms for a table without partitions, 12-22 ms
+# with 100 (SQLite, PostgreSQL, MariaDB); larger tables are dropped and reloaded by the loader.
+REFRESH_MAX_PARTITIONS = 100
 
 
 @dataclass
@@ -251,6 +255,10 @@ class CachedStore(CachedStatistics, CachedTransactions):
             return sum(map(len, self._loads_in_flight.values()))
 
     def _load(self, key: TableKey, load: _LoadInFlight) -> int | None:
+        return self._install(key, load, self._read_entry(key))
+
+    def _read_entry(self, key: TableKey) -> TableEntry | None:
+        """The table's entry as the delegate has it now; None if the table does not exist."""
         builder: PartitionSetBuilder | None = None
 
         def collect(table: Table, chunk: Sequence[Partition], ids: list[int] | None) -> None:
@@ -264,8 +272,7 @@ class CachedStore(CachedStatistics, CachedTransactions):
             bundle = self.delegate.get_table_bundle(*key, partition_sink=collect)
         except hms.NoSuchObjectException:
             bundle = None
-        entry = None if bundle is None else entry_from_bundle(bundle, builder, hot=self.cache.hot)
-        return self._install(key, load, entry)
+        return None if bundle is None else entry_from_bundle(bundle, builder, hot=self.cache.hot)
 
     def _install(self, key: TableKey, load: _LoadInFlight, entry: TableEntry | None) -> int | None:
         """Caches a table read (None: it does not exist) unless a change overlapped the read; returns the
@@ -286,10 +293,16 @@ class CachedStore(CachedStatistics, CachedTransactions):
 
     # ---- changes made by other instances (store/cache/sync.py) --------------------------------------
 
-    def invalidate(self, key: TableKey, table: Table | None = None, gone: bool = False) -> None:
+    def invalidate(self, key: TableKey, table: Table | None = None, gone: bool = False,
+                   refresh: bool = False) -> None:
         """Drops a table's entry and queues a reload, which also settles the table's place in the name
         index from what the database says then (an event may be applied late, after a newer change).
-        Tables the cache never holds take `table` (created or renamed to) or `gone` as the index update."""
+        Tables the cache never holds take `table` (created or renamed to) or `gone` as the index update.
+
+        With `refresh`, a table still there whose entry holds at most REFRESH_MAX_PARTITIONS partitions is read
+        again at once and its entry replaced (refreshed_in_place)."""
+        if refresh and not gone and self.refreshed_in_place(key):
+            return
         with self.cache.writing(key):
             self.cache.drop_table(key)
             if not self.policy.allows(key[1], key[2]):
@@ -299,6 +312,26 @@ class CachedStore(CachedStatistics, CachedTransactions):
                     self.cache.index_table(key, table)
         if self.policy.allows(key[1], key[2]):
             self.request_load(key)
+
+    def refreshed_in_place(self, key: TableKey) -> bool:
+        """Reads a small cached table again and replaces its entry; False when it is not cached, too large or
+        gone, or a change overlapped the read (the caller then drops the entry).
+
+        Until the new entry is in, reads answer from the old one, the state before the event, as if it came a
+        moment later. Dropping it first would send them to the database while the loader reads the same table
+        (two reads of it at once on one interpreter, the larger part of the lag another instance's change
+        takes to show here). Loads that started before the event are refused, as after a drop."""
+        cached = self.cache.get_table(key)
+        if cached is None or len(cached.partitions) > REFRESH_MAX_PARTITIONS or not self.policy.allows(key[1], key[2]):
+            return False
+        self.cache.bump(key)
+        try:
+            with self._loading([key]) as [load]:
+                entry = self._read_entry(key)
+                return entry is not None and self._install(key, load, entry) is not None
+        except Exception as exc:   # the caller drops the entry: reads then go to the database, as they would
+            log.info("could not read %s again in place (%s): dropped for a reload instead", ".".join(key), exc)
+            return False
 
     def settle(self, key: TableKey) -> None:
         """After a write the delegate made itself (hmsproxy in front of an upstream HMS): drops the table's entry

@@ -39,15 +39,21 @@ MAX_BACKOFF_S = 10.0
 OWN_EVENTS_KEPT = 100_000
 CATCH_UP_TIMEOUT_S = 10.0
 OWN_CONFIRM_TIMEOUT_S = 10.0   # past it, an event still unconfirmed is applied as another writer's: safe
+# Small tables changed by other writers are read again in place (sync.py) while a round has spent less than this:
+# a burst of events on many tables then delays the round's later events by at most this (they are dropped for the
+# loader, as before).
+REFRESH_BUDGET_S = 0.05
 
 
 class Poller:
     def __init__(self, store: CachedStore, metrics: Metrics, *, interval_s: float, event_ttl_s: int,
                  start_after: Callable[[], int], reload_everything: Callable[[], int],
-                 unlogged: UnloggedWrites[Any] | None = None, unlogged_check_s: float = 0.0) -> None:
+                 unlogged: UnloggedWrites[Any] | None = None, unlogged_check_s: float = 0.0,
+                 refresh_budget_s: float = REFRESH_BUDGET_S) -> None:
         self.store = store
         self.metrics = metrics
         self.interval_s = interval_s
+        self.refresh_budget_s = refresh_budget_s
         self.event_ttl_s = event_ttl_s
         self._start_after = start_after           # blocks until prewarm recorded its starting event id
         self._reload_everything = reload_everything  # clears the cache, prewarms again, returns the new start
@@ -174,16 +180,16 @@ class Poller:
         return False
 
     def poll_once(self) -> bool:
-        """Applies the next batch of events; True if the batch was full."""
-        oldest = self.store.oldest_event_id()
-        if oldest is not None and oldest > self.last_applied + 1 and self.last_applied > 0:
-            log.warning("events %d..%d were cleaned up before this instance applied them: reloading the cache",
-                        self.last_applied + 1, oldest - 1)
-            self.last_applied = self._reload_everything()
+        """Applies the next batch of events; True if the batch was full (or the cache was reloaded)."""
         self._skip_own()
         events = self.store.get_events(self.last_applied, BATCH)
+        if self._log_has_gap(events):
+            self.last_applied = self._reload_everything()
+            return True
+        refresh_until = time.monotonic() + self.refresh_budget_s
         for event in events:
-            if not self._is_own(event.eventId) and not self._applied(event):
+            refresh = time.monotonic() < refresh_until
+            if not self._is_own(event.eventId) and not self._applied(event, refresh):
                 self.last_applied = self._reload_everything()
                 return True
             self.metrics.notification_events_applied.labels(event.eventType).inc()
@@ -199,12 +205,24 @@ class Poller:
         self._check_unlogged()
         return len(events) == BATCH
 
-    def _applied(self, event: NotificationEvent) -> bool:
+    def _log_has_gap(self, events: list[NotificationEvent]) -> bool:
+        """Whether events this instance has not applied were cleaned up. Finding none newer, or the very next one,
+        is proof enough that none were (cleaning takes the oldest first); otherwise the log's oldest event tells."""
+        if self.last_applied == 0 or not events or events[0].eventId == self.last_applied + 1:
+            return False
+        oldest = self.store.oldest_event_id()
+        if oldest is None or oldest <= self.last_applied + 1:
+            return False
+        log.warning("events %d..%d were cleaned up before this instance applied them: reloading the cache",
+                    self.last_applied + 1, oldest - 1)
+        return True
+
+    def _applied(self, event: NotificationEvent, refresh: bool) -> bool:
         """Applies an event; False when its message cannot be read (a format or a row this instance does not
         understand): nothing then tells what the event changed, and only reloading everything is safe. Retrying
         it would stop the poller at that event for good."""
         try:
-            apply_event(self.store, event, self._allocations)
+            apply_event(self.store, event, self._allocations, refresh)
             return True
         except ValueError as exc:
             log.warning("event %d (%s) cannot be read (%s): reloading the cache", event.eventId, event.eventType, exc)

@@ -1,13 +1,14 @@
 """Applying notification-log events written by other instances to this instance's cache.
 
 The rule is simple on purpose: an event about a table drops that table's cached entry; a later read goes to the
-database and the loader reloads the table, both seeing at least the state the event describes. The reload also
-settles the table's place in the name index (listings), from the database rather than the event, because an event
-can be applied after a newer change to the same name. Transaction events only move write ids: a commit marks the
-transaction's write ids valid in the cached entries, which is what makes those entries usable again for snapshots
-that include the commit (the flow in DESIGN.md). A commit's writes are those its message lists, else those the
-transaction's ALLOC_WRITE_ID events announced, else the store's record (an upstream HMS cannot be asked). The log
-is totally ordered, so every table event of a transaction is applied before its commit.
+database and the loader reloads the table, both seeing at least the state the event describes. (A small table
+may instead be read again at once, its entry replaced only when the read is in: the same state, reached sooner.)
+The reload also settles the table's place in the name index (listings), from the database rather than the event,
+because an event can be applied after a newer change to the same name. Transaction events only move write ids: a
+commit marks the transaction's write ids valid in the cached entries, which is what makes those entries usable
+again for snapshots that include the commit (the flow in DESIGN.md). A commit's writes are those its message
+lists, else those the transaction's ALLOC_WRITE_ID events announced, else the store's record (an upstream HMS
+cannot be asked). The log is totally ordered, so every table event of a transaction is applied before its commit.
 """
 from __future__ import annotations
 
@@ -45,8 +46,9 @@ class AllocationsSeen:
         return self._by_txn.pop(txn_id, None)
 
 
-def apply_event(store: CachedStore, event: NotificationEvent, seen: AllocationsSeen) -> None:
-    """Brings the cache up to the state after `event`."""
+def apply_event(store: CachedStore, event: NotificationEvent, seen: AllocationsSeen, refresh: bool = False) -> None:
+    """Brings the cache up to the state after `event`. With `refresh`, a small table the event changed is read
+    again at once rather than dropped for a reload (CachedStore.invalidate)."""
     kind = event.eventType
     cat = (event.catName or "hive").lower()
     db = (event.dbName or "").lower()
@@ -59,14 +61,17 @@ def apply_event(store: CachedStore, event: NotificationEvent, seen: AllocationsS
     elif kind == m.ALTER_TABLE:
         parsed = m.parse(kind, event.message, event.messageFormat)
         before, after = parsed.table_before, parsed.table_after
-        store.invalidate((cat, present(before.dbName).lower(), present(before.tableName).lower()), gone=True)
-        store.invalidate((cat, present(after.dbName).lower(), present(after.tableName).lower()), table=after)
+        old_key = (cat, present(before.dbName).lower(), present(before.tableName).lower())
+        new_key = (cat, present(after.dbName).lower(), present(after.tableName).lower())
+        if old_key != new_key:
+            store.invalidate(old_key, gone=True)
+        store.invalidate(new_key, table=after, refresh=refresh)
     elif kind in TABLE_EVENTS:
         key = (cat, db, (event.tableName or "").lower())
         if kind == m.CREATE_TABLE:
             store.invalidate(key, table=m.parse(kind, event.message, event.messageFormat).table)
         else:
-            store.invalidate(key, gone=kind == m.DROP_TABLE)
+            store.invalidate(key, gone=kind == m.DROP_TABLE, refresh=refresh)
     elif kind == m.ALLOC_WRITE_ID:
         parsed = m.parse(kind, event.message, event.messageFormat)
         table = (event.tableName or "").lower()
