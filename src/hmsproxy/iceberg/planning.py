@@ -217,18 +217,25 @@ def _entries(planner: ManifestGroupPlanner, residuals: _Residuals, manifests: It
     """ManifestGroupPlanner.plan_manifest_entries over cached entries: manifests pruned by their partition
     summaries, delete manifests older than every data file skipped, entries by partition and column metrics.
 
-    Two shortcuts, each exact: a partition is evaluated once a plan, not once a file; and a data file whose
-    partition leaves no residual (every row matches) skips the metrics check, which could only confirm it
-    (ruling out only empty files, as it does)."""
+    Three shortcuts, each exact: manifests with the same partition summaries are evaluated once a plan (the
+    manifest evaluator reads nothing else of them; daily appends give many manifests one day's summary); a
+    partition is evaluated once a plan, not once a file; and a data file whose partition leaves no residual
+    (every row matches) skips the metrics check, which could only confirm it (ruling out only empty files, as it
+    does)."""
     manifest_evaluators: dict[int, Callable[[ManifestFile], bool]] = {}
     partition_evaluators: dict[int, Callable[[Any], bool]] = {}
+    summaries_kept: dict[tuple[Any, ...], bool] = {}
     survivors = []
     for manifest in manifests:
         spec_id = manifest.partition_spec_id
         if spec_id not in manifest_evaluators:
             manifest_evaluators[spec_id] = planner._build_manifest_evaluator(spec_id)
             partition_evaluators[spec_id] = planner._build_partition_evaluator(spec_id)
-        if manifest_evaluators[spec_id](manifest):
+        summaries = (spec_id, *((field.contains_null, field.contains_nan, field.lower_bound, field.upper_bound)
+                                for field in manifest.partitions or ()))
+        if summaries not in summaries_kept:
+            summaries_kept[summaries] = manifest_evaluators[spec_id](manifest)
+        if summaries_kept[summaries]:
             survivors.append(manifest)
     min_sequence_number = _min_sequence_number(survivors)
     unfiltered = isinstance(planner.row_filter, AlwaysTrue)
