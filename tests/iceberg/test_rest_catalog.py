@@ -3,7 +3,10 @@ client hides what the server answered (status codes, the ErrorModel, headers).""
 from __future__ import annotations
 
 import json
+import os
+import socket
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from pathlib import Path
@@ -354,3 +357,34 @@ def test_a_transaction_naming_a_table_twice_is_refused(server, rest, namespace):
     change = _set_properties(namespace, "twice", a.metadata.table_uuid, step="1")
     status, _, body = http(server, "POST", "/v1/transactions/commit", body={"table-changes": [change, change]})
     assert status == 400 and "more than once" in error_of(body)["message"]
+
+
+def test_replies_leave_without_waiting_for_the_clients_ack(server):
+    """The server's end of a REST connection has TCP_NODELAY. Without it (a listening socket of protocol 0: asyncio
+    then leaves Nagle's algorithm on) a reply written as headers and then body waited for the client's delayed ACK,
+    40 ms on Linux, before its body left: pyiceberg's plan of a 100-manifest table took 48 ms instead of 7."""
+    with socket.create_connection(("127.0.0.1", server.rest_port), timeout=30) as client:
+        path = urllib.parse.urlsplit(server.rest_uri).path
+        client.sendall(f"GET {path}/v1/config HTTP/1.1\r\nHost: test\r\n\r\n".encode())
+        assert client.recv(65536).startswith(b"HTTP/1.1 200")   # the server's end is accepted and has answered
+        accepted = _server_end(server.rest_port, client.getsockname())
+        try:
+            assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        finally:
+            accepted.close()
+
+
+def _server_end(port: int, peer: tuple[str, int]) -> socket.socket:
+    """This process's socket on `port` connected to `peer` (the server runs in the test's process), as a copy."""
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            candidate = socket.socket(fileno=os.dup(int(fd)))
+        except OSError:
+            continue   # not a socket
+        try:
+            if candidate.getsockname()[1] == port and candidate.getpeername() == peer:
+                return candidate
+        except (OSError, IndexError, TypeError):
+            pass   # unbound, unconnected, or not an internet socket
+        candidate.close()
+    raise AssertionError(f"no socket of port {port} connected to {peer}")
