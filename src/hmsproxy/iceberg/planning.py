@@ -29,6 +29,7 @@ from hmsproxy.iceberg.content_files import content_file_json
 from hmsproxy.iceberg.expressions import PlanRequestError, expression_json, parse_filter
 from hmsproxy.iceberg.manifest_cache import CachedEntry, ManifestCache
 from hmsproxy.iceberg.manifest_reads import read_ahead
+from hmsproxy.iceberg.metrics_eval import metrics_evaluator
 from hmsproxy.iceberg.plan_tasks import PlanTasks, ScanTasksJson, UnknownPlan, UnknownPlanTask
 
 __all__ = ["PlanRequestError", "PlanTasks", "UnknownPlan", "UnknownPlanTask", "fetch_tasks", "plan_scan"]
@@ -239,7 +240,7 @@ def _entries(planner: ManifestGroupPlanner, residuals: _Residuals, manifests: It
             survivors.append(manifest)
     min_sequence_number = _min_sequence_number(survivors)
     unfiltered = isinstance(planner.row_filter, AlwaysTrue)
-    metrics = planner._build_metrics_evaluator()
+    metrics = metrics_evaluator(planner._build_metrics_evaluator())
     partitions: dict[tuple[int, tuple[Any, ...]], bool] = {}
     kept: list[CachedEntry] = []
     wanted = [m for m in survivors if planner._check_sequence_number(min_sequence_number, m)]
