@@ -241,7 +241,8 @@ def _entries(planner: ManifestGroupPlanner, residuals: _Residuals, manifests: It
     min_sequence_number = _min_sequence_number(survivors)
     unfiltered = isinstance(planner.row_filter, AlwaysTrue)
     metrics = metrics_evaluator(planner._build_metrics_evaluator())
-    partitions: dict[tuple[int, tuple[Any, ...]], bool] = {}
+    # By partition: None if the partition evaluator rules it out, else whether every row of it matches.
+    partitions: dict[tuple[int, tuple[Any, ...]], bool | None] = {}
     kept: list[CachedEntry] = []
     wanted = [m for m in survivors if planner._check_sequence_number(min_sequence_number, m)]
     for manifest, entries in zip(wanted, _read(cache, io, wanted)):
@@ -252,10 +253,11 @@ def _entries(planner: ManifestGroupPlanner, residuals: _Residuals, manifests: It
         for entry in entries:
             key = (entry.spec_id, entry.partition)
             if key not in partitions:
-                partitions[key] = in_partition(entry)
-            if not partitions[key]:
+                partitions[key] = residuals.of(entry) is True if in_partition(entry) else None
+            all_rows = partitions[key]
+            if all_rows is None:
                 continue
-            if entry.content == DATA and residuals.of(entry) is True:
+            if all_rows and entry.content == DATA:
                 if entry.record_count != 0:
                     kept.append(entry)
             elif metrics(cast(Any, entry.metrics())):
