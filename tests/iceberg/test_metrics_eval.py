@@ -28,7 +28,8 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> Table:
     return build_table(Path(tmp_path_factory.mktemp("metrics-eval")), seed=7)
 
 
-def _files(table: Table) -> list[Any]:
+@pytest.fixture(scope="module")
+def files(table: Table) -> list[Any]:
     """Every live content file of the current snapshot, decoded by pyiceberg and as the cache holds it, and one of
     them as if it held 0 and -1 rows."""
     snapshot = table.current_snapshot()
@@ -51,9 +52,9 @@ def cases(draw: st.DrawFn) -> tuple[BooleanExpression, bool, bool]:
 
 @settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=cases())
-def test_same_verdict_as_pyiceberg_on_every_file(table: Table, case: tuple[BooleanExpression, bool, bool]) -> None:
+def test_same_verdict_as_pyiceberg_on_every_file(table: Table, files: list[Any],
+                                                 case: tuple[BooleanExpression, bool, bool]) -> None:
     row_filter, case_sensitive, include_empty_files = case
     pyiceberg_eval = _InclusiveMetricsEvaluator(table.schema(), row_filter, case_sensitive, include_empty_files).eval
     ours = metrics_evaluator(pyiceberg_eval)
-    files = _files(table)
     assert [ours(file) for file in files] == [pyiceberg_eval(file) for file in files]

@@ -41,5 +41,3 @@ def filters(case_sensitive: bool) -> st.SearchStrategy[BooleanExpression]:
     return st.recursive(predicates(case_sensitive), lambda children: st.one_of(
         st.builds(ex.And, children, children), st.builds(ex.Or, children, children), st.builds(ex.Not, children)),
         max_leaves=4)
-
-
