@@ -69,3 +69,71 @@ def test_a_table_written_during_every_read_of_it_is_still_cached(backend, tmp_pa
         assert len(entry.partitions) == 70
         assert requested == [] and cached.loads_in_flight() == 0
         assert cache.bookkeeping_entries()["key_locks"] == 0
+
+
+@pytest.mark.parametrize("refresh", [False, True], ids=["load", "refresh_in_place"])
+def test_a_read_installed_between_a_writes_cache_update_and_its_end_is_refused(refresh, tmp_path, monkeypatch):
+    """A write updates the cached entry (or finds none) and only then, as it ends, bumps the table's generation.
+    A read of the table that began before the write's commit and is installed in between would replace the
+    written entry with the older state, for good (the write's own event is never applied here): a partition
+    another instance's change made this one refresh (or reload) would go missing from this cache."""
+    root = f"file:{tmp_path}/d/t"
+    with fresh_store("sqlite", tmp_path) as store:
+        add_table_t(store, f"file:{tmp_path}", sd_at(root))
+        store.add_partitions("hive", "d", "t", _partitions(root, 0, 3))
+        cache = SharedCache(max_bytes=1 << 30)
+        cached = CachedStore(store, cache, CachePolicy.from_patterns(), Metrics(), stats_as_stored)
+        cached.load_catalog("hive")
+        if refresh:
+            cached.load_table(KEY)
+        entry_updated, first_install_over = threading.Event(), threading.Event()
+        errors: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                cached.add_partitions("hive", "d", "t", _partitions(root, 3, 1))
+            except BaseException as exc:
+                errors.append(exc)
+                entry_updated.set()
+
+        writer = threading.Thread(target=write)
+        bump = cache.bump
+
+        def bump_once_the_read_is_installed(key):
+            if threading.current_thread() is writer:   # the write's end: its entry update is done
+                entry_updated.set()
+                assert first_install_over.wait(30), "the read was never installed"
+            bump(key)
+
+        read_bundle = store.get_table_bundle
+
+        def read_then_write(*args, **kwargs):
+            bundle = read_bundle(*args, **kwargs)
+            if not writer.is_alive() and not entry_updated.is_set():   # the first read only
+                writer.start()
+                assert entry_updated.wait(30), "the write never updated the cache"
+            return bundle
+
+        install = cached._install
+
+        def install_once(*args, **kwargs):
+            try:
+                return install(*args, **kwargs)
+            finally:
+                first_install_over.set()
+
+        monkeypatch.setattr(cache, "bump", bump_once_the_read_is_installed)
+        monkeypatch.setattr(store, "get_table_bundle", read_then_write)
+        monkeypatch.setattr(cached, "_install", install_once)
+        if refresh:
+            installed = cached.refreshed_in_place(KEY)
+        else:
+            installed = cached.load_table(KEY) > 0
+        first_install_over.set()
+        writer.join(30)
+        assert not writer.is_alive() and not errors
+        entry = cache.get_table(KEY)
+        stored = sorted(store.get_partition_names(*KEY))
+        assert len(stored) == 4
+        assert entry is None or sorted(entry.partitions.names) == stored, "the cache lost a committed write"
+        assert installed != refresh   # the refresh gave up (its caller drops the entry); the load read it again

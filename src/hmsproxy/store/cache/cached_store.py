@@ -279,17 +279,21 @@ class CachedStore(CachedStatistics, CachedTransactions):
         partitions cached, or None when the read was overlapped and must be made again."""
         if entry is None:
             with self.cache.lock:
-                if self.cache.generation(key) == load.generation:
+                if self._unchanged_since(key, load):
                     self.cache.unindex_table(key)
             return 0
         entry.size_bytes()   # counted before the lock (see SharedCache.put_table)
         with self.cache.lock:
-            current = self.cache.generation(key) == load.generation and entry.version >= load.newest_seen
+            current = self._unchanged_since(key, load) and entry.version >= load.newest_seen
             if current:
                 self.cache.index_table(key, entry.table)  # listed even when too large to keep
                 self.cache.put_table(key, entry)
                 return len(entry.partitions)
         return None
+
+    def _unchanged_since(self, key: TableKey, load: _LoadInFlight) -> bool:
+        """Whether no write to the table here began or ended since the load started (under the cache's lock)."""
+        return self.cache.generation(key) == load.generation and not self.cache.is_being_written(key)
 
     # ---- changes made by other instances (store/cache/sync.py) --------------------------------------
 

@@ -135,6 +135,13 @@ class SharedCache:
         """Holds off writes to one table in this process, as a write does, without counting as one."""
         return _KeyWrite(self, key, bumps=False)
 
+    def is_being_written(self, key: TableKey) -> bool:
+        """Whether a write to the table is under way here (see _KeyLock.writing): a read installed now may be older
+        than what the write put in the cache, or than what it commits."""
+        with self.lock:
+            key_lock = self._key_locks.get(key)
+            return key_lock is not None and key_lock.writing
+
     def bump(self, key: TableKey) -> None:
         """A write to the table: loads that started before it are dropped. Forgetting every generation
         at once raises the floor to the newest number, which is above any a load can have started with
@@ -355,6 +362,9 @@ class SharedCache:
 class _KeyLock:
     lock: threading.Lock = field(default_factory=threading.Lock)
     users: int = 0   # writes holding or awaiting the lock; at 0 it is removed
+    # A write holds the lock: from its commit to its end the cached entry may show it while the table's generation
+    # does not yet (the bump comes last), so a read of the table installed meanwhile could be older than the entry.
+    writing: bool = False
 
 
 class _KeyWrite:
@@ -366,12 +376,16 @@ class _KeyWrite:
             key_lock = self._cache._key_locks.setdefault(self._key, _KeyLock())
             key_lock.users += 1
         key_lock.lock.acquire()
+        if self._bumps:
+            with self._cache.lock:
+                key_lock.writing = True
 
     def __exit__(self, *exc: object) -> None:
         if self._bumps:
             self._cache.bump(self._key)
         with self._cache.lock:
             key_lock = self._cache._key_locks[self._key]
+            key_lock.writing = False
             key_lock.lock.release()
             key_lock.users -= 1
             if not key_lock.users:
