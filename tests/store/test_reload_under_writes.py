@@ -87,16 +87,8 @@ def test_a_read_installed_between_a_writes_cache_update_and_its_end_is_refused(r
         if refresh:
             cached.load_table(KEY)
         entry_updated, first_install_over = threading.Event(), threading.Event()
-        errors: list[BaseException] = []
-
-        def write() -> None:
-            try:
-                cached.add_partitions("hive", "d", "t", _partitions(root, 3, 1))
-            except BaseException as exc:
-                errors.append(exc)
-                entry_updated.set()
-
-        writer = threading.Thread(target=write)
+        # an exception in it fails the test (pyproject.toml: PytestUnhandledThreadExceptionWarning is an error)
+        writer = threading.Thread(target=cached.add_partitions, args=("hive", "d", "t", _partitions(root, 3, 1)))
         bump = cache.bump
 
         def bump_once_the_read_is_installed(key):
@@ -109,7 +101,7 @@ def test_a_read_installed_between_a_writes_cache_update_and_its_end_is_refused(r
 
         def read_then_write(*args, **kwargs):
             bundle = read_bundle(*args, **kwargs)
-            if not writer.is_alive() and not entry_updated.is_set():   # the first read only
+            if writer.ident is None:   # the first read only: the writer is not started yet
                 writer.start()
                 assert entry_updated.wait(30), "the write never updated the cache"
             return bundle
@@ -131,7 +123,7 @@ def test_a_read_installed_between_a_writes_cache_update_and_its_end_is_refused(r
             installed = cached.load_table(KEY) > 0
         first_install_over.set()
         writer.join(30)
-        assert not writer.is_alive() and not errors
+        assert not writer.is_alive()
         entry = cache.get_table(KEY)
         stored = sorted(store.get_partition_names(*KEY))
         assert len(stored) == 4
